@@ -1,0 +1,62 @@
+"""The `reviewbot` command line: one lazily imported module per command group.
+
+Lazy imports keep `reviewbot review` light (no server, webhook or torch code on its path).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+from reviewbot.errors import EXIT_USAGE, ReviewbotError, redact
+
+
+class LazyGroup(click.Group):
+    """A click group whose subcommands live in other modules, imported on first use."""
+
+    def __init__(self, *args: object, lazy: dict[str, str], **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.lazy = lazy
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.lazy:
+            module_name, attr = self.lazy[cmd_name].split(":")
+            return getattr(importlib.import_module(module_name), attr)
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(
+    cls=LazyGroup,
+    lazy={
+        "review": "reviewbot.commands.review:review",
+        "demo": "reviewbot.commands.demo:demo",
+        "webhook": "reviewbot.webhook.cli:webhook",
+        "server": "server.cli:server",
+    },
+)
+@click.version_option(package_name="reviewbot")
+def cli() -> None:
+    """Review merge/pull requests with your own vLLM server."""
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: every ReviewbotError becomes one line on stderr and its exit code."""
+    try:
+        cli.main(args=argv, prog_name="reviewbot", standalone_mode=False)
+    except ReviewbotError as exc:
+        click.echo(f"reviewbot: error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        click.echo(f"reviewbot: error: {redact(exc.format_message())}", err=True)
+        sys.exit(EXIT_USAGE)
+    except click.exceptions.Abort:
+        click.echo("reviewbot: aborted", err=True)
+        sys.exit(130)
+    sys.exit(0)

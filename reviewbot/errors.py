@@ -1,0 +1,78 @@
+"""Every error a user can see, with the exit code it maps to.
+
+    ReviewbotError (exit 2 unless stated)
+    ├── UsageError           bad flag, config key or value
+    ├── DiffError            not a diff, empty diff, unreadable input
+    ├── BackendError         (exit 3) the model server cannot be used
+    │   ├── BackendUnreachable
+    │   └── ModelNotServed   (exit 2) names the models that are served
+    ├── ForgeError           (exit 3) GitLab/GitHub refused or failed; carries status and body
+    └── IncompleteReview     (exit 3) a review ran but did not cover everything
+
+Messages are one line and never contain secrets: `redact()` scrubs known tokens.
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_FINDINGS = 1
+EXIT_USAGE = 2
+EXIT_INCOMPLETE = 3
+
+_SECRETS: set[str] = set()
+
+
+def register_secret(value: str | None) -> None:
+    """Remember a secret so that no error message or log line ever shows it."""
+    if value and len(value) >= 4:
+        _SECRETS.add(value)
+
+
+def redact(text: str) -> str:
+    for secret in _SECRETS:
+        text = text.replace(secret, "***")
+    return text
+
+
+class ReviewbotError(Exception):
+    exit_code = EXIT_USAGE
+
+    def __init__(self, message: str) -> None:
+        super().__init__(redact(" ".join(str(message).split())))
+
+    @property
+    def message(self) -> str:
+        return str(self)
+
+
+class UsageError(ReviewbotError):
+    pass
+
+
+class DiffError(ReviewbotError):
+    pass
+
+
+class BackendError(ReviewbotError):
+    exit_code = EXIT_INCOMPLETE
+
+
+class BackendUnreachable(BackendError):
+    pass
+
+
+class ModelNotServed(BackendError):
+    exit_code = EXIT_USAGE
+
+
+class ForgeError(ReviewbotError):
+    exit_code = EXIT_INCOMPLETE
+
+    def __init__(self, message: str, status: int | None = None, body: str = "") -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = redact(body)
+
+
+class IncompleteReview(ReviewbotError):
+    exit_code = EXIT_INCOMPLETE

@@ -1,0 +1,1 @@
+"""Forge adapters: GitLab, GitHub, local."""

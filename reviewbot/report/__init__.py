@@ -1,0 +1,1 @@
+"""Renderers of a review result."""

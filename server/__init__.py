@@ -1,0 +1,1 @@
+"""Plans, launches and supervises the vLLM backend. Shares only HTTP with `reviewbot`."""
