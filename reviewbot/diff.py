@@ -1,0 +1,229 @@
+"""The change being reviewed: files → hunks → lines, and which (side, line) pairs can carry a comment.
+
+Built on unidiff. Knows nothing about forges. Two rules keep line numbers right:
+diff text is only ever split on "\\n" (never `str.splitlines()`, which also splits on "\\r",
+"\\x0c", "\\u2028", …), and undecodable bytes are replaced, never dropped.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+import subprocess
+from dataclasses import dataclass, field
+from enum import Enum
+from functools import cached_property
+from io import StringIO
+
+from unidiff import PatchSet
+from unidiff.errors import UnidiffParseError
+
+from reviewbot.errors import DiffError
+
+
+class Side(str, Enum):
+    NEW = "new"
+    OLD = "old"
+
+
+@dataclass(frozen=True, slots=True)
+class DiffLine:
+    kind: str  # "+", "-" or " "
+    old: int | None  # line number in the old file (removed and context lines)
+    new: int | None  # line number in the new file (added and context lines)
+    text: str  # without the line terminator; a "\r" of a CRLF file is kept
+
+    @property
+    def changed(self) -> bool:
+        return self.kind != " "
+
+    def positions(self) -> tuple[tuple[Side, int], ...]:
+        """Where a comment on this line may be anchored."""
+        out = []
+        if self.new is not None:
+            out.append((Side.NEW, self.new))
+        if self.old is not None:
+            out.append((Side.OLD, self.old))
+        return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class Hunk:
+    old_start: int
+    old_len: int
+    new_start: int
+    new_len: int
+    section: str
+    lines: tuple[DiffLine, ...]
+
+    @property
+    def header(self) -> str:
+        section = f" {self.section}" if self.section else ""
+        return f"@@ -{self.old_start},{self.old_len} +{self.new_start},{self.new_len} @@{section}"
+
+    @property
+    def changed_lines(self) -> int:
+        return sum(1 for line in self.lines if line.changed)
+
+
+@dataclass(frozen=True)
+class FileDiff:
+    old_path: str | None  # None for an added file
+    new_path: str | None  # None for a deleted file
+    hunks: tuple[Hunk, ...] = ()
+    binary: bool = False
+    submodule: bool = False
+    old_mode: str | None = None
+    new_mode: str | None = None
+
+    @property
+    def path(self) -> str:
+        """The path a reviewer knows the file by: the new one, or the old one if deleted."""
+        return self.new_path or self.old_path or ""
+
+    @property
+    def status(self) -> str:
+        if self.old_path is None:
+            return "added"
+        if self.new_path is None:
+            return "deleted"
+        if self.old_path != self.new_path:
+            return "renamed"
+        if not self.hunks and self.old_mode != self.new_mode:
+            return "mode-changed"
+        return "modified"
+
+    @property
+    def changed_lines(self) -> int:
+        return sum(h.changed_lines for h in self.hunks)
+
+    @cached_property
+    def commentable(self) -> frozenset[tuple[Side, int]]:
+        """Every (side, line) a comment may be anchored to: added (new), removed (old), context (both)."""
+        return frozenset(pos for h in self.hunks for line in h.lines for pos in line.positions())
+
+    def hunk_at(self, side: Side, line: int) -> Hunk | None:
+        for hunk in self.hunks:
+            if any((side, line) in dl.positions() for dl in hunk.lines):
+                return hunk
+        return None
+
+    def line_at(self, side: Side, line: int) -> DiffLine | None:
+        for hunk in self.hunks:
+            for dl in hunk.lines:
+                if (side, line) in dl.positions():
+                    return dl
+        return None
+
+
+@dataclass(frozen=True)
+class ChangeSet:
+    files: tuple[FileDiff, ...] = field(default_factory=tuple)
+
+    def file(self, path: str) -> FileDiff | None:
+        for f in self.files:
+            if path in (f.new_path, f.old_path):
+                return f
+        return None
+
+    @property
+    def changed_lines(self) -> int:
+        return sum(f.changed_lines for f in self.files)
+
+
+_DIFF_START = re.compile(r"^(diff --git |--- )", re.M)
+
+
+def parse(raw: bytes | str) -> ChangeSet:
+    """Parse `git diff` / `git format-patch` output. Raises DiffError for empty or non-diff input."""
+    text = raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else raw
+    if not text.strip():
+        raise DiffError("the diff is empty: nothing to review")
+    start = _DIFF_START.search(text)
+    if start is None:
+        raise DiffError("the input is not a unified diff (no 'diff --git' or '---' header found)")
+    # format-patch: drop the mail headers and message before the first diff
+    # ("GIT binary patch" payload lines start with a letter, so they never look like diff lines)
+    text = text[start.start():]
+    try:
+        patch = PatchSet(StringIO(text))  # StringIO splits on "\n" only
+    except UnidiffParseError as exc:
+        raise DiffError(f"the diff could not be parsed: {exc}") from None
+    return ChangeSet(tuple(_file(pf) for pf in patch))
+
+
+def _file(pf) -> FileDiff:  # type: ignore[no-untyped-def]
+    old = None if pf.is_added_file else _clean_path(pf.source_file)
+    new = None if pf.is_removed_file else _clean_path(pf.target_file)
+    # unidiff leaves the paths of hunk-less entries (binary, mode-only, pure rename) as parsed from
+    # the "diff --git" line; fall back to them
+    if old is None and new is None or (old == "/dev/null" and new == "/dev/null"):
+        old = new = _clean_path(pf.path)
+    hunks = tuple(_hunk(h) for h in pf)
+    modes = (pf.patch_info and _modes(str(pf.patch_info))) or (None, None)
+    return FileDiff(
+        old_path=old,
+        new_path=new,
+        hunks=hunks,
+        binary=bool(pf.is_binary_file),
+        submodule=bool(pf.is_submodule) or any(
+            line.text.startswith("Subproject commit ") for h in hunks for line in h.lines
+        ),
+        old_mode=modes[0],
+        new_mode=modes[1],
+    )
+
+
+def _hunk(h) -> Hunk:  # type: ignore[no-untyped-def]
+    lines = tuple(
+        DiffLine(
+            kind=line.line_type,
+            old=line.source_line_no,
+            new=line.target_line_no,
+            text=line.value[:-1] if line.value.endswith("\n") else line.value,
+        )
+        for line in h
+        if line.line_type in ("+", "-", " ")
+    )
+    return Hunk(h.source_start, h.source_length, h.target_start, h.target_length,
+                h.section_header, lines)
+
+
+_MODE = re.compile(r"^(old|new|new file|deleted file) mode (\d+)$", re.M)
+
+
+def _modes(info: str) -> tuple[str | None, str | None]:
+    found = dict((kind, mode) for kind, mode in _MODE.findall(info))
+    return (found.get("old") or found.get("deleted file"), found.get("new") or found.get("new file"))
+
+
+def _clean_path(path: str | None) -> str | None:
+    if path is None or path == "/dev/null":
+        return None
+    path = _unquote(path.strip())
+    for prefix in ("a/", "b/"):
+        if path.startswith(prefix):
+            return path[len(prefix):]
+    return path
+
+
+def _unquote(path: str) -> str:
+    """Undo git's C-style quoting of unusual paths: "a/\\303\\251.txt" → a/é.txt."""
+    if len(path) >= 2 and path[0] == path[-1] == '"':
+        raw = codecs.escape_decode(path[1:-1].encode("utf-8"))[0]
+        return raw.decode("utf-8", errors="replace")
+    return path
+
+
+def from_git(range_: str, cwd: str | None = None) -> bytes:
+    """`git diff RANGE` in the current repository, with stable, unquoted output and renames found."""
+    argv = ["git", "-c", "core.quotePath=false", "diff", "--no-color", "--no-ext-diff",
+            "--find-renames", "--binary", range_]
+    try:
+        proc = subprocess.run(argv, cwd=cwd, capture_output=True, check=False, timeout=300)
+    except FileNotFoundError:
+        raise DiffError("git is not installed") from None
+    if proc.returncode != 0:
+        msg = proc.stderr.decode("utf-8", "replace").strip().split("\n")
+        raise DiffError(f"git diff {range_} failed: {msg[0] if msg else 'exit ' + str(proc.returncode)}")
+    return proc.stdout

@@ -1,0 +1,79 @@
+"""The outcome of one review: findings, what was left out and why, and whether it is complete."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from reviewbot.findings import Finding, Severity
+
+
+@dataclass(frozen=True)
+class SkippedFile:
+    path: str
+    reason: str
+
+
+@dataclass
+class Stats:
+    files_total: int = 0
+    files_reviewed: int = 0
+    files_skipped: list[SkippedFile] = field(default_factory=list)
+    changed_lines: int = 0  # changed lines of the reviewed files
+    changed_lines_sent: int = 0  # of those, how many reached the model in a completed request
+    chunks: int = 0
+    requests: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    tool_calls_invalid: int = 0
+    findings_reanchored: int = 0
+    wall_seconds: float = 0.0
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return not self.errors and self.changed_lines_sent == self.changed_lines
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "files_total": self.files_total,
+            "files_reviewed": self.files_reviewed,
+            "files_skipped": [{"path": s.path, "reason": s.reason} for s in self.files_skipped],
+            "changed_lines": self.changed_lines,
+            "changed_lines_sent": self.changed_lines_sent,
+            "chunks": self.chunks,
+            "requests": self.requests,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "tool_calls_invalid": self.tool_calls_invalid,
+            "findings_reanchored": self.findings_reanchored,
+            "wall_seconds": round(self.wall_seconds, 3),
+            "complete": self.complete,
+            "errors": list(self.errors),
+        }
+
+
+@dataclass
+class ReviewResult:
+    findings: list[Finding]
+    unanchored: list[Finding]
+    summary: str
+    stats: Stats
+    model: str = ""
+    base_url: str = ""
+
+    @property
+    def complete(self) -> bool:
+        return self.stats.complete
+
+    def worst(self) -> Severity | None:
+        all_ = self.findings + self.unanchored
+        return max((f.severity for f in all_), default=None)
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "findings": [f.to_dict() for f in self.findings],
+            "unanchored": [f.to_dict() for f in self.unanchored],
+            "summary": self.summary,
+            "stats": self.stats.to_dict(),
+            "model": self.model,
+        }
