@@ -1,0 +1,143 @@
+"""Settings, resolved once at the edge: flag > environment > .reviewbot.toml > default.
+
+This is the only module that reads the environment for the review path. Every key is listed
+in `docs/configuration.md`; unknown keys and wrong types are usage errors (exit 2).
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Mapping
+
+from reviewbot.errors import UsageError, register_secret
+
+OUTPUTS = ("text", "json", "sarif", "codequality", "markdown")
+FAIL_ON = ("info", "minor", "major", "critical", "blocker", "never")
+
+
+def _env(*names: str) -> dict[str, Any]:
+    return {"env": names}
+
+
+@dataclass(frozen=True)
+class Settings:
+    # backend
+    base_url: str = field(default="http://127.0.0.1:8000/v1", metadata=_env("REVIEWBOT_BASE_URL"))
+    model: str | None = field(default=None, metadata=_env("REVIEWBOT_MODEL"))
+    api_key: str | None = field(default=None, metadata=_env("REVIEWBOT_API_KEY"))
+    max_context: int = 65536
+    max_output_tokens: int = 1024
+    concurrency: int = 8
+    request_timeout: float = 300.0
+    retries: int = 4
+    tokenizer: str | None = None  # a tokenizer.json used when the server has no /tokenize
+    temperature: float = 0.1
+    # what to review and how
+    exclude: tuple[str, ...] = ()
+    context_lines: int = 3
+    max_findings_per_chunk: int = 8
+    prompts_dir: str | None = None
+    # reporting
+    output: str = "text"
+    output_file: str | None = None
+    fail_on: str = "never"
+    # forges
+    mode: str = "incremental"  # full | incremental
+    gitlab_url: str = field(default="https://gitlab.com", metadata=_env("CI_SERVER_URL"))
+    gitlab_token: str | None = field(
+        default=None, metadata=_env("REVIEWBOT_GITLAB_TOKEN", "GITLAB_TOKEN")
+    )
+    github_url: str = field(default="https://api.github.com", metadata=_env("GITHUB_API_URL"))
+    github_token: str | None = field(default=None, metadata=_env("GITHUB_TOKEN"))
+    ssl_verify: bool = True
+    ca_file: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.output not in OUTPUTS:
+            raise UsageError(f"output must be one of {', '.join(OUTPUTS)}, not {self.output!r}")
+        if self.fail_on not in FAIL_ON:
+            raise UsageError(f"fail_on must be one of {', '.join(FAIL_ON)}, not {self.fail_on!r}")
+        if self.mode not in ("full", "incremental"):
+            raise UsageError(f"mode must be full or incremental, not {self.mode!r}")
+        for name in ("max_context", "max_output_tokens", "concurrency", "max_findings_per_chunk"):
+            if getattr(self, name) < 1:
+                raise UsageError(f"{name} must be at least 1")
+        if self.max_output_tokens >= self.max_context:
+            raise UsageError("max_output_tokens must be smaller than max_context")
+        for secret in (self.api_key, self.gitlab_token, self.github_token):
+            register_secret(secret)
+
+    def __repr__(self) -> str:  # never show secrets, even in a debugger or a traceback
+        return f"Settings(base_url={self.base_url!r}, model={self.model!r}, ...)"
+
+
+_FIELDS = {f.name: f for f in fields(Settings)}
+
+
+def _coerce(name: str, value: Any, source: str) -> Any:
+    kind = str(_FIELDS[name].type)
+    try:
+        if kind.startswith("int"):
+            if isinstance(value, bool):
+                raise ValueError
+            return int(value)
+        if kind.startswith("float"):
+            return float(value)
+        if kind == "bool":
+            if isinstance(value, str):
+                if value.lower() not in ("1", "0", "true", "false", "yes", "no"):
+                    raise ValueError
+                return value.lower() in ("1", "true", "yes")
+            if not isinstance(value, bool):
+                raise ValueError
+            return value
+        if kind.startswith("tuple"):
+            if isinstance(value, str):
+                return tuple(v.strip() for v in value.split(",") if v.strip())
+            if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+                raise ValueError
+            return tuple(value)
+        if not isinstance(value, str):
+            raise ValueError
+        return value
+    except ValueError:
+        raise UsageError(f"{source}: {name} has an invalid value {value!r} ({kind})") from None
+
+
+def load_file(path: Path) -> dict[str, Any]:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UsageError(f"cannot read config file {path}: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"config file {path} is not valid TOML: {exc}") from None
+    section = data.get("reviewbot", data)
+    unknown = sorted(set(section) - set(_FIELDS))
+    if unknown:
+        raise UsageError(f"config file {path}: unknown key {unknown[0]!r}")
+    return {k: _coerce(k, v, str(path)) for k, v in section.items()}
+
+
+def resolve(
+    flags: Mapping[str, Any],
+    env: Mapping[str, str] | None = None,
+    config_path: str | None = None,
+) -> Settings:
+    """Merge the four sources. `flags` holds only what the user actually passed (None = unset)."""
+    env = os.environ if env is None else env
+    values: dict[str, Any] = {}
+    path = Path(config_path) if config_path else Path(".reviewbot.toml")
+    if config_path or path.is_file():
+        values.update(load_file(path))
+    for name, f in _FIELDS.items():
+        for var in f.metadata.get("env", ()):
+            if env.get(var):
+                values[name] = _coerce(name, env[var], var)
+                break
+    for name, value in flags.items():
+        if value is not None and value != ():
+            values[name] = _coerce(name, value, "--" + name.replace("_", "-"))
+    return Settings(**values)

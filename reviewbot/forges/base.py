@@ -1,0 +1,99 @@
+"""What the engine and the posting logic need from a forge, and nothing more.
+
+Host modules (gitlab.py, github.py, local.py) map (path, side, line) findings onto their own
+position formats; nothing outside them does host-specific line arithmetic. Optional abilities
+are separate small protocols, detected with isinstance() at run time.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from reviewbot.diff import ChangeSet
+from reviewbot.findings import Finding
+from reviewbot.result import SkippedFile
+
+
+@dataclass(frozen=True)
+class ChangeRequest:
+    """A merge/pull request as fetched: its diff and the SHAs positions are built from."""
+
+    forge: str  # "gitlab" | "github" | "local"
+    project: str  # GitLab project id/path or GitHub owner/name
+    number: int
+    title: str
+    head_sha: str
+    base_sha: str
+    start_sha: str  # GitLab's diff_refs.start_sha; equal to base_sha elsewhere
+    changes: ChangeSet
+    skipped: tuple[SkippedFile, ...] = ()  # files the forge would not give us, with the reason
+    web_url: str = ""
+
+
+@dataclass(frozen=True)
+class PostedComment:
+    """A comment the bot posted earlier, recognised by its hidden marker."""
+
+    id: str
+    fingerprint: str
+    path: str = ""
+    resolved: bool = False  # resolved/outdated: a human closed it, or the bot did
+    thread_id: str = ""
+
+
+@dataclass(frozen=True)
+class PostOutcome:
+    posted: list[Finding] = field(default_factory=list)
+    moved_to_summary: list[Finding] = field(default_factory=list)  # the forge refused the position
+    failed: list[Finding] = field(default_factory=list)  # not posted after retries
+    errors: list[str] = field(default_factory=list)
+
+
+class Forge(Protocol):
+    name: str
+
+    def fetch(self) -> ChangeRequest: ...
+
+    def fetch_incremental(self, since_sha: str, request: ChangeRequest) -> ChangeSet | None:
+        """The diff from `since_sha` to the current head, or None if it cannot be computed."""
+        ...
+
+    def existing(self) -> list[PostedComment]:
+        """Every comment carrying this bot's marker (all pages)."""
+        ...
+
+    def post(self, request: ChangeRequest, findings: list[Finding]) -> PostOutcome: ...
+
+    def read_summary(self) -> str | None: ...
+
+    def write_summary(self, request: ChangeRequest, body: str) -> None: ...
+
+
+@runtime_checkable
+class Resolver(Protocol):
+    def resolve(self, comments: list[PostedComment]) -> None: ...
+
+
+# The hidden marker carried by every comment the bot writes.
+MARKER_PREFIX = "reviewbot"
+_MARKER = re.compile(r"<!-- reviewbot:([A-Za-z0-9+/=]+) -->")
+
+
+def marker(kind: str, **fields: str) -> str:
+    payload = base64.b64encode(json.dumps({"kind": kind, **fields}, sort_keys=True).encode()).decode()
+    return f"<!-- {MARKER_PREFIX}:{payload} -->"
+
+
+def read_marker(body: str) -> dict[str, str] | None:
+    match = _MARKER.search(body or "")
+    if match is None:
+        return None
+    try:
+        data = json.loads(base64.b64decode(match.group(1)))
+    except (ValueError, json.JSONDecodeError):
+        return None
+    return data if isinstance(data, dict) else None
