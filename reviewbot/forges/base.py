@@ -43,6 +43,10 @@ class PostedComment:
     path: str = ""
     resolved: bool = False  # resolved/outdated: a human closed it, or the bot did
     thread_id: str = ""
+    # where it was anchored, when the forge tells: line on `side` ("new"/"old") at `head_sha`
+    line: int | None = None
+    side: str = ""
+    head_sha: str = ""
 
 
 @dataclass(frozen=True)

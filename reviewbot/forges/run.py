@@ -1,0 +1,249 @@
+"""The forge-agnostic posting flow: fetch → review → de-duplicate → post → resolve → summary.
+
+It receives a Forge and a reviewer and never looks anything up. Position validation here is a
+pure function over the parsed diff (is (side, line) commentable in the change request's diff?);
+the host modules only translate valid positions into their own formats.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field, replace
+from typing import Callable, Protocol, runtime_checkable
+
+from reviewbot.diff import ChangeSet, FileDiff, Side
+from reviewbot.errors import EXIT_INCOMPLETE, EXIT_OK, ForgeError
+from reviewbot.findings import Finding, fingerprint, merge
+from reviewbot.forges.base import ChangeRequest, Forge, PostedComment, PostOutcome, Resolver
+from reviewbot.forges.base import read_marker
+from reviewbot.forges.summary import SummaryInput, render_summary
+from reviewbot.result import ReviewResult, Stats
+
+log = logging.getLogger(__name__)
+
+Reviewer = Callable[[ChangeSet], ReviewResult]
+
+
+@runtime_checkable
+class Previewer(Protocol):
+    """Optional: the exact request bodies a forge would send, for --dry-run."""
+
+    def preview(self, request: ChangeRequest, findings: list[Finding]) -> list[dict[str, object]]: ...
+
+
+@dataclass
+class ForgeRun:
+    request: ChangeRequest
+    result: ReviewResult
+    mode: str  # "full" | "incremental" | "up-to-date" (nothing new since the last review)
+    since_sha: str | None = None
+    to_post: list[Finding] = field(default_factory=list)
+    already_posted: list[Finding] = field(default_factory=list)
+    unanchored: list[Finding] = field(default_factory=list)  # findings for the summary
+    to_resolve: list[PostedComment] = field(default_factory=list)
+    outcome: PostOutcome = field(default_factory=PostOutcome)
+    summary: str = ""
+    payloads: list[dict[str, object]] = field(default_factory=list)  # dry run, when previewable
+    dry_run: bool = False
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return self.result.complete and not self.errors and not self.outcome.failed
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_OK if self.complete else EXIT_INCOMPLETE
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "forge": self.request.forge,
+            "project": self.request.project,
+            "number": self.request.number,
+            "head_sha": self.request.head_sha,
+            "mode": self.mode,
+            "since_sha": self.since_sha,
+            "dry_run": self.dry_run,
+            "complete": self.complete,
+            "to_post": [f.to_dict() for f in self.to_post],
+            "payloads": self.payloads,
+            "already_posted": [f.fingerprint for f in self.already_posted],
+            "posted": [f.fingerprint for f in self.outcome.posted],
+            "unanchored": [f.to_dict() for f in self.unanchored],
+            "failed": [f.fingerprint for f in self.outcome.failed],
+            "to_resolve": [c.thread_id or c.id for c in self.to_resolve],
+            "summary": self.summary,
+            "stats": self.result.stats.to_dict(),
+            "errors": list(self.errors),
+        }
+
+
+def review_change_request(
+    forge: Forge, reviewer: Reviewer, *, mode: str = "incremental", dry_run: bool = False
+) -> ForgeRun:
+    request = forge.fetch()
+    previous = read_marker(forge.read_summary() or "") or {}
+    last_sha = previous.get("last_reviewed_sha") or None
+    if mode == "incremental" and last_sha == request.head_sha:
+        return ForgeRun(request, _empty_result(), "up-to-date", last_sha, dry_run=dry_run)
+    changes, used_mode, since = request.changes, "full", None
+    if mode == "incremental" and last_sha:
+        incremental = forge.fetch_incremental(last_sha, request)
+        if incremental is not None:
+            changes, used_mode, since = incremental, "incremental", last_sha
+    result = reviewer(changes)
+    _add_skipped(result.stats, request)
+    run = ForgeRun(request, result, used_mode, since, dry_run=dry_run)
+
+    current = merge(_with_fingerprints(result.findings, changes))
+    anchored, refused = split_anchorable(current, request.changes)
+    run.unanchored = list(result.unanchored) + refused
+    existing = forge.existing()
+    known = {c.fingerprint for c in existing}
+    run.to_post = [f for f in anchored if f.fingerprint not in known]
+    run.already_posted = [f for f in anchored if f.fingerprint in known]
+    seen = {f.fingerprint for f in current} | {f.fingerprint for f in result.unanchored}
+    run.to_resolve = outdated(existing, seen, changes, request, since_sha=since)
+
+    if dry_run:
+        run.outcome = PostOutcome(posted=list(run.to_post))
+        if isinstance(forge, Previewer):
+            run.payloads = forge.preview(request, run.to_post)
+    else:
+        run.outcome = _post(forge, request, run.to_post)
+        run.errors.extend(run.outcome.errors)
+        if run.to_resolve and isinstance(forge, Resolver):
+            try:
+                forge.resolve(run.to_resolve)
+            except ForgeError as exc:
+                run.errors.append(f"resolving outdated threads failed: {exc}")
+    run.unanchored += run.outcome.moved_to_summary
+    run.summary = render_summary(_summary_input(run, previous.get("last_reviewed_sha")))
+    if not dry_run:
+        try:
+            forge.write_summary(request, run.summary)
+        except ForgeError as exc:
+            run.errors.append(f"writing the summary failed: {exc}")
+    return run
+
+
+def _post(forge: Forge, request: ChangeRequest, findings: list[Finding]) -> PostOutcome:
+    if not findings:
+        return PostOutcome()
+    try:
+        return forge.post(request, findings)
+    except ForgeError as exc:
+        return PostOutcome(failed=list(findings), errors=[f"posting failed: {exc}"])
+
+
+def _summary_input(run: ForgeRun, previous_sha: str | None) -> SummaryInput:
+    complete = run.result.complete and not run.outcome.failed and not run.outcome.errors
+    if run.dry_run:
+        complete = run.result.complete
+    return SummaryInput(
+        request=run.request,
+        result=run.result,
+        mode=run.mode,
+        since_sha=run.since_sha,
+        posted=len(run.outcome.posted),
+        already_posted=len(run.already_posted),
+        resolved=len(run.to_resolve),
+        unanchored=run.unanchored,
+        failed=run.outcome.failed,
+        errors=run.outcome.errors or run.errors,
+        complete=complete,
+        # an incomplete run keeps the last good point, so the next run covers what this one missed
+        last_reviewed_sha=run.request.head_sha if complete else previous_sha,
+    )
+
+
+def _empty_result() -> ReviewResult:
+    return ReviewResult(findings=[], unanchored=[], summary="", stats=Stats())
+
+
+def _add_skipped(stats: Stats, request: ChangeRequest) -> None:
+    known = {s.path for s in stats.files_skipped}
+    for skipped in request.skipped:
+        if skipped.path not in known:
+            stats.files_skipped.append(skipped)
+            known.add(skipped.path)
+
+
+def _with_fingerprints(findings: list[Finding], changes: ChangeSet) -> list[Finding]:
+    return [f if f.fingerprint else replace(f, fingerprint=fingerprint(f, changes)) for f in findings]
+
+
+def split_anchorable(
+    findings: list[Finding], changes: ChangeSet
+) -> tuple[list[Finding], list[Finding]]:
+    """(findings with a valid position in `changes`, findings that belong in the summary).
+
+    A range whose end is not in the same hunk is narrowed to its first line (and its
+    suggestion dropped, since it would replace the wrong lines); suggestions on the old side
+    are dropped too (no forge applies them there).
+    """
+    ok: list[Finding] = []
+    refused: list[Finding] = []
+    for f in findings:
+        file = changes.file(f.path)
+        if file is None or f.line is None or file.binary or (f.side, f.line) not in file.commentable:
+            refused.append(f)
+            continue
+        ok.append(_narrow(f, file))
+    return ok, refused
+
+
+def _narrow(f: Finding, file: FileDiff) -> Finding:
+    end = f.end_line
+    if end is not None and end != f.line:
+        assert f.line is not None
+        valid = (
+            end > f.line
+            and (f.side, end) in file.commentable
+            and file.hunk_at(f.side, f.line) is file.hunk_at(f.side, end)
+        )
+        if not valid:
+            f = replace(f, end_line=None, suggestion=None)
+    elif end is not None:
+        f = replace(f, end_line=None)
+    if f.suggestion is not None and f.side is Side.OLD:
+        f = replace(f, suggestion=None)
+    return replace(f, path=file.path)
+
+
+def outdated(
+    existing: list[PostedComment],
+    current: set[str],
+    changes: ChangeSet,
+    request: ChangeRequest,
+    *,
+    since_sha: str | None,
+) -> list[PostedComment]:
+    """The bot's open threads whose finding is gone, limited to what this review covered.
+
+    Full mode (`since_sha` None): every reviewed file. Incremental mode: files the new commits
+    touched; where the thread's anchor is known, only threads whose line the new commits
+    changed, since the rest of the file was not looked at again.
+    """
+    skipped = {s.path for s in request.skipped}
+    covered = {
+        p for f in changes.files for p in (f.old_path, f.new_path) if p and f.path not in skipped
+    }
+    out = []
+    for c in existing:
+        if c.resolved or c.fingerprint in current or c.path not in covered:
+            continue
+        if since_sha is not None and not _anchor_changed(c, changes, since_sha):
+            continue
+        out.append(c)
+    return out
+
+
+def _anchor_changed(comment: PostedComment, changes: ChangeSet, since_sha: str) -> bool:
+    if comment.line is None or not comment.side:
+        return True  # anchor unknown: the file was touched, which is all we can tell
+    if comment.side != Side.NEW.value or comment.head_sha != since_sha:
+        return False  # its line numbers do not refer to the old side of this diff: leave it
+    file = changes.file(comment.path)
+    hit = file.line_at(Side.OLD, comment.line) if file is not None else None
+    return hit is not None and hit.kind == "-"

@@ -1,0 +1,112 @@
+"""The body of the one summary note per merge/pull request (pure: data in, markdown out)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from reviewbot.findings import Finding, Severity
+from reviewbot.forges.base import ChangeRequest, marker
+from reviewbot.result import ReviewResult
+
+TITLE = "### reviewbot review"
+_MAX_ITEMS = 200  # beyond this the list is cut, and says so
+_MAX_BODY = 900_000  # GitLab allows 1,000,000 characters, GitHub 65,536 per comment (cut there)
+
+
+@dataclass(frozen=True)
+class SummaryInput:
+    request: ChangeRequest
+    result: ReviewResult
+    mode: str  # full | incremental
+    since_sha: str | None
+    posted: int
+    already_posted: int
+    resolved: int
+    unanchored: list[Finding] = field(default_factory=list)
+    failed: list[Finding] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    complete: bool = True
+    last_reviewed_sha: str | None = None
+    max_chars: int = _MAX_BODY
+
+
+def render_summary(s: SummaryInput) -> str:
+    parts = [TITLE, "", _status(s), "", *_scope(s), "", *_counts(s)]
+    if s.result.summary.strip():
+        parts += ["", s.result.summary.strip()]
+    parts += _skipped(s)
+    parts += _findings("Findings not attached to a line", s.unanchored)
+    parts += _findings("Findings not posted (will be retried on the next run)", s.failed)
+    if s.errors:
+        parts += ["", "**Errors**", *[f"- {_one_line(e)}" for e in s.errors[:20]]]
+    fields = {"last_reviewed_sha": s.last_reviewed_sha} if s.last_reviewed_sha else {}
+    body = "\n".join(parts)
+    tail = "\n\n" + marker("summary", **fields)
+    if len(body) + len(tail) > s.max_chars:
+        body = body[: s.max_chars - len(tail) - 40] + "\n\n… (summary cut to fit the note limit)"
+    return body + tail
+
+
+def _status(s: SummaryInput) -> str:
+    if s.complete:
+        return "**Review complete.**"
+    return "**Review incomplete**: parts of this change were not reviewed or not posted (see below)."
+
+
+def _scope(s: SummaryInput) -> list[str]:
+    r, st = s.request, s.result.stats
+    server = f"`{s.result.model or 'unknown model'}`"
+    if s.result.base_url:
+        server += f" at `{s.result.base_url}`"
+    if s.mode == "incremental" and s.since_sha:
+        what = f"the commits since `{s.since_sha[:12]}` up to `{r.head_sha[:12]}`"
+    else:
+        what = f"the whole change up to `{r.head_sha[:12]}`"
+    lines = [
+        f"- Model: {server}",
+        f"- Reviewed: {what} ({s.mode} mode)",
+        f"- Files: {st.files_reviewed} reviewed of {st.files_total}, {len(st.files_skipped)} skipped",
+    ]
+    if st.changed_lines:
+        lines.append(f"- Changed lines sent to the model: {st.changed_lines_sent} of {st.changed_lines}")
+    return lines
+
+
+def _counts(s: SummaryInput) -> list[str]:
+    everything = s.result.findings + s.result.unanchored
+    by = {sev: sum(1 for f in everything if f.severity == sev) for sev in Severity}
+    row = ", ".join(f"{by[sev]} {sev.label}" for sev in sorted(Severity, reverse=True))
+    return [
+        f"**Findings**: {len(everything)} ({row})",
+        f"- Posted now: {s.posted}; already posted earlier: {s.already_posted}; "
+        f"outdated threads resolved: {s.resolved}",
+    ]
+
+
+def _skipped(s: SummaryInput) -> list[str]:
+    skipped = s.result.stats.files_skipped
+    if not skipped:
+        return []
+    out = ["", f"**Skipped files** ({len(skipped)})"]
+    out += [f"- `{k.path}`: {_one_line(k.reason)}" for k in skipped[:_MAX_ITEMS]]
+    if len(skipped) > _MAX_ITEMS:
+        out.append(f"- … and {len(skipped) - _MAX_ITEMS} more")
+    return out
+
+
+def _findings(title: str, findings: list[Finding]) -> list[str]:
+    if not findings:
+        return []
+    out = ["", f"**{title}** ({len(findings)})"]
+    for f in findings[:_MAX_ITEMS]:
+        where = f"`{f.path}`" + (f" line {f.line}" if f.line is not None else "")
+        out.append(f"- **{f.severity.label}** {where}: {_one_line(f.title)}")
+        if f.body.strip():
+            out.append("  " + _one_line(f.body)[:2000])
+    if len(findings) > _MAX_ITEMS:
+        out.append(f"- … and {len(findings) - _MAX_ITEMS} more")
+    return out
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
