@@ -1,0 +1,129 @@
+"""The ASGI app: thin routes over `Intake`, the queue and the readiness probe."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import cast
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route
+
+from reviewbot.webhook.auth import bearer_ok
+from reviewbot.webhook.intake import Intake, Reply
+from reviewbot.webhook.jobs import STATES, Forge, ReviewRunner, State
+from reviewbot.webhook.metrics import Metrics
+from reviewbot.webhook.queue import JobQueue
+from reviewbot.webhook.ratelimit import RateLimiter
+from reviewbot.webhook.readiness import readiness
+from reviewbot.webhook.settings import WebhookSettings
+from reviewbot.webhook.worker import PoolLimits, WorkerPool
+
+
+def _json(reply: Reply) -> JSONResponse:
+    return JSONResponse(reply.body, status_code=reply.status)
+
+
+async def _read_limited(request: Request, limit: int) -> bytes | None:
+    """The body, or None as soon as it is known to exceed `limit` bytes."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        return None
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def create_app(settings: WebhookSettings, queue: JobQueue, runner: ReviewRunner) -> Starlette:
+    metrics = Metrics(queue)
+    limits = PoolLimits(
+        workers=settings.workers,
+        per_forge=settings.per_forge,
+        max_attempts=settings.max_attempts,
+        backoff_s=settings.retry_backoff_s,
+        backoff_max_s=settings.retry_backoff_max_s,
+        shutdown_grace_s=settings.shutdown_grace_s,
+    )
+    pool = WorkerPool(queue, runner, limits, metrics)
+    limiter = RateLimiter(settings.rate_per_source, 2 * settings.rate_per_source)
+    intake = Intake(settings, queue, pool, metrics, limiter)
+
+    def webhook(forge: Forge) -> Callable[[Request], Awaitable[Response]]:
+        async def endpoint(request: Request) -> Response:
+            source = request.client.host if request.client else "unknown"
+            refused = intake.admit(forge, source)
+            if refused is not None:
+                return _json(refused)
+            body = await _read_limited(request, settings.max_body_bytes)
+            if body is None:
+                return _json(intake.too_large(forge))
+            return _json(intake.receive(forge, request.headers, body))
+
+        return endpoint
+
+    def authorized(request: Request) -> Response | None:
+        if not settings.admin_token:
+            return JSONResponse({"error": "admin token not configured"}, status_code=403)
+        if not bearer_ok(settings.admin_token, request.headers.get("authorization")):
+            return JSONResponse(
+                {"error": "bad or missing bearer token"},
+                status_code=401,
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+        return None
+
+    async def list_jobs(request: Request) -> Response:
+        if (denied := authorized(request)) is not None:
+            return denied
+        state = request.query_params.get("state")
+        limit = request.query_params.get("limit", "100")
+        if (state is not None and state not in STATES) or not limit.isdigit():
+            return JSONResponse({"error": "state must be one of " + ", ".join(STATES)
+                                 + "; limit a positive integer"}, status_code=400)
+        records = queue.list(cast("State | None", state), min(int(limit), 1000))
+        return JSONResponse({"jobs": [r.to_json() for r in records], "counts": queue.counts()})
+
+    async def get_job(request: Request) -> Response:
+        if (denied := authorized(request)) is not None:
+            return denied
+        record = queue.get(cast(int, request.path_params["job_id"]))
+        if record is None:
+            return JSONResponse({"error": "no such job"}, status_code=404)
+        return JSONResponse(record.to_json())
+
+    async def healthz(request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    async def readyz(request: Request) -> Response:
+        ok, checks = await readiness(queue, settings.backend_url)
+        return JSONResponse({"ready": ok, "checks": checks}, status_code=200 if ok else 503)
+
+    async def metrics_endpoint(request: Request) -> Response:
+        body, content_type = metrics.render()
+        return PlainTextResponse(body, media_type=content_type)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        pool.start()
+        try:
+            yield
+        finally:
+            pool.stop()
+
+    routes = [
+        Route("/webhook/gitlab", webhook("gitlab"), methods=["POST"]),
+        Route("/webhook/github", webhook("github"), methods=["POST"]),
+        Route("/jobs", list_jobs, methods=["GET"]),
+        Route("/jobs/{job_id:int}", get_job, methods=["GET"]),
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/readyz", readyz, methods=["GET"]),
+        Route("/metrics", metrics_endpoint, methods=["GET"]),
+    ]
+    return Starlette(routes=routes, lifespan=lifespan)

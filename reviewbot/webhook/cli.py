@@ -1,0 +1,87 @@
+"""`reviewbot webhook`: run the listener (settings resolved here, once, and passed down)."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import click
+
+from reviewbot.webhook.settings import resolve_settings
+
+
+@click.command()
+@click.option("--host", default=None, help="Address to listen on [default: 127.0.0.1].")
+@click.option("--port", type=int, default=None, help="Port to listen on [default: 8080].")
+@click.option("--db", type=click.Path(path_type=Path), default=None,
+              help="Queue database [default: .reviewbot-state/webhook.sqlite].")
+@click.option("--workers", type=int, default=None,
+              help="Reviews at once against the backend [default: 2].")
+@click.option("--per-forge", type=int, default=None, help="Reviews at once per forge [default: 2].")
+@click.option("--allow", multiple=True, metavar="PROJECT",
+              help="Allowed project (GitLab id or path, GitHub owner/repo; glob patterns "
+                   "such as 'group/*'). Repeatable. Default: $REVIEWBOT_WEBHOOK_ALLOW, else all.")
+@click.option("--rate-limit", type=float, default=None,
+              help="Requests/s per client address (burst twice that) [default: 100].")
+@click.option("--max-body", type=int, default=None, help="Largest body in bytes [default: 2 MiB].")
+@click.option("--max-attempts", type=int, default=None, help="Tries per review [default: 3].")
+@click.option("--retry-backoff", type=float, default=None,
+              help="Seconds before the first retry, doubled each time [default: 10].")
+@click.option("--runner", default=None, metavar="MODULE:FUNCTION",
+              help="TEST HOOK: run this function instead of the real review "
+                   "(also $REVIEWBOT_WEBHOOK_RUNNER). Not for production.")
+@click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]),
+              default="info", show_default=True)
+def webhook(
+    host: str | None,
+    port: int | None,
+    db: Path | None,
+    workers: int | None,
+    per_forge: int | None,
+    allow: tuple[str, ...],
+    rate_limit: float | None,
+    max_body: int | None,
+    max_attempts: int | None,
+    retry_backoff: float | None,
+    runner: str | None,
+    log_level: str,
+) -> None:
+    """Receive GitLab/GitHub webhooks and review every pushed MR/PR from a durable queue."""
+    import uvicorn  # noqa: PLC0415 - lazy: keeps `reviewbot --help` light
+
+    from reviewbot.webhook.app import create_app  # noqa: PLC0415
+    from reviewbot.webhook.queue import JobQueue  # noqa: PLC0415
+    from reviewbot.webhook.runner import load_runner  # noqa: PLC0415
+
+    settings = resolve_settings(
+        os.environ,
+        host=host,
+        port=port,
+        db=db,
+        workers=workers,
+        per_forge=per_forge,
+        allow=allow,
+        rate_limit=rate_limit,
+        max_body=max_body,
+        max_attempts=max_attempts,
+        retry_backoff=retry_backoff,
+        runner=runner,
+    )
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    review = load_runner(settings.runner)
+    queue = JobQueue.open(settings.db_path)
+    try:
+        app = create_app(settings, queue, review)
+        config = uvicorn.Config(
+            app,
+            host=settings.host,
+            port=settings.port,
+            log_level=log_level,
+            access_log=False,
+            server_header=False,
+            lifespan="on",
+        )
+        uvicorn.Server(config).run()
+    finally:
+        queue.close()

@@ -1,0 +1,130 @@
+"""Turn an authenticated webhook payload into a `ChangeRequest`, or a reason to ignore it.
+
+Pure functions over parsed JSON: no I/O, no settings. A payload that claims to be a
+merge/pull request event but lacks the fields we need raises `MalformedPayload` (→ 400).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from reviewbot.errors import ReviewbotError
+from reviewbot.webhook.jobs import ChangeRequest
+
+GITLAB_ACTIONS = ("open", "reopen", "update")
+GITHUB_ACTIONS = ("opened", "synchronize", "reopened")
+
+
+class MalformedPayload(ReviewbotError):
+    """The body is not JSON, or lacks a field the event must carry."""
+
+
+@dataclass(frozen=True)
+class Ignored:
+    reason: str  # one line, shown to the forge in the 200 answer
+    label: str  # a fixed word for the metrics label
+
+
+@dataclass(frozen=True)
+class Accepted:
+    request: ChangeRequest
+    names: tuple[str, ...]  # what the allow-list is matched against
+
+
+def _field(obj: object, path: str) -> object:
+    cur = obj
+    for key in path.split("."):
+        if not isinstance(cur, dict) or key not in cur:
+            raise MalformedPayload(f"payload lacks {path}")
+        cur = cur[key]
+    return cur
+
+
+def _str(obj: object, path: str) -> str:
+    value = _field(obj, path)
+    if not isinstance(value, str) or not value:
+        raise MalformedPayload(f"{path} must be a non-empty string")
+    return value
+
+
+def _int(obj: object, path: str) -> int:
+    value = _field(obj, path)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise MalformedPayload(f"{path} must be an integer")
+    return value
+
+
+def body_key(body: bytes) -> str:
+    """A delivery id for a forge that sent none: retries of one event carry the same body."""
+    return "sha256:" + hashlib.sha256(body).hexdigest()
+
+
+def gitlab_base_url(web_url: str, path_with_namespace: str) -> str:
+    """`https://host[/prefix]/group/project` → `https://host[/prefix]`."""
+    suffix = "/" + path_with_namespace.strip("/")
+    trimmed = web_url.rstrip("/")
+    if path_with_namespace and trimmed.endswith(suffix):
+        return trimmed[: -len(suffix)]
+    parts = urlsplit(web_url)
+    if not parts.scheme or not parts.netloc:
+        raise MalformedPayload("project.web_url is not an absolute URL")
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def github_api_base(repo_url: str, full_name: str) -> str:
+    """`https://api.github.com/repos/o/r` → `https://api.github.com` (GHES: `…/api/v3`)."""
+    suffix = "/repos/" + full_name
+    trimmed = repo_url.rstrip("/")
+    if trimmed.lower().endswith(suffix.lower()):
+        return trimmed[: -len(suffix)]
+    raise MalformedPayload("repository.url does not end with /repos/<full_name>")
+
+
+def parse_gitlab(event: str | None, payload: object, delivery_id: str) -> Accepted | Ignored:
+    if event != "Merge Request Hook":
+        return Ignored(f"event {event!r} is not reviewed", "event")
+    if not isinstance(payload, dict) or payload.get("object_kind") != "merge_request":
+        raise MalformedPayload("a Merge Request Hook must have object_kind merge_request")
+    attrs = _field(payload, "object_attributes")
+    if not isinstance(attrs, dict):
+        raise MalformedPayload("object_attributes must be an object")
+    action = attrs.get("action")
+    if action not in GITLAB_ACTIONS:
+        return Ignored(f"action {action!r} is not reviewed", "action")
+    if action == "update" and "oldrev" not in attrs:
+        return Ignored("update without oldrev (not a push) is not reviewed", "action")
+    project = payload.get("project")
+    path = project.get("path_with_namespace") if isinstance(project, dict) else None
+    path = path if isinstance(path, str) else ""
+    project_id = _int(payload, "project.id")
+    request = ChangeRequest(
+        forge="gitlab",
+        project=str(project_id),
+        number=_int(payload, "object_attributes.iid"),
+        head_sha=_str(payload, "object_attributes.last_commit.id"),
+        base_url=gitlab_base_url(_str(payload, "project.web_url"), path),
+        delivery_id=delivery_id,
+    )
+    return Accepted(request, (str(project_id), path))
+
+
+def parse_github(event: str | None, payload: object, delivery_id: str) -> Accepted | Ignored:
+    if event != "pull_request":
+        return Ignored(f"event {event!r} is not reviewed", "event")
+    if not isinstance(payload, dict):
+        raise MalformedPayload("a pull_request event must be a JSON object")
+    action = payload.get("action")
+    if action not in GITHUB_ACTIONS:
+        return Ignored(f"action {action!r} is not reviewed", "action")
+    full_name = _str(payload, "repository.full_name")
+    request = ChangeRequest(
+        forge="github",
+        project=full_name,
+        number=_int(payload, "pull_request.number"),
+        head_sha=_str(payload, "pull_request.head.sha"),
+        base_url=github_api_base(_str(payload, "repository.url"), full_name),
+        delivery_id=delivery_id,
+    )
+    return Accepted(request, (full_name,))

@@ -1,0 +1,134 @@
+"""Webhook intake: authenticate, filter, deduplicate and enqueue one delivery.
+
+`Intake` receives its dependencies and returns a `Reply`; the Starlette routes only read
+the request and write the reply. Order of checks: rate limit → body size → authentication
+→ event/JSON/action → allow-list → enqueue. Unauthenticated requests learn nothing else.
+
+Answers: 202 queued (new job) · 200 duplicate (delivery seen) · 200 ignored (event, action
+or project not reviewed: 200 so the forge does not disable the hook) · 400 malformed ·
+401 bad token/signature · 404 forge not configured · 413 body too large · 429 rate
+limited · 503 queue unavailable (the forge may retry; nothing was acknowledged).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from reviewbot.webhook.auth import github_signature_ok, gitlab_token_ok
+from reviewbot.webhook.events import (
+    Accepted,
+    Ignored,
+    MalformedPayload,
+    body_key,
+    parse_github,
+    parse_gitlab,
+)
+from reviewbot.webhook.jobs import Forge
+from reviewbot.webhook.metrics import Metrics
+from reviewbot.webhook.queue import JobQueue
+from reviewbot.webhook.ratelimit import RateLimiter
+from reviewbot.webhook.settings import WebhookSettings
+from reviewbot.webhook.worker import WorkerPool
+
+log = logging.getLogger("reviewbot.webhook")
+
+
+@dataclass(frozen=True)
+class Reply:
+    status: int
+    body: dict[str, object]
+
+
+class Intake:
+    def __init__(
+        self,
+        settings: WebhookSettings,
+        queue: JobQueue,
+        pool: WorkerPool,
+        metrics: Metrics,
+        limiter: RateLimiter,
+    ) -> None:
+        self._settings = settings
+        self._queue = queue
+        self._pool = pool
+        self._metrics = metrics
+        self._limiter = limiter
+
+    def _reject(self, forge: Forge, status: int, label: str, message: str) -> Reply:
+        self._metrics.rejected.labels(forge, label).inc()
+        return Reply(status, {"status": "rejected", "reason": message})
+
+    def _ignore(self, forge: Forge, label: str, message: str) -> Reply:
+        self._metrics.ignored.labels(forge, label).inc()
+        return Reply(200, {"status": "ignored", "reason": message})
+
+    def admit(self, forge: Forge, source: str) -> Reply | None:
+        """Checks made before the body is read: rate limit and configuration."""
+        self._metrics.received.labels(forge).inc()
+        if not self._limiter.allow(source):
+            return self._reject(forge, 429, "rate_limited", "too many requests")
+        secret = self._settings.gitlab_secret if forge == "gitlab" else self._settings.github_secret
+        if not secret:
+            return self._reject(forge, 404, "not_configured", f"{forge} webhook not configured")
+        return None
+
+    def too_large(self, forge: Forge) -> Reply:
+        limit = self._settings.max_body_bytes
+        return self._reject(forge, 413, "too_large", f"body larger than {limit} bytes")
+
+    def receive(self, forge: Forge, headers: Mapping[str, str], body: bytes) -> Reply:
+        started = time.perf_counter()
+        if forge == "gitlab":
+            authentic = gitlab_token_ok(self._settings.gitlab_secret, headers.get("x-gitlab-token"))
+            event = headers.get("x-gitlab-event")
+            delivery = headers.get("idempotency-key")
+        else:
+            authentic = github_signature_ok(
+                self._settings.github_secret, headers.get("x-hub-signature-256"), body
+            )
+            event = headers.get("x-github-event")
+            delivery = headers.get("x-github-delivery")
+        if not authentic:
+            return self._reject(forge, 401, "unauthenticated", "bad or missing token/signature")
+        if forge == "github" and event == "ping":
+            return self._ignore(forge, "ping", "pong")
+        try:
+            payload = json.loads(body)
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            return self._reject(forge, 400, "malformed_json", "body is not JSON")
+        parse = parse_gitlab if forge == "gitlab" else parse_github
+        try:
+            result = parse(event, payload, delivery or body_key(body))
+        except MalformedPayload as exc:
+            return self._reject(forge, 400, "malformed_payload", str(exc))
+        if isinstance(result, Ignored):
+            return self._ignore(forge, result.label, result.reason)
+        return self._enqueue(forge, result, started)
+
+    def _enqueue(self, forge: Forge, accepted: Accepted, started: float) -> Reply:
+        if not self._settings.allows(*accepted.names):
+            return self._ignore(forge, "not_allowed", "project not in the allow-list")
+        try:
+            queued = self._queue.enqueue(accepted.request)
+        except sqlite3.Error as exc:
+            log.error("cannot enqueue: %s", exc)
+            return self._reject(forge, 503, "queue_unavailable", "queue unavailable, retry later")
+        if not queued.created:
+            self._metrics.accepted.labels(forge, "duplicate").inc()
+            return Reply(200, {"status": "duplicate", "job_id": queued.job_id})
+        superseded = queued.superseded_running + queued.superseded_queued
+        if superseded:
+            self._metrics.reviews.labels("superseded").inc(len(superseded))
+        self._pool.cancel(queued.superseded_running)
+        self._pool.wake()
+        self._metrics.accepted.labels(forge, "created").inc()
+        self._metrics.ack_seconds.labels(forge).observe(time.perf_counter() - started)
+        req = accepted.request
+        log.info("queued job %d: %s %s #%d at %s", queued.job_id, forge, req.project,
+                 req.number, req.head_sha[:12])
+        return Reply(202, {"status": "queued", "job_id": queued.job_id})

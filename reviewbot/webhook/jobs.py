@@ -1,0 +1,94 @@
+"""The seam between the listener and the review engine: a `Job`, an `Outcome`, a `ReviewRunner`.
+
+A runner is any callable `(job, cancel) -> Outcome`. It is called on a worker thread, may
+block (forge + vLLM calls), should poll `cancel` between steps and return
+`Outcome.cancelled()` soon after it is set. It reports failures by raising a
+`reviewbot.errors.ReviewbotError`: `BackendError` and `ForgeError` (and `OSError`) are
+retried with backoff, any other `ReviewbotError` fails the job at once.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+Forge = Literal["gitlab", "github"]
+FORGES: tuple[Forge, ...] = ("gitlab", "github")
+
+State = Literal["queued", "running", "done", "failed", "superseded"]
+STATES: tuple[State, ...] = ("queued", "running", "done", "failed", "superseded")
+
+
+@dataclass(frozen=True)
+class ChangeRequest:
+    """What an accepted webhook event asks for, before it is a queued job."""
+
+    forge: Forge
+    project: str  # GitLab project id ("42") or GitHub "owner/repo"
+    number: int  # MR iid / PR number
+    head_sha: str
+    base_url: str  # e.g. "https://gitlab.example.com" or "https://api.github.com"
+    delivery_id: str  # Idempotency-Key / X-GitHub-Delivery (or a hash of the body)
+
+
+@dataclass(frozen=True)
+class Job:
+    id: int
+    forge: Forge
+    project: str
+    number: int
+    head_sha: str
+    base_url: str
+    delivery_id: str
+    received_at: float  # unix time
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: Literal["done", "cancelled"]
+    detail: str = ""
+
+    @classmethod
+    def done(cls, detail: str = "") -> Outcome:
+        return cls("done", detail)
+
+    @classmethod
+    def cancelled(cls, detail: str = "") -> Outcome:
+        return cls("cancelled", detail)
+
+
+class ReviewRunner(Protocol):
+    def __call__(self, job: Job, cancel: threading.Event) -> Outcome: ...
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    """A job and where it stands, as `GET /jobs` shows it."""
+
+    job: Job
+    state: State
+    attempts: int
+    reason: str
+    superseded_by: int | None
+    started_at: float | None
+    finished_at: float | None
+
+    def to_json(self) -> dict[str, object]:
+        j = self.job
+        return {
+            "id": j.id,
+            "forge": j.forge,
+            "project": j.project,
+            "number": j.number,
+            "head_sha": j.head_sha,
+            "base_url": j.base_url,
+            "delivery_id": j.delivery_id,
+            "received_at": j.received_at,
+            "state": self.state,
+            "attempts": self.attempts,
+            "reason": self.reason,
+            "superseded_by": self.superseded_by,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+        }

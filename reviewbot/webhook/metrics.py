@@ -1,0 +1,87 @@
+"""Prometheus metrics of one listener, in a registry of its own (no global state)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.exposition import generate_latest
+from prometheus_client.registry import Collector
+
+from reviewbot.webhook.queue import JobQueue
+
+_ACK_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
+_JOB_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1200, 3600)
+
+
+class _QueueDepth(Collector):
+    """Jobs per state, read from the database at scrape time."""
+
+    def __init__(self, queue: JobQueue) -> None:
+        self._queue = queue
+
+    def collect(self) -> Iterator[Metric]:
+        counts = self._queue.counts()
+        family = GaugeMetricFamily(
+            "reviewbot_webhook_jobs", "Jobs in the queue database, by state", labels=["state"]
+        )
+        for state, count in counts.items():
+            family.add_metric([state], count)
+        yield family
+        depth = GaugeMetricFamily(
+            "reviewbot_webhook_queue_depth", "Jobs waiting or running (queued + running)"
+        )
+        depth.add_metric([], counts["queued"] + counts["running"])
+        yield depth
+
+
+class Metrics:
+    def __init__(self, queue: JobQueue) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.received = Counter(
+            "reviewbot_webhook_events_received", "Webhook requests received", ["forge"], registry=r
+        )
+        self.rejected = Counter(
+            "reviewbot_webhook_events_rejected",
+            "Webhook requests refused (4xx), by reason",
+            ["forge", "reason"],
+            registry=r,
+        )
+        self.ignored = Counter(
+            "reviewbot_webhook_events_ignored",
+            "Authenticated events answered 200 without a job, by reason",
+            ["forge", "reason"],
+            registry=r,
+        )
+        self.accepted = Counter(
+            "reviewbot_webhook_events_accepted",
+            "Events that created a job (created) or matched a seen delivery (duplicate)",
+            ["forge", "result"],
+            registry=r,
+        )
+        self.ack_seconds = Histogram(
+            "reviewbot_webhook_ack_seconds",
+            "Time to answer an accepted webhook request",
+            ["forge"],
+            buckets=_ACK_BUCKETS,
+            registry=r,
+        )
+        self.job_latency = Histogram(
+            "reviewbot_webhook_job_latency_seconds",
+            "From event received to job finished, by outcome",
+            ["outcome"],
+            buckets=_JOB_BUCKETS,
+            registry=r,
+        )
+        self.reviews = Counter(
+            "reviewbot_webhook_reviews",
+            "Job outcomes: done, failed, superseded, retried",
+            ["outcome"],
+            registry=r,
+        )
+        r.register(_QueueDepth(queue))
+
+    def render(self) -> tuple[bytes, str]:
+        return generate_latest(self.registry), CONTENT_TYPE_LATEST

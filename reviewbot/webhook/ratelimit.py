@@ -1,0 +1,38 @@
+"""A token bucket per client address, bounded in the number of addresses it remembers."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+
+class RateLimiter:
+    def __init__(
+        self,
+        rate: float,
+        burst: float,
+        max_sources: int = 10_000,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._rate = rate
+        self._burst = burst
+        self._max = max_sources
+        self._clock = clock
+        self._buckets: dict[str, tuple[float, float]] = {}  # source -> (tokens, last seen)
+
+    def allow(self, source: str) -> bool:
+        now = self._clock()
+        tokens, last = self._buckets.get(source, (self._burst, now))
+        tokens = min(self._burst, tokens + (now - last) * self._rate)
+        allowed = tokens >= 1.0
+        self._buckets[source] = (tokens - 1.0 if allowed else tokens, now)
+        if len(self._buckets) > self._max:
+            self._forget_full(now)
+        return allowed
+
+    def _forget_full(self, now: float) -> None:
+        """Drop buckets that have refilled (forgetting them changes nothing)."""
+        refill = self._burst / self._rate
+        self._buckets = {s: b for s, b in self._buckets.items() if now - b[1] < refill}
+        if len(self._buckets) > self._max:  # a flood of distinct sources: start afresh
+            self._buckets.clear()

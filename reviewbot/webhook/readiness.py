@@ -1,0 +1,33 @@
+"""`GET /readyz`: the queue database takes writes, and the vLLM backend answers `/models`."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+
+from reviewbot.webhook.queue import JobQueue
+
+BACKEND_TIMEOUT_S = 2.0
+
+
+async def backend_reachable(base_url: str, timeout: float = BACKEND_TIMEOUT_S) -> str | None:
+    """None if `GET {base_url}/models` answers 200, else a one-line reason."""
+    try:
+        async with httpx.AsyncClient(timeout=timeout) as client:
+            response = await client.get(f"{base_url}/models")
+    except httpx.HTTPError as exc:
+        return f"backend unreachable: {type(exc).__name__}"
+    if response.status_code != 200:
+        return f"backend answered {response.status_code} to /models"
+    return None
+
+
+async def readiness(queue: JobQueue, backend_url: str | None) -> tuple[bool, dict[str, str]]:
+    db_problem = await asyncio.to_thread(queue.check_writable)
+    backend_problem = await backend_reachable(backend_url) if backend_url else None
+    checks = {
+        "database": db_problem or "ok",
+        "backend": backend_problem or ("ok" if backend_url else "not configured, not checked"),
+    }
+    return db_problem is None and backend_problem is None, checks

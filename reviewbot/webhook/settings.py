@@ -1,0 +1,112 @@
+"""Listener settings: typed, frozen, resolved once at the edge (flag > env > default).
+
+Environment keys:
+    REVIEWBOT_GITLAB_WEBHOOK_SECRET  the "Secret token" set on the GitLab hook
+    REVIEWBOT_GITHUB_WEBHOOK_SECRET  the "Secret" set on the GitHub webhook / App
+    REVIEWBOT_ADMIN_TOKEN            bearer token for GET /jobs (unset: /jobs refuses everyone)
+    REVIEWBOT_WEBHOOK_ALLOW          allow-list, comma or space separated (--allow adds to none)
+    REVIEWBOT_BASE_URL               the vLLM OpenAI base URL (…/v1) probed by /readyz
+    REVIEWBOT_WEBHOOK_RUNNER         test hook: "module:function" replacing the review runner
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from reviewbot.errors import UsageError, register_secret
+
+MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class WebhookSettings:
+    host: str = "127.0.0.1"
+    port: int = 8080
+    db_path: Path = Path(".reviewbot-state/webhook.sqlite")
+    workers: int = 2  # concurrent reviews against the backend (the one vLLM server)
+    per_forge: int = 2  # concurrent reviews against one forge
+    allow: tuple[str, ...] = ()  # empty: every project whose hook authenticates
+    gitlab_secret: str | None = field(default=None, repr=False)
+    github_secret: str | None = field(default=None, repr=False)
+    admin_token: str | None = field(default=None, repr=False)
+    backend_url: str | None = None
+    max_body_bytes: int = 2 * MIB
+    rate_per_source: float = 100.0  # requests/s per client address, burst of twice that
+    max_attempts: int = 3
+    retry_backoff_s: float = 10.0  # doubled per attempt, capped at retry_backoff_max_s
+    retry_backoff_max_s: float = 300.0
+    shutdown_grace_s: float = 10.0
+    runner: str | None = None  # "module:function"; None means the real review
+
+    def allows(self, *names: str) -> bool:
+        """True if the allow-list is empty or a pattern matches one of the project's names."""
+        if not self.allow:
+            return True
+        lowered = [n.lower() for n in names if n]
+        return any(fnmatch.fnmatchcase(n, p.lower()) for p in self.allow for n in lowered)
+
+
+def _split(value: str | None) -> tuple[str, ...]:
+    return tuple(v for v in (value or "").replace(",", " ").split() if v)
+
+
+def _positive(name: str, value: float) -> None:
+    if value <= 0:
+        raise UsageError(f"{name} must be positive, got {value}")
+
+
+def resolve_settings(
+    env: Mapping[str, str],
+    *,
+    host: str | None = None,
+    port: int | None = None,
+    db: Path | None = None,
+    workers: int | None = None,
+    per_forge: int | None = None,
+    allow: Sequence[str] = (),
+    rate_limit: float | None = None,
+    max_body: int | None = None,
+    max_attempts: int | None = None,
+    retry_backoff: float | None = None,
+    runner: str | None = None,
+) -> WebhookSettings:
+    """Build the settings from flags (None/empty: not given) over `env` over defaults."""
+    d = WebhookSettings()
+    s = WebhookSettings(
+        host=host or d.host,
+        port=d.port if port is None else port,
+        db_path=db or d.db_path,
+        workers=d.workers if workers is None else workers,
+        per_forge=d.per_forge if per_forge is None else per_forge,
+        allow=tuple(allow) or _split(env.get("REVIEWBOT_WEBHOOK_ALLOW")),
+        gitlab_secret=env.get("REVIEWBOT_GITLAB_WEBHOOK_SECRET") or None,
+        github_secret=env.get("REVIEWBOT_GITHUB_WEBHOOK_SECRET") or None,
+        admin_token=env.get("REVIEWBOT_ADMIN_TOKEN") or None,
+        backend_url=(env.get("REVIEWBOT_BASE_URL") or "").rstrip("/") or None,
+        max_body_bytes=d.max_body_bytes if max_body is None else max_body,
+        rate_per_source=d.rate_per_source if rate_limit is None else rate_limit,
+        max_attempts=d.max_attempts if max_attempts is None else max_attempts,
+        retry_backoff_s=d.retry_backoff_s if retry_backoff is None else retry_backoff,
+        runner=runner or env.get("REVIEWBOT_WEBHOOK_RUNNER") or None,
+    )
+    for name, value in (
+        ("--workers", s.workers),
+        ("--per-forge", s.per_forge),
+        ("--rate-limit", s.rate_per_source),
+        ("--max-body", s.max_body_bytes),
+        ("--max-attempts", s.max_attempts),
+    ):
+        _positive(name, value)
+    if s.retry_backoff_s < 0:
+        raise UsageError(f"--retry-backoff must not be negative, got {s.retry_backoff_s}")
+    if not (s.gitlab_secret or s.github_secret):
+        raise UsageError(
+            "no webhook secret: set REVIEWBOT_GITLAB_WEBHOOK_SECRET and/or"
+            " REVIEWBOT_GITHUB_WEBHOOK_SECRET"
+        )
+    for secret in (s.gitlab_secret, s.github_secret, s.admin_token):
+        register_secret(secret)
+    return s

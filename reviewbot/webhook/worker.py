@@ -1,0 +1,197 @@
+"""The worker pool: claims queued jobs, runs them with bounded concurrency, records outcomes.
+
+Concurrency is bounded twice: `workers` reviews at once in total (they all hit the one
+vLLM backend) and `per_forge` at once per forge (forge API rate limits). A runner that
+raises a retryable error (BackendError, ForgeError without a 4xx status, OSError) is
+retried after `backoff_s * 2**(attempt-1)` seconds (capped) until `max_attempts`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_futures
+from dataclasses import dataclass
+from functools import partial
+
+from reviewbot.errors import BackendError, ForgeError, ReviewbotError, redact
+from reviewbot.webhook.jobs import Job, Outcome, ReviewRunner
+from reviewbot.webhook.metrics import Metrics
+from reviewbot.webhook.queue import JobQueue
+
+log = logging.getLogger("reviewbot.webhook")
+
+
+@dataclass(frozen=True)
+class PoolLimits:
+    workers: int = 2
+    per_forge: int = 2
+    max_attempts: int = 3
+    backoff_s: float = 10.0
+    backoff_max_s: float = 300.0
+    shutdown_grace_s: float = 10.0
+
+    def backoff(self, attempts: int) -> float:
+        return min(self.backoff_max_s, self.backoff_s * 2 ** max(0, attempts - 1))
+
+
+def is_retryable(exc: BaseException) -> bool:
+    if isinstance(exc, ForgeError):
+        return exc.status is None or exc.status == 429 or exc.status >= 500
+    return isinstance(exc, (BackendError, OSError))
+
+
+class WorkerPool:
+    def __init__(
+        self,
+        queue: JobQueue,
+        runner: ReviewRunner,
+        limits: PoolLimits,
+        metrics: Metrics,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._queue = queue
+        self._runner = runner
+        self._limits = limits
+        self._metrics = metrics
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._running: dict[int, tuple[Job, threading.Event, Future[Outcome]]] = {}
+        self._early_cancels: set[int] = set()
+        self._executor: ThreadPoolExecutor | None = None
+        self._dispatcher: threading.Thread | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def start(self) -> None:
+        requeued = self._queue.recover()
+        if requeued:
+            log.warning("requeued %d job(s) left running by a previous process", requeued)
+        self._executor = ThreadPoolExecutor(self._limits.workers, thread_name_prefix="review")
+        self._dispatcher = threading.Thread(target=self._dispatch, name="dispatch", daemon=True)
+        self._dispatcher.start()
+
+    def stop(self) -> None:
+        """Stop claiming, cancel running reviews, wait `shutdown_grace_s` for them to return.
+
+        A review still running after the grace period stays `running` in the database and
+        is requeued by the next start.
+        """
+        self._stopping.set()
+        self._wake.set()
+        if self._dispatcher is not None:
+            self._dispatcher.join()
+        with self._lock:
+            running = list(self._running.values())
+        for _, cancel, _ in running:
+            cancel.set()
+        wait_futures([f for _, _, f in running], timeout=self._limits.shutdown_grace_s)
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def cancel(self, job_ids: tuple[int, ...]) -> None:
+        """Set the cancel event of these jobs (superseded while running)."""
+        with self._lock:
+            for job_id in job_ids:
+                entry = self._running.get(job_id)
+                if entry is None:  # claimed but not launched yet
+                    self._early_cancels.add(job_id)
+                else:
+                    entry[1].set()
+
+    def running_ids(self) -> list[int]:
+        with self._lock:
+            return sorted(self._running)
+
+    # -- dispatching ---------------------------------------------------------------------
+
+    def _busy_forges(self) -> frozenset[str]:
+        per: dict[str, int] = {}
+        for job, _, _ in self._running.values():
+            per[job.forge] = per.get(job.forge, 0) + 1
+        return frozenset(f for f, n in per.items() if n >= self._limits.per_forge)
+
+    def _dispatch(self) -> None:
+        while not self._stopping.is_set():
+            self._wake.clear()
+            while not self._stopping.is_set():
+                with self._lock:
+                    if len(self._running) >= self._limits.workers:
+                        break
+                    busy = self._busy_forges()
+                job = self._queue.claim(busy, now=self._clock())
+                if job is None:
+                    break
+                self._launch(job)
+            due = self._queue.next_due()
+            timeout = 1.0 if due is None else min(1.0, max(0.01, due - self._clock()))
+            self._wake.wait(timeout)
+
+    def _launch(self, job: Job) -> None:
+        assert self._executor is not None
+        cancel = threading.Event()
+        with self._lock:
+            if job.id in self._early_cancels:
+                self._early_cancels.discard(job.id)
+                cancel.set()
+            future = self._executor.submit(self._runner, job, cancel)
+            self._running[job.id] = (job, cancel, future)
+        future.add_done_callback(partial(self._settle, job))
+
+    # -- outcomes ------------------------------------------------------------------------
+
+    def _settle(self, job: Job, future: Future[Outcome]) -> None:
+        with self._lock:
+            _, cancel, _ = self._running.pop(job.id)
+        try:
+            if future.cancelled():
+                return  # executor shut down before it started: still `running`, requeued at start
+            exc = future.exception()
+            if exc is None:
+                self._settle_outcome(job, future.result(), cancel)
+            else:
+                self._settle_error(job, exc)
+        finally:
+            self._wake.set()
+
+    def _settle_outcome(self, job: Job, outcome: Outcome, cancel: threading.Event) -> None:
+        now = self._clock()
+        if outcome.status == "done":
+            if self._queue.finish(job.id, "done", outcome.detail, now=now):
+                self._metrics.reviews.labels("done").inc()
+                self._metrics.job_latency.labels("done").observe(now - job.received_at)
+            return
+        if not cancel.is_set():
+            self._fail(job, "the runner cancelled the review by itself", now)
+        elif self._stopping.is_set():  # not superseded: finish it after the restart
+            self._queue.requeue(job.id, now, "interrupted by shutdown", count_attempt=False)
+        # otherwise superseded: the queue already records it
+
+    def _settle_error(self, job: Job, exc: BaseException) -> None:
+        now = self._clock()
+        reason = redact(" ".join(f"{type(exc).__name__}: {exc}".split()))
+        if not isinstance(exc, ReviewbotError | OSError):
+            log.error("review of job %d crashed", job.id, exc_info=exc)
+        attempts = self._queue.attempts(job.id)
+        if is_retryable(exc) and attempts < self._limits.max_attempts and not self._stopping.is_set():
+            delay = self._limits.backoff(attempts)
+            if self._queue.requeue(job.id, now + delay, f"attempt {attempts} failed: {reason}"):
+                self._metrics.reviews.labels("retried").inc()
+            return
+        if is_retryable(exc) and self._stopping.is_set():
+            self._queue.requeue(job.id, now, f"attempt {attempts} failed: {reason}")
+            return
+        self._fail(job, f"after {attempts} attempt(s): {reason}", now)
+
+    def _fail(self, job: Job, reason: str, now: float) -> None:
+        if self._queue.finish(job.id, "failed", reason, now=now):
+            self._metrics.reviews.labels("failed").inc()
+            self._metrics.job_latency.labels("failed").observe(now - job.received_at)

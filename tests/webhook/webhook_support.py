@@ -1,0 +1,189 @@
+"""Helpers for the webhook tests: signed payloads, a server in a thread, one in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import uvicorn
+
+from reviewbot.webhook.app import create_app
+from reviewbot.webhook.auth import github_signature
+from reviewbot.webhook.jobs import ReviewRunner
+from reviewbot.webhook.queue import JobQueue
+from reviewbot.webhook.settings import WebhookSettings
+
+GITLAB_SECRET = "gl-test-secret-0001"
+GITHUB_SECRET = "gh-test-secret-0001"
+ADMIN_TOKEN = "admin-test-token-0001"
+HERE = Path(__file__).parent
+REVIEWBOT = Path(sys.executable).parent / "reviewbot"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def gitlab_event(
+    project_id: int = 42,
+    iid: int = 7,
+    sha: str = "a" * 40,
+    action: str = "update",
+    oldrev: bool = True,
+    key: str | None = None,
+    token: str | None = GITLAB_SECRET,
+    path: str = "team/app",
+) -> tuple[dict[str, str], bytes]:
+    attrs: dict[str, object] = {"action": action, "iid": iid, "last_commit": {"id": sha}}
+    if oldrev:
+        attrs["oldrev"] = "0" * 40
+    body = json.dumps({
+        "object_kind": "merge_request",
+        "project": {"id": project_id, "web_url": f"https://gitlab.example.com/{path}",
+                    "path_with_namespace": path},
+        "object_attributes": attrs,
+    }).encode()
+    headers = {"X-Gitlab-Event": "Merge Request Hook", "Content-Type": "application/json",
+               "Idempotency-Key": key or str(uuid.uuid4())}
+    if token is not None:
+        headers["X-Gitlab-Token"] = token
+    return headers, body
+
+
+def github_event(
+    repo: str = "octo/app",
+    number: int = 3,
+    sha: str = "b" * 40,
+    action: str = "synchronize",
+    delivery: str | None = None,
+    secret: str | None = GITHUB_SECRET,
+    event: str = "pull_request",
+) -> tuple[dict[str, str], bytes]:
+    body = json.dumps({
+        "action": action,
+        "number": number,
+        "pull_request": {"number": number, "head": {"sha": sha}},
+        "repository": {"full_name": repo, "url": f"https://api.github.com/repos/{repo}"},
+    }).encode()
+    headers = {"X-GitHub-Event": event, "Content-Type": "application/json",
+               "X-GitHub-Delivery": delivery or str(uuid.uuid4())}
+    if secret is not None:
+        headers["X-Hub-Signature-256"] = github_signature(secret, body)
+    return headers, body
+
+
+def make_settings(db: Path, **overrides: object) -> WebhookSettings:
+    base: dict[str, object] = dict(
+        db_path=db, gitlab_secret=GITLAB_SECRET, github_secret=GITHUB_SECRET,
+        admin_token=ADMIN_TOKEN, retry_backoff_s=0.05, shutdown_grace_s=5.0,
+    )
+    base.update(overrides)
+    return WebhookSettings(**base)  # type: ignore[arg-type]
+
+
+def wait_for(predicate: object, timeout: float = 10.0, interval: float = 0.02) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():  # type: ignore[operator]
+            return
+        time.sleep(interval)
+    raise AssertionError(f"condition not met within {timeout} s")
+
+
+class ThreadServer:
+    """`create_app` served by uvicorn on a thread, on a free loopback port."""
+
+    def __init__(self, settings: WebhookSettings, runner: ReviewRunner) -> None:
+        self.queue = JobQueue.open(settings.db_path)
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        config = uvicorn.Config(create_app(settings, self.queue, runner), host="127.0.0.1",
+                                port=self.port, log_level="warning", lifespan="on")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self) -> ThreadServer:
+        self.thread.start()
+        wait_for(lambda: self.server.started, timeout=10)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=15)
+        self.queue.close()
+
+
+@contextmanager
+def webhook_process(
+    db: Path, env: Mapping[str, str], *args: str, port: int | None = None
+) -> Iterator[WebhookProcess]:
+    proc = WebhookProcess(db, env, args, port or free_port())
+    try:
+        proc.start()
+        yield proc
+    finally:
+        proc.stop()
+
+
+class WebhookProcess:
+    """A real `reviewbot webhook` process (test runner from this directory)."""
+
+    def __init__(self, db: Path, env: Mapping[str, str], args: tuple[str, ...], port: int) -> None:
+        self.port = port
+        self.url = f"http://127.0.0.1:{port}"
+        self.cmd = [str(REVIEWBOT), "webhook", "--host", "127.0.0.1", "--port", str(port),
+                    "--db", str(db), "--runner", "recording_runner:run", "--log-level",
+                    "warning", *args]
+        self.env = {
+            **os.environ,
+            "PYTHONPATH": str(HERE),
+            "REVIEWBOT_GITLAB_WEBHOOK_SECRET": GITLAB_SECRET,
+            "REVIEWBOT_GITHUB_WEBHOOK_SECRET": GITHUB_SECRET,
+            "REVIEWBOT_ADMIN_TOKEN": ADMIN_TOKEN,
+            **env,
+        }
+        self.log = db.with_suffix(".log")
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen(self.cmd, env=self.env, stdout=log, stderr=log)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"webhook exited early: {self.log.read_text()[-2000:]}")
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.05)
+        raise AssertionError("webhook did not become healthy")
+
+    def kill9(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
