@@ -142,7 +142,7 @@ def test_malformed_json_is_400_and_bad_payload_is_400(client: httpx.Client) -> N
     assert client.post("/webhook/gitlab", content=body, headers=headers).status_code == 400
     bad = json.dumps({"object_kind": "merge_request", "object_attributes": {"action": "open"}})
     r = client.post("/webhook/gitlab", content=bad.encode(), headers=headers)
-    assert (r.status_code, r.json()["reason"]) == (400, "payload lacks object_attributes.iid")
+    assert (r.status_code, r.json()["reason"]) == (400, "payload lacks project.id")
     gh_body = b"\xff\xfe not utf-8"
     gh_headers = {"X-GitHub-Event": "pull_request",
                   "X-Hub-Signature-256": github_signature(GITHUB_SECRET, gh_body)}
