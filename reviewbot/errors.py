@@ -5,7 +5,8 @@
     ├── DiffError            not a diff, empty diff, unreadable input
     ├── BackendError         (exit 3) the model server cannot be used
     │   ├── BackendUnreachable
-    │   └── ModelNotServed   (exit 2) names the models that are served
+    │   ├── ModelNotServed   (exit 2) names the models that are served
+    │   └── LaunchError      vLLM did not start or stay up; carries the last log lines
     ├── ForgeError           (exit 3) GitLab/GitHub refused or failed; carries status and body
     └── IncompleteReview     (exit 3) a review ran but did not cover everything
 
@@ -63,6 +64,12 @@ class BackendUnreachable(BackendError):
 
 class ModelNotServed(BackendError):
     exit_code = EXIT_USAGE
+
+
+class LaunchError(BackendError):
+    def __init__(self, message: str, log_tail: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.log_tail = [redact(line) for line in log_tail or []]
 
 
 class ForgeError(ReviewbotError):

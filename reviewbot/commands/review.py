@@ -1,0 +1,99 @@
+"""`reviewbot review`: a local diff or git range, a GitLab MR, or a GitHub PR."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from reviewbot import config, diff
+from reviewbot.errors import EXIT_FINDINGS, EXIT_INCOMPLETE, EXIT_OK, DiffError, UsageError
+from reviewbot.findings import Severity
+from reviewbot.result import ReviewResult
+
+
+def _read_diff(path: str | None, git_range: str | None) -> bytes:
+    if path and git_range:
+        raise UsageError("give either --diff or --git, not both")
+    if git_range:
+        return diff.from_git(git_range)
+    if path == "-":
+        return sys.stdin.buffer.read()
+    try:
+        return Path(path).read_bytes()  # type: ignore[arg-type]
+    except OSError as exc:
+        raise DiffError(f"cannot read diff file {path}: {exc.strerror}") from None
+
+
+def exit_code(result: ReviewResult, fail_on: str) -> int:
+    """3 when incomplete (never reported as clean), 1 when a finding reaches --fail-on, else 0."""
+    if not result.complete:
+        return EXIT_INCOMPLETE
+    worst = result.worst()
+    if fail_on != "never" and worst is not None and worst >= Severity.parse(fail_on):
+        return EXIT_FINDINGS
+    return EXIT_OK
+
+
+def emit(text: str, output_file: str | None) -> None:
+    if output_file:
+        try:
+            Path(output_file).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot write {output_file}: {exc.strerror}") from None
+    else:
+        click.echo(text, nl=not text.endswith("\n"))
+
+
+@click.command()
+@click.option("--diff", "diff_path", metavar="PATH|-", help="A unified diff file, or - for stdin.")
+@click.option("--git", "git_range", metavar="RANGE", help="Review `git diff RANGE` of this repo.")
+@click.option("--mr", type=int, help="GitLab merge request IID.")
+@click.option("--project", help="GitLab project ID or path (default: $CI_PROJECT_ID).")
+@click.option("--gitlab-url", help="GitLab URL (default: $CI_SERVER_URL or https://gitlab.com).")
+@click.option("--gitlab-token", help="GitLab token (default: $REVIEWBOT_GITLAB_TOKEN, $GITLAB_TOKEN).")
+@click.option("--pr", type=int, help="GitHub pull request number.")
+@click.option("--repo", help="GitHub OWNER/NAME (default: $GITHUB_REPOSITORY).")
+@click.option("--github-url", help="GitHub API URL (default: $GITHUB_API_URL).")
+@click.option("--github-token", help="GitHub token (default: $GITHUB_TOKEN).")
+@click.option("--mode", type=click.Choice(["full", "incremental"]), help="Re-run scope on a forge.")
+@click.option("--dry-run", is_flag=True, help="Print what would be posted; post nothing.")
+@click.option("--base-url", help="OpenAI-compatible base URL (default $REVIEWBOT_BASE_URL).")
+@click.option("--model", help="Served model name (default: the first of /v1/models).")
+@click.option("--api-key", help="API key for the model server (default $REVIEWBOT_API_KEY).")
+@click.option("--max-context", type=int, help="Upper bound on prompt + output tokens (65536).")
+@click.option("--concurrency", type=int, help="Chunks in flight at once (8).")
+@click.option("--tokenizer", help="tokenizer.json to count with when the server has no /tokenize.")
+@click.option("--exclude", multiple=True, help="Glob of files to skip (repeatable).")
+@click.option("--output", type=click.Choice(config.OUTPUTS), help="Output format (text).")
+@click.option("--output-file", help="Write the output here instead of stdout.")
+@click.option("--fail-on", type=click.Choice(config.FAIL_ON),
+              help="Exit 1 when a finding has this severity or higher.")
+@click.option("--no-progress", is_flag=True, help="No progress bar on stderr.")
+@click.option("--config", "config_path", help="Config file (default: ./.reviewbot.toml).")
+def review(diff_path: str | None, git_range: str | None, mr: int | None, project: str | None,
+           pr: int | None, repo: str | None, dry_run: bool, no_progress: bool,
+           config_path: str | None, **flags: object) -> None:
+    """Review a diff, a git range, a GitLab MR or a GitHub PR."""
+    settings = config.resolve(flags, config_path=config_path)
+    sources = [bool(diff_path or git_range), mr is not None, pr is not None]
+    if sum(sources) != 1:
+        raise UsageError("give exactly one of --diff, --git, --mr or --pr")
+    from reviewbot.report import render
+    from reviewbot.report.progress import make_progress
+    from reviewbot.review import make_engine
+
+    progress = make_progress(enabled=not no_progress)
+    if mr is not None or pr is not None:
+        from reviewbot.commands.forge import run_forge
+
+        engine = make_engine(settings, progress)
+        run, code = run_forge(settings, mr=mr, pr=pr, project=project, repo=repo,
+                              dry_run=dry_run, reviewer=engine.review)
+        emit(render(run.result, settings.output), settings.output_file)
+        raise SystemExit(code)
+    changes = diff.parse(_read_diff(diff_path, git_range))
+    result = make_engine(settings, progress).review(changes)
+    emit(render(result, settings.output), settings.output_file)
+    raise SystemExit(exit_code(result, settings.fail_on))

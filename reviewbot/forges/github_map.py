@@ -1,0 +1,115 @@
+"""Pure translations between reviewbot's diff model and GitHub's wire formats.
+
+- `review_comment`: a Finding → one entry of a review's `comments[]` (`path`, `line`, `side`,
+  `start_line`/`start_side`), or None when GitHub could not anchor it. `side` is RIGHT for added
+  and context lines (new-file numbers), LEFT for removed lines (old-file numbers); a range ends
+  at `line` and starts at `start_line` in the same hunk. Suggestions only on RIGHT.
+- `files_to_diff`: the paginated `/pulls/{n}/files` (or compare) entries → unified diff text,
+  so the one diff parser (`reviewbot.diff.parse`) does all line arithmetic; entries without a
+  `patch` (binary, or too large for GitHub) come back as skipped files.
+- `posted_comment`: a review comment from GitHub → PostedComment, via its hidden marker.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, Iterable
+
+from reviewbot.diff import ChangeSet, Side
+from reviewbot.findings import Finding
+from reviewbot.forges.base import PostedComment, marker, read_marker
+from reviewbot.forges.comment import comment_body, suggestion_block
+from reviewbot.result import SkippedFile
+
+SIDES = {Side.NEW: "RIGHT", Side.OLD: "LEFT"}
+OUTDATED = "outdated"
+NO_PATCH = "GitHub sent no patch for this file (binary, empty, or its diff is too large)"
+
+
+def review_comment(f: Finding, changes: ChangeSet) -> dict[str, Any] | None:
+    """The `comments[]` entry for `f`, or None if (path, side, line) is not a line of the diff."""
+    file = changes.file(f.path)
+    if file is None or file.binary or file.submodule or f.line is None:
+        return None
+    if (f.side, f.line) not in file.commentable:
+        return None
+    side = SIDES[f.side]
+    end = f.end_line if f.end_line is not None and f.end_line != f.line else None
+    if end is not None and not (
+        end > f.line
+        and (f.side, end) in file.commentable
+        and file.hunk_at(f.side, f.line) is file.hunk_at(f.side, end)
+    ):
+        end = None  # GitHub refuses a range across hunks: keep the first line only
+        f = replace(f, suggestion=None)
+    suggestion = ""
+    if f.suggestion is not None and f.side is Side.NEW:
+        suggestion = suggestion_block(f.suggestion)
+    out: dict[str, Any] = {"path": file.path, "body": comment_body(f, suggestion), "side": side}
+    if end is None:
+        out["line"] = f.line
+    else:
+        out.update(start_line=f.line, start_side=side, line=end)
+    return out
+
+
+def posted_comment(c: Any) -> PostedComment | None:
+    """A PullRequestComment (or anything with its attributes) → PostedComment, if it is ours."""
+    meta = read_marker(c.body or "")
+    if not meta or meta.get("kind") != "finding" or not meta.get("fingerprint"):
+        return None
+    side = {"RIGHT": Side.NEW.value, "LEFT": Side.OLD.value}.get(c.side or "", "")
+    return PostedComment(
+        id=str(c.id), fingerprint=meta["fingerprint"], path=c.path or "",
+        resolved=meta.get("state") == OUTDATED, thread_id=str(c.id),
+        line=c.original_line, side=side, head_sha=c.original_commit_id or "",
+    )
+
+
+def outdated_body(body: str, fingerprint: str) -> str:
+    """The bot's comment, struck out and re-marked as outdated (GitHub REST cannot resolve)."""
+    old = marker("finding", fingerprint=fingerprint)
+    kept = body.replace(old, "").strip()
+    quoted = "\n".join("> " + line for line in kept.split("\n"))
+    return (
+        "**Outdated**: reviewbot no longer reports this after the latest push.\n\n"
+        f"<details><summary>Original comment</summary>\n\n{quoted}\n\n</details>\n\n"
+        + marker("finding", fingerprint=fingerprint, state=OUTDATED)
+    )
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    """What `/pulls/{n}/files` and compare say about one file."""
+
+    filename: str
+    status: str  # added | removed | modified | renamed | copied | changed | unchanged
+    patch: str | None
+    previous_filename: str | None = None
+    changes: int = 0
+
+
+def files_to_diff(entries: Iterable[FileEntry]) -> tuple[str, list[SkippedFile]]:
+    parts: list[str] = []
+    skipped: list[SkippedFile] = []
+    for e in entries:
+        old = e.previous_filename if e.status == "renamed" and e.previous_filename else e.filename
+        new = e.filename
+        head = [f"diff --git a/{old} b/{new}"]
+        if e.status in ("added", "copied"):
+            head.append("new file mode 100644")
+        elif e.status == "removed":
+            head.append("deleted file mode 100644")
+        elif old != new:
+            head += [f"rename from {old}", f"rename to {new}"]
+        src = "/dev/null" if e.status in ("added", "copied") else f"a/{old}"
+        dst = "/dev/null" if e.status == "removed" else f"b/{new}"
+        if e.patch:
+            patch = e.patch if e.patch.endswith("\n") else e.patch + "\n"
+            parts.append("\n".join(head + [f"--- {src}", f"+++ {dst}"]) + "\n" + patch)
+        elif e.status != "renamed" or e.changes:
+            parts.append("\n".join(head + [f"Binary files {src} and {dst} differ"]) + "\n")
+            skipped.append(SkippedFile(e.filename, NO_PATCH))
+        else:  # a pure rename: no lines to comment on
+            parts.append("\n".join(head) + "\n")
+    return "".join(parts), skipped

@@ -1,0 +1,120 @@
+"""The OpenAI-compatible model client: discovery, one forced tool call per chunk, errors mapped.
+
+It sees rendered messages and tool schemas, never diffs. Retries with backoff on 429/5xx and
+connection errors are the openai client's own (it honours Retry-After); a context-length 400
+becomes ContextTooLong so the caller can re-split the chunk.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import openai
+
+from reviewbot.errors import BackendUnreachable, ModelNotServed, redact
+
+_CONTEXT_MARKERS = ("context length", "maximum context", "too long", "max_model_len",
+                    "maximum model length", "is longer than")
+
+
+class ContextTooLong(Exception):
+    """The server says the request does not fit its context."""
+
+
+class RequestFailed(Exception):
+    """The request failed after the client's retries; the message is safe to show."""
+
+
+@dataclass(frozen=True)
+class Served:
+    model: str
+    max_model_len: int | None
+
+
+@dataclass(frozen=True)
+class Reply:
+    calls: list[tuple[str, str]]  # (tool name, arguments JSON)
+    prompt_tokens: int
+    completion_tokens: int
+    truncated: bool  # finish_reason == "length": the call may be cut short
+
+
+class ModelClient:
+    def __init__(self, base_url: str, api_key: str | None, timeout: float, retries: int,
+                 http_client: httpx.Client | None = None) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._client = openai.OpenAI(
+            base_url=self.base_url,
+            api_key=api_key or "EMPTY",
+            timeout=timeout,
+            max_retries=retries,
+            http_client=http_client,
+        )
+
+    @property
+    def root_url(self) -> str:
+        """The server root (where vLLM's /tokenize lives), without the /v1 suffix."""
+        return self.base_url[:-3] if self.base_url.endswith("/v1") else self.base_url
+
+    def discover(self, wanted: str | None) -> Served:
+        """The model to use and its context length, from GET /v1/models."""
+        try:
+            page = self._client.with_options(max_retries=1, timeout=30).models.list()
+        except (openai.APIConnectionError, openai.APITimeoutError):
+            raise BackendUnreachable(f"cannot reach the model server at {self.base_url}") from None
+        except openai.APIStatusError as exc:
+            raise BackendUnreachable(
+                f"the model server at {self.base_url} answered {exc.status_code} to GET /models"
+            ) from None
+        models = list(page.data)
+        if not models:
+            raise BackendUnreachable(f"the model server at {self.base_url} serves no model")
+        names = [m.id for m in models]
+        chosen = next((m for m in models if m.id == wanted), None) if wanted else models[0]
+        if chosen is None:
+            raise ModelNotServed(f"model {wanted!r} is not served at {self.base_url}; "
+                                 f"served: {', '.join(names)}")
+        max_len = getattr(chosen, "max_model_len", None) or (chosen.model_extra or {}).get(
+            "max_model_len")
+        return Served(chosen.id, int(max_len) if max_len else None)
+
+    def call_tool(self, model: str, messages: list[dict[str, Any]], tool: dict[str, Any],
+                  max_tokens: int, temperature: float) -> Reply:
+        name = tool["function"]["name"]
+        try:
+            response = self._client.chat.completions.create(
+                model=model,
+                messages=messages,  # type: ignore[arg-type]
+                tools=[tool],  # type: ignore[list-item]
+                tool_choice={"type": "function", "function": {"name": name}},
+                max_tokens=max_tokens,
+                temperature=temperature,
+            )
+        except openai.BadRequestError as exc:
+            text = str(exc).lower()
+            if any(marker in text for marker in _CONTEXT_MARKERS):
+                raise ContextTooLong(redact(str(exc))) from None
+            raise RequestFailed(f"the server rejected the request: {_short(exc)}") from None
+        except (openai.APIConnectionError, openai.APITimeoutError) as exc:
+            raise RequestFailed(f"{type(exc).__name__} talking to {self.base_url}") from None
+        except openai.APIStatusError as exc:
+            raise RequestFailed(f"HTTP {exc.status_code} from {self.base_url}: {_short(exc)}") from None
+        choice = response.choices[0]
+        calls = [(c.function.name, c.function.arguments or "")
+                 for c in (choice.message.tool_calls or []) if c.type == "function"]
+        if not calls and choice.message.content:
+            # a server without tool parsing returns the arguments as plain JSON content
+            calls = [(name, choice.message.content)]
+        usage = response.usage
+        return Reply(
+            calls=calls,
+            prompt_tokens=usage.prompt_tokens if usage else 0,
+            completion_tokens=usage.completion_tokens if usage else 0,
+            truncated=choice.finish_reason == "length",
+        )
+
+
+def _short(exc: openai.APIError) -> str:
+    return redact(" ".join(str(exc.message).split()))[:300]

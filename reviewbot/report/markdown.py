@@ -1,0 +1,199 @@
+"""`--output markdown`: a report for a forge note, a job summary or a file.
+
+Every piece of text here comes from the model or the diff, so it is escaped for the context it
+lands in: table cells (`|`, newlines, markdown syntax), inline code (backtick runs), HTML in
+`<summary>`, and free prose (unbalanced fences, raw HTML). The section functions are public so
+that a forge's summary note can reuse them.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+from reviewbot.diff import Side
+from reviewbot.findings import Finding, Severity
+from reviewbot.result import ReviewResult, SkippedFile, Stats
+
+ICONS = {
+    Severity.BLOCKER: "⛔",
+    Severity.CRITICAL: "🔴",
+    Severity.MAJOR: "🟠",
+    Severity.MINOR: "🟡",
+    Severity.INFO: "🔵",
+}
+
+
+def render(result: ReviewResult) -> str:
+    parts = [
+        "## reviewbot review",
+        completeness(result),
+        summary(result),
+        findings_section("Findings", result.findings),
+        findings_section("Findings not on a changed line", result.unanchored),
+        skipped_section(result.stats.files_skipped),
+        stats_section(result),
+    ]
+    return "\n\n".join(p for p in parts if p) + "\n"
+
+
+# --- sections ----------------------------------------------------------------------------------
+
+def completeness(result: ReviewResult) -> str:
+    stats = result.stats
+    if result.complete:
+        return f"✅ **Complete**: {coverage_text(stats)}."
+    lines = [
+        "> [!CAUTION]",
+        f"> ❌ **REVIEW INCOMPLETE**: only {coverage_text(stats)}. Findings below cover only what "
+        "was reviewed; the absence of a finding means nothing here.",
+    ]
+    lines += [f"> - {inline(e)}" for e in stats.errors]
+    return "\n".join(lines)
+
+
+def summary(result: ReviewResult) -> str:
+    text = result.summary.strip()
+    return f"### Summary\n\n{prose(text)}" if text else ""
+
+
+def findings_section(title: str, findings: list[Finding]) -> str:
+    if not findings:
+        return ""
+    return "\n\n".join([f"### {title} ({len(findings)})", findings_table(findings),
+                        *(details(f) for f in findings)])
+
+
+def findings_table(findings: list[Finding]) -> str:
+    rows = ["| Severity | File | Line | Category | Title |", "| --- | --- | --- | --- | --- |"]
+    rows += [
+        f"| {ICONS[f.severity]} {f.severity.label} | {code(f.path, in_table=True)} | {line_label(f)} "
+        f"| {inline(f.category, in_table=True)} | {inline(f.title, in_table=True)} |"
+        for f in findings
+    ]
+    return "\n".join(rows)
+
+
+def details(f: Finding) -> str:
+    head = html.escape(f"{f.severity.label} · {f.path}:{line_label(f)} · {f.title}", quote=False)
+    body = [f"<details><summary>{ICONS[f.severity]} {_oneline(head)}</summary>", ""]
+    if f.body.strip():
+        body += [prose(f.body.strip()), ""]
+    if f.suggestion is not None:
+        body += ["Suggested change:", "", fenced(f.suggestion), ""]
+    body.append("</details>")
+    return "\n".join(body)
+
+
+def skipped_section(skipped: list[SkippedFile]) -> str:
+    if not skipped:
+        return ""
+    rows = [f"### Skipped files ({len(skipped)})", "", "| File | Reason |", "| --- | --- |"]
+    rows += [f"| {code(s.path, in_table=True)} | {inline(s.reason, in_table=True)} |"
+             for s in skipped]
+    return "\n".join(rows)
+
+
+def stats_section(result: ReviewResult) -> str:
+    s = result.stats
+    model = f" · model {code(result.model)}" if result.model else ""
+    return (f"<sub>{s.files_reviewed}/{s.files_total} files reviewed · {s.chunks} chunks · "
+            f"{s.requests} requests · {s.prompt_tokens:,} prompt + {s.completion_tokens:,} "
+            f"completion tokens · {s.tool_calls_invalid} invalid tool calls · "
+            f"{s.wall_seconds:.1f}s{model}</sub>")
+
+
+def coverage_text(stats: Stats) -> str:
+    return f"{stats.changed_lines_sent}/{stats.changed_lines} changed lines reached the model"
+
+
+def line_label(f: Finding) -> str:
+    if f.line is None:
+        return "file"
+    span = str(f.line) if f.end_line in (None, f.line) else f"{f.line}–{f.end_line}"
+    return span if f.side is Side.NEW else f"{span} (old)"
+
+
+# --- escaping ----------------------------------------------------------------------------------
+
+_INLINE_SPECIAL = re.compile(r"([\\`*_\[\]<>|~#&!])")
+_BACKTICKS = re.compile(r"`+")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_HTML_START = re.compile(r"<(?=[A-Za-z/!?])")
+
+
+def _oneline(text: str) -> str:
+    return " ".join(text.split())
+
+
+def inline(text: str, *, in_table: bool = False) -> str:
+    """Plain text shown literally on one line: every markdown-significant character escaped.
+
+    CommonMark lets any ASCII punctuation be backslash-escaped, and GFM tables accept `\\|`.
+    """
+    del in_table  # `\\|` is escaped everywhere, so inline text is table-safe by construction
+    return _INLINE_SPECIAL.sub(r"\\\1", _oneline(text))
+
+
+def code(text: str, *, in_table: bool = False) -> str:
+    """An inline code span that survives backticks in the text (a longer delimiter run)."""
+    text = _oneline(text)
+    longest = max((len(m) for m in _BACKTICKS.findall(text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") or not text.strip() else ""
+    span = f"{fence}{pad}{text}{pad}{fence}"
+    # GFM splits table cells on `|` even inside code spans, and renders `\|` there as `|`
+    return span.replace("|", "\\|") if in_table else span
+
+
+def fenced(text: str, info: str = "") -> str:
+    """A fenced code block whose fence is longer than any backtick run inside the text."""
+    longest = max((len(m) for m in _BACKTICKS.findall(text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{info}\n{text.rstrip(chr(10))}\n{fence}"
+
+
+def prose(text: str) -> str:
+    """Model-written markdown, kept as markdown but unable to break the page around it.
+
+    Raw HTML outside code is neutralized (a `</details>` in a finding must not close ours), and
+    a code fence left open is closed so it cannot swallow the rest of the report.
+    """
+    out: list[str] = []
+    open_fence: str | None = None
+    for line in text.split("\n"):
+        m = _FENCE.match(line)
+        if open_fence is not None:
+            if m and m.group(1)[0] == open_fence[0] and len(m.group(1)) >= len(open_fence) \
+                    and not line.strip().strip(open_fence[0]):
+                open_fence = None
+            out.append(line)
+        elif m:
+            open_fence = m.group(1)
+            out.append(line)
+        else:
+            out.append(_escape_html_outside_code(line))
+    if open_fence is not None:
+        out.append(open_fence)
+    return "\n".join(out)
+
+
+def _escape_html_outside_code(line: str) -> str:
+    """Escape tag openers in text, leaving inline code spans (matched backtick runs) alone."""
+    pieces: list[str] = []
+    pos = 0
+    while pos < len(line):
+        start = line.find("`", pos)
+        if start < 0:
+            break
+        run = len(line[start:]) - len(line[start:].lstrip("`"))
+        close = re.compile(rf"(?<!`)`{{{run}}}(?!`)").search(line, start + run)
+        if close is None:  # an unmatched run is literal text
+            pieces.append(_HTML_START.sub("&lt;", line[pos:start + run]))
+            pos = start + run
+            continue
+        pieces.append(_HTML_START.sub("&lt;", line[pos:start]))
+        pieces.append(line[start:close.end()])
+        pos = close.end()
+    pieces.append(_HTML_START.sub("&lt;", line[pos:]))
+    return "".join(pieces)

@@ -1,0 +1,201 @@
+"""The orchestrator: filter → pieces → chunks → concurrent tool calls → findings → result.
+
+It receives its parts (model client, token counter, progress) and wires them; nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Protocol
+
+import httpx
+
+from reviewbot import filters, templates, tools
+from reviewbot.chunking import Chunk, file_header, make_pieces, pack
+from reviewbot.config import Settings
+from reviewbot.diff import ChangeSet, FileDiff
+from reviewbot.findings import Finding, merge, with_fingerprints
+from reviewbot.llm import ContextTooLong, ModelClient, RequestFailed
+from reviewbot.result import ReviewResult, Stats
+from reviewbot.tokens import (EstimateTokenCounter, LocalTokenCounter, TokenCounter,
+                              VllmTokenCounter)
+
+SAFETY_TOKENS = 16  # slack for tokenizer merges across piece boundaries
+MAX_RESPLITS = 6
+
+
+class Progress(Protocol):
+    def start(self, total: int) -> None: ...
+    def advance(self, n: int = 1) -> None: ...
+    def close(self) -> None: ...
+
+
+class NoProgress:
+    def start(self, total: int) -> None: ...
+    def advance(self, n: int = 1) -> None: ...
+    def close(self) -> None: ...
+
+
+@dataclass
+class Engine:
+    settings: Settings
+    client: ModelClient
+    counter: TokenCounter
+    model: str
+    context: int  # the request limit: prompt + reserved output
+    progress: Progress = field(default_factory=NoProgress)
+
+    @property
+    def budget(self) -> int:
+        return self.context - self.settings.max_output_tokens - SAFETY_TOKENS
+
+    # -- requests ---------------------------------------------------------------------------
+    def messages(self, chunk: Chunk, total: int, title: str) -> list[dict[str, Any]]:
+        files = ["\n".join([file_header(f)] + [p.text for p in pieces])
+                 for f, pieces in chunk.by_file()]
+        user = templates.render("chunk.j2", self.settings.prompts_dir, title=title,
+                                index=chunk.index, total=total, files=files)
+        return [{"role": "system", "content": self.system_prompt}, {"role": "user", "content": user}]
+
+    @cached_property
+    def system_prompt(self) -> str:
+        return templates.render("system.j2", self.settings.prompts_dir)
+
+    def request(self, chunk: Chunk, total: int, title: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        return self.messages(chunk, total, title), tools.tool_schema(
+            chunk, self.settings.max_findings_per_chunk)
+
+    # -- chunking ---------------------------------------------------------------------------
+    def chunks(self, changes: ChangeSet, title: str) -> list[Chunk]:
+        empty = Chunk(0, ())
+        fixed = self.counter.count_request(*self._as_pair(self.request(empty, 1, title)))
+        branch = json.dumps(tools.tool_schema(empty, 1)["function"]["parameters"]["properties"]
+                            ["findings"]["items"]["properties"]["location"]) + " " * 120
+        branch_tokens = self.counter.count_texts([branch])[0]
+
+        def file_tokens(f: FileDiff) -> int:
+            return self.counter.count_texts([file_header(f) + "\n"])[0] + 2 * branch_tokens
+
+        room = self.budget - fixed - 4 * branch_tokens - 64
+        pieces = make_pieces(changes, self.counter, room, self.settings.context_lines)
+        packed = pack(pieces, self.budget, fixed, file_tokens, piece_overhead=2 * branch_tokens)
+        return self._fit(packed, title)
+
+    def _fit(self, chunks: list[Chunk], title: str) -> list[Chunk]:
+        """Check each chunk's exact size; halve any that the estimate let through too big."""
+        out: list[Chunk] = []
+        todo = list(chunks)
+        while todo:
+            chunk = todo.pop(0)
+            size = self.counter.count_request(*self._as_pair(self.request(chunk, len(chunks), title)))
+            if size <= self.budget or len(chunk.pieces) == 1:
+                out.append(chunk)
+            else:
+                half = len(chunk.pieces) // 2
+                todo[:0] = [Chunk(0, chunk.pieces[:half]), Chunk(0, chunk.pieces[half:])]
+        return [Chunk(i, c.pieces) for i, c in enumerate(out, 1)]
+
+    @staticmethod
+    def _as_pair(req: tuple[list[dict[str, Any]], dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        return req[0], [req[1]]
+
+    # -- the review -------------------------------------------------------------------------
+    def review(self, changes: ChangeSet, title: str = "") -> ReviewResult:
+        started = time.monotonic()
+        reviewed, skipped = filters.split(changes, self.settings.exclude)
+        stats = Stats(files_total=len(changes.files), files_reviewed=len(reviewed.files),
+                      files_skipped=skipped, changed_lines=reviewed.changed_lines)
+        findings: list[Finding] = []
+        summaries: list[str] = []
+        chunks = self.chunks(reviewed, title) if reviewed.files else []
+        stats.chunks = len(chunks)
+        total = len(chunks)
+        self.progress.start(total)
+
+        def run(chunk: Chunk, depth: int) -> tuple[Chunk, int, Any]:
+            messages, tool = self.request(chunk, total, title)
+            try:
+                reply = self.client.call_tool(self.model, messages, tool,
+                                              self.settings.max_output_tokens,
+                                              self.settings.temperature)
+            except (ContextTooLong, RequestFailed) as exc:
+                return chunk, depth, exc
+            return chunk, depth, reply
+
+        with ThreadPoolExecutor(max_workers=self.settings.concurrency) as pool:
+            pending: set[Future[tuple[Chunk, int, Any]]] = {pool.submit(run, c, 0) for c in chunks}
+            while pending:
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    chunk, depth, outcome = future.result()
+                    stats.requests += 1
+                    if isinstance(outcome, ContextTooLong) and len(chunk.pieces) > 1 \
+                            and depth < MAX_RESPLITS:
+                        half = len(chunk.pieces) // 2
+                        stats.chunks += 1
+                        for part in (chunk.pieces[:half], chunk.pieces[half:]):
+                            pending.add(pool.submit(run, Chunk(chunk.index, part), depth + 1))
+                        continue
+                    if isinstance(outcome, Exception):
+                        stats.errors.append(f"chunk {chunk.index}: {outcome}")
+                    else:
+                        parsed = tools.parse_calls(outcome.calls, chunk)
+                        findings.extend(parsed.findings)
+                        if parsed.summary:
+                            summaries.append(parsed.summary)
+                        stats.prompt_tokens += outcome.prompt_tokens
+                        stats.completion_tokens += outcome.completion_tokens
+                        stats.tool_calls_invalid += parsed.invalid + (
+                            1 if outcome.truncated and not parsed.findings else 0)
+                        stats.findings_reanchored += parsed.reanchored
+                        stats.changed_lines_sent += chunk.changed_lines
+                    self.progress.advance()
+        self.progress.close()
+        merged = merge(with_fingerprints(findings, reviewed))
+        stats.wall_seconds = time.monotonic() - started
+        return ReviewResult(findings=merged, unanchored=[], summary=summarize(stats, merged, summaries, self.model),
+                            stats=stats, model=self.model, base_url=self.client.base_url)
+
+
+def summarize(stats: Stats, findings: list[Finding], notes: list[str], model: str) -> str:
+    counts = Counter(f.severity.label for f in findings)
+    by = ", ".join(f"{n} {s}" for s, n in sorted(counts.items(), key=lambda kv: kv[0])) or "none"
+    head = (f"Reviewed {stats.files_reviewed} of {stats.files_total} files "
+            f"({stats.changed_lines_sent} of {stats.changed_lines} changed lines) in "
+            f"{stats.requests} request(s) to {model}. Findings: {len(findings)} ({by}).")
+    if not stats.complete:
+        head = "INCOMPLETE REVIEW: " + head + f" {len(stats.errors)} error(s)."
+    return "\n".join([head] + [f"- {note}" for note in notes[:8]])
+
+
+def counter_for(settings: Settings, client: ModelClient, model: str) -> TokenCounter:
+    """The most exact counter available: the server's /tokenize, a tokenizer.json, an estimate."""
+    http = httpx.Client(timeout=30, headers=(
+        {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else {}))
+    vllm = VllmTokenCounter.probe(client.root_url, model, http)
+    if vllm is not None:
+        return vllm
+    if settings.tokenizer:
+        return LocalTokenCounter(settings.tokenizer)
+    return EstimateTokenCounter()
+
+
+def make_engine(settings: Settings, progress: Progress | None = None) -> Engine:
+    client = ModelClient(settings.base_url, settings.api_key, settings.request_timeout,
+                         settings.retries)
+    served = client.discover(settings.model)
+    context = min(served.max_model_len or settings.max_context, settings.max_context)
+    return Engine(settings, client, counter_for(settings, client, served.model), served.model,
+                  context, progress or NoProgress())
+
+
+def make_reviewer(settings: Settings, progress: Progress | None = None) -> Callable[[ChangeSet], ReviewResult]:
+    """What forges and the webhook call: a ChangeSet in, a ReviewResult out."""
+    engine = make_engine(settings, progress)
+    return engine.review

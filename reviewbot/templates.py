@@ -1,0 +1,35 @@
+"""Prompt templates (jinja2, StrictUndefined) from prompts/, or from a user's directory."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+import jinja2
+
+from reviewbot.errors import UsageError
+
+
+@lru_cache(maxsize=8)
+def environment(user_dir: str | None = None) -> jinja2.Environment:
+    """Templates in `user_dir` override the bundled ones of the same name."""
+    loaders: list[jinja2.BaseLoader] = []
+    if user_dir:
+        if not Path(user_dir).is_dir():
+            raise UsageError(f"prompts_dir {user_dir} is not a directory")
+        loaders.append(jinja2.FileSystemLoader(user_dir))
+    loaders.append(jinja2.FileSystemLoader(str(resources.files("reviewbot.prompts"))))
+    return jinja2.Environment(
+        loader=jinja2.ChoiceLoader(loaders),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=False,
+    )
+
+
+def render(name: str, user_dir: str | None = None, **context: object) -> str:
+    try:
+        return environment(user_dir).get_template(name).render(**context).strip() + "\n"
+    except jinja2.TemplateError as exc:
+        raise UsageError(f"prompt template {name}: {exc}") from None

@@ -1,0 +1,132 @@
+"""How many tokens a request costs, asked of the served model's own tokenizer when possible.
+
+Three counters behind one protocol, best first:
+- VllmTokenCounter: vLLM's POST /tokenize, which applies the chat template and the tool schemas,
+  so a request's count is exact;
+- LocalTokenCounter: a tokenizer.json (tokenizers library), exact for text, estimated for the
+  chat template;
+- EstimateTokenCounter: a conservative bytes-based estimate for servers without /tokenize.
+The chunker only asks "how many tokens is this?" and never knows which one answered.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import httpx
+
+from reviewbot.errors import UsageError
+
+Messages = list[dict[str, Any]]
+Tools = list[dict[str, Any]]
+
+
+class TokenCounter(Protocol):
+    name: str
+
+    def count_texts(self, texts: Sequence[str]) -> list[int]:
+        """Tokens of each text on its own (no special tokens)."""
+        ...
+
+    def count_request(self, messages: Messages, tools: Tools) -> int:
+        """Tokens of a whole chat request as the server will see it."""
+        ...
+
+
+class _Cache:
+    def __init__(self) -> None:
+        self._counts: dict[str, int] = {}
+
+    @staticmethod
+    def key(text: str) -> str:
+        return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+    def get_many(self, texts: Sequence[str], compute: Any) -> list[int]:
+        keys = [self.key(t) for t in texts]
+        missing = {k: t for k, t in zip(keys, texts) if k not in self._counts}
+        if missing:
+            counts = compute(list(missing.values()))
+            self._counts.update(zip(missing.keys(), counts))
+        return [self._counts[k] for k in keys]
+
+
+class EstimateTokenCounter:
+    """Never below the real count for code-like text: about 2 bytes per token, rounded up."""
+
+    name = "estimate"
+    BYTES_PER_TOKEN = 2.0
+    PER_MESSAGE = 8
+
+    def count_texts(self, texts: Sequence[str]) -> list[int]:
+        return [math.ceil(len(t.encode("utf-8", "replace")) / self.BYTES_PER_TOKEN) for t in texts]
+
+    def count_request(self, messages: Messages, tools: Tools) -> int:
+        body = json.dumps(tools, ensure_ascii=False) + "".join(str(m["content"]) for m in messages)
+        return self.count_texts([body])[0] + self.PER_MESSAGE * (len(messages) + len(tools))
+
+
+class LocalTokenCounter:
+    """A tokenizer.json; the chat template is approximated by a per-message allowance."""
+
+    name = "tokenizer.json"
+    PER_MESSAGE = 8
+    TEMPLATE_ALLOWANCE = 64
+
+    def __init__(self, path: str) -> None:
+        from tokenizers import Tokenizer  # light (no torch); imported only when configured
+
+        try:
+            self._tok = Tokenizer.from_file(path)
+        except Exception as exc:  # tokenizers raises a bare Exception on any bad file
+            raise UsageError(f"cannot load tokenizer {path}: {exc}") from None
+        self._cache = _Cache()
+
+    def _count(self, texts: list[str]) -> list[int]:
+        return [len(e.ids) for e in self._tok.encode_batch(texts, add_special_tokens=False)]
+
+    def count_texts(self, texts: Sequence[str]) -> list[int]:
+        return self._cache.get_many(texts, self._count)
+
+    def count_request(self, messages: Messages, tools: Tools) -> int:
+        parts = [json.dumps(tools, ensure_ascii=False)] + [str(m["content"]) for m in messages]
+        return sum(self.count_texts(parts)) + self.PER_MESSAGE * len(messages) + self.TEMPLATE_ALLOWANCE
+
+
+class VllmTokenCounter:
+    """vLLM's /tokenize: exact, chat template and tool schemas included."""
+
+    name = "vllm /tokenize"
+
+    def __init__(self, root_url: str, model: str, client: httpx.Client) -> None:
+        self._url = root_url.rstrip("/") + "/tokenize"
+        self._model = model
+        self._http = client
+        self._cache = _Cache()
+
+    def _post(self, body: dict[str, Any]) -> int:
+        response = self._http.post(self._url, json={"model": self._model, **body})
+        response.raise_for_status()
+        return int(response.json()["count"])
+
+    def count_texts(self, texts: Sequence[str]) -> list[int]:
+        return self._cache.get_many(
+            texts,
+            lambda todo: [self._post({"prompt": t, "add_special_tokens": False}) for t in todo],
+        )
+
+    def count_request(self, messages: Messages, tools: Tools) -> int:
+        return self._post({"messages": messages, "tools": tools, "add_generation_prompt": True})
+
+    @classmethod
+    def probe(cls, root_url: str, model: str, client: httpx.Client) -> VllmTokenCounter | None:
+        """The counter if this server has /tokenize, else None."""
+        counter = cls(root_url, model, client)
+        try:
+            counter._post({"prompt": "probe", "add_special_tokens": False})
+        except (httpx.HTTPError, KeyError, ValueError):
+            return None
+        return counter

@@ -1,0 +1,151 @@
+"""A scripted OpenAI-compatible server: a real HTTP server on 127.0.0.1 for deterministic flows.
+
+It counts tokens with one simple, consistent rule (words and punctuation), answers /tokenize like
+vLLM (chat template + tools included), rejects requests over its context with vLLM's 400, and
+replies to chat completions with whatever the test's `script` returns.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+TOKEN = re.compile(r"\w+|[^\w\s]")
+
+
+def count(text: str) -> int:
+    return len(TOKEN.findall(text))
+
+
+def request_tokens(body: dict[str, Any]) -> int:
+    template = sum(4 + count(str(m.get("content") or "")) for m in body.get("messages", []))
+    return template + count(json.dumps(body.get("tools") or [])) + 3
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    tool_args: Any = None  # dict → JSON-encoded; str → sent as is (malformed on purpose)
+    tool_name: str = "report_findings"
+    content: str | None = None
+    finish_reason: str = "tool_calls"
+    delay: float = 0.0
+    headers: dict[str, str] = field(default_factory=dict)
+    error: str = "server error"
+
+
+Script = Callable[[dict[str, Any], int], Reply]
+
+
+class FakeOpenAI:
+    def __init__(self, script: Script, model: str = "fake", max_model_len: int | None = 4096,
+                 tokenize: bool = True) -> None:
+        self.script = script
+        self.model = model
+        self.max_model_len = max_model_len
+        self.tokenize = tokenize
+        self.requests: list[dict[str, Any]] = []
+        self.tokenize_calls = 0
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def __enter__(self) -> FakeOpenAI:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def _send(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:
+                if self.path == "/v1/models":
+                    model = {"id": fake.model, "object": "model", "owned_by": "test"}
+                    if fake.max_model_len:
+                        model["max_model_len"] = fake.max_model_len
+                    self._send(200, {"object": "list", "data": [model]})
+                else:
+                    self._send(404, {"error": "not found"})
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if self.path == "/tokenize" and fake.tokenize:
+                    with fake._lock:
+                        fake.tokenize_calls += 1
+                    n = request_tokens(body) if "messages" in body else count(body["prompt"])
+                    self._send(200, {"count": n, "max_model_len": fake.max_model_len, "tokens": []})
+                elif self.path == "/v1/chat/completions":
+                    self._chat(body)
+                else:
+                    self._send(404, {"error": "not found"})
+
+            def _chat(self, body: dict[str, Any]) -> None:
+                with fake._lock:
+                    fake.requests.append(body)
+                    attempt = len(fake.requests)
+                prompt = request_tokens(body)
+                limit = fake.max_model_len
+                if limit and prompt + body.get("max_tokens", 0) > limit:
+                    msg = (f"This model's maximum context length is {limit} tokens. However, you "
+                           f"requested {prompt + body['max_tokens']} tokens.")
+                    self._send(400, {"object": "error", "message": msg, "type": "BadRequestError",
+                                     "code": 400})
+                    return
+                reply = fake.script(body, attempt)
+                time.sleep(reply.delay)
+                if reply.status != 200:
+                    self._send(reply.status, {"error": {"message": reply.error}}, reply.headers)
+                    return
+                calls = []
+                if reply.tool_args is not None:
+                    args = reply.tool_args if isinstance(reply.tool_args, str) else json.dumps(reply.tool_args)
+                    calls = [{"id": f"call_{attempt}", "type": "function",
+                              "function": {"name": reply.tool_name, "arguments": args}}]
+                self._send(200, {
+                    "id": f"cmpl-{attempt}", "object": "chat.completion", "created": 0,
+                    "model": fake.model,
+                    "choices": [{"index": 0, "finish_reason": reply.finish_reason,
+                                 "message": {"role": "assistant", "content": reply.content,
+                                             "tool_calls": calls}}],
+                    "usage": {"prompt_tokens": prompt, "completion_tokens": 17,
+                              "total_tokens": prompt + 17},
+                })
+
+        return Handler
+
+
+def user_text(body: dict[str, Any]) -> str:
+    return body["messages"][-1]["content"]
+
+
+def anchors(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The location branches of the tool schema the bot sent."""
+    params = body["tools"][0]["function"]["parameters"]
+    return params["properties"]["findings"]["items"]["properties"]["location"]["anyOf"]
