@@ -1,0 +1,143 @@
+"""Pure pieces: signatures, payload parsing, settings, rate limiting, the queue state machine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from reviewbot.errors import UsageError, redact
+from reviewbot.webhook.auth import bearer_ok, github_signature, github_signature_ok, gitlab_token_ok
+from reviewbot.webhook.events import (
+    Accepted,
+    Ignored,
+    MalformedPayload,
+    github_api_base,
+    gitlab_base_url,
+    parse_github,
+)
+from reviewbot.webhook.jobs import ChangeRequest
+from reviewbot.webhook.queue import JobQueue
+from reviewbot.webhook.ratelimit import RateLimiter
+from reviewbot.webhook.settings import WebhookSettings, resolve_settings
+
+VECTOR = "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"
+
+
+def test_github_test_vector() -> None:
+    assert github_signature("It's a Secret to Everybody", b"Hello, World!") == VECTOR
+    assert github_signature_ok("It's a Secret to Everybody", VECTOR, b"Hello, World!")
+    assert not github_signature_ok("It's a Secret to Everybody", VECTOR, b"Hello, World")
+    assert not github_signature_ok(None, VECTOR, b"Hello, World!")
+
+
+@given(st.binary(max_size=200), st.text(min_size=1, max_size=20))
+def test_only_the_exact_signature_passes(body: bytes, tail: str) -> None:
+    good = github_signature("s3cret", body)
+    assert github_signature_ok("s3cret", good, body)
+    assert not github_signature_ok("s3cret", good + tail, body)
+    assert not github_signature_ok("s3cret", good[: -len(tail)], body)
+
+
+def test_token_compares() -> None:
+    assert gitlab_token_ok("abc", "abc") and not gitlab_token_ok("abc", "abd")
+    assert not gitlab_token_ok(None, "") and not gitlab_token_ok("abc", None)
+    assert bearer_ok("tok", "Bearer tok") and bearer_ok("tok", "bearer tok")
+    assert not bearer_ok("tok", "Bearer tok2") and not bearer_ok(None, "Bearer ")
+
+
+def test_base_urls() -> None:
+    assert gitlab_base_url("https://git.example.com/gitlab/g/sub/p", "g/sub/p") == (
+        "https://git.example.com/gitlab"
+    )
+    assert gitlab_base_url("https://git.example.com:8443/g/p", "") == "https://git.example.com:8443"
+    assert github_api_base("https://api.github.com/repos/o/r", "o/r") == "https://api.github.com"
+    assert github_api_base("https://ghe.corp/api/v3/repos/o/r", "o/r") == "https://ghe.corp/api/v3"
+    with pytest.raises(MalformedPayload):
+        github_api_base("https://api.github.com/repos/x/y", "o/r")
+
+
+def test_github_parse() -> None:
+    payload = {"action": "synchronize", "pull_request": {"number": 4, "head": {"sha": "f" * 40}},
+               "repository": {"full_name": "o/r", "url": "https://api.github.com/repos/o/r"}}
+    result = parse_github("pull_request", payload, "d1")
+    assert isinstance(result, Accepted)
+    assert result.request == ChangeRequest("github", "o/r", 4, "f" * 40, "https://api.github.com", "d1")
+    assert isinstance(parse_github("push", payload, "d1"), Ignored)
+    with pytest.raises(MalformedPayload, match="pull_request.number must be an integer"):
+        parse_github("pull_request", {**payload, "pull_request": {"number": "4"}}, "d1")
+
+
+def test_settings_resolution_and_secrets() -> None:
+    env = {"REVIEWBOT_GITHUB_WEBHOOK_SECRET": "gh-settings-secret", "REVIEWBOT_WEBHOOK_ALLOW": "a/b, c/*",
+           "REVIEWBOT_BASE_URL": "http://127.0.0.1:8000/v1/"}
+    s = resolve_settings(env, port=9000)
+    assert (s.port, s.allow, s.backend_url) == (9000, ("a/b", "c/*"), "http://127.0.0.1:8000/v1")
+    assert resolve_settings(env, allow=["x/y"]).allow == ("x/y",)
+    assert "gh-settings-secret" not in repr(s)
+    assert redact("token gh-settings-secret") == "token ***"
+    assert s.allows("C/D") and not s.allows("a/c")
+    assert WebhookSettings().allows("anything")
+    with pytest.raises(UsageError, match="no webhook secret"):
+        resolve_settings({})
+    with pytest.raises(UsageError, match="--workers"):
+        resolve_settings(env, workers=0)
+
+
+def test_rate_limiter_refills_and_forgets() -> None:
+    now = [0.0]
+    limiter = RateLimiter(rate=2, burst=4, max_sources=2, clock=lambda: now[0])
+    assert [limiter.allow("a") for _ in range(5)] == [True] * 4 + [False]
+    now[0] += 0.5
+    assert limiter.allow("a") and not limiter.allow("a")
+    for source in ("b", "c", "d"):
+        limiter.allow(source)
+    assert len(limiter._buckets) <= 3
+
+
+def _req(number: int = 1, delivery: str = "d", sha: str = "s") -> ChangeRequest:
+    return ChangeRequest("gitlab", "42", number, sha, "https://gitlab.example.com", delivery)
+
+
+def test_queue_state_machine(tmp_path: Path) -> None:
+    q = JobQueue.open(tmp_path / "q.sqlite")
+    first = q.enqueue(_req(delivery="d1", sha="s1"))
+    assert first.created and q.enqueue(_req(delivery="d1", sha="s1")) == type(first)(first.job_id, False)
+    job = q.claim()
+    assert job is not None and job.id == first.job_id
+    second = q.enqueue(_req(delivery="d2", sha="s2"))
+    third = q.enqueue(_req(delivery="d3", sha="s3"))
+    assert second.superseded_running == (first.job_id,)
+    assert third.superseded_queued == (second.job_id,)
+    assert not q.finish(first.job_id, "done")  # superseded while running: stays superseded
+    other = q.enqueue(_req(number=2, delivery="d4"))
+    assert other.superseded_running == other.superseded_queued == ()
+    assert q.claim(busy_forges=frozenset({"gitlab"})) is None
+    running = q.claim()
+    assert running is not None and running.id == third.job_id
+    q.close()
+    reopened = JobQueue.open(tmp_path / "q.sqlite")
+    assert reopened.recover() == 1
+    record = reopened.get(third.job_id)
+    assert record is not None and (record.state, record.attempts) == ("queued", 1)
+    assert reopened.counts() == {"queued": 2, "running": 0, "done": 0, "failed": 0, "superseded": 2}
+    reopened.close()
+
+
+def test_queue_is_owned_by_one_process(tmp_path: Path) -> None:
+    q = JobQueue.open(tmp_path / "q.sqlite")
+    with pytest.raises(UsageError, match="in use"):
+        JobQueue.open(tmp_path / "q.sqlite")
+    q.close()
+
+
+def test_requeue_for_retry_respects_not_before(tmp_path: Path) -> None:
+    q = JobQueue.open(tmp_path / "q.sqlite")
+    job_id = q.enqueue(_req(), now=100.0).job_id
+    assert q.claim(now=100.0) is not None
+    assert q.requeue(job_id, not_before=160.0, reason="attempt 1 failed")
+    assert q.claim(now=150.0) is None and q.next_due() == 160.0
+    assert q.claim(now=160.0) is not None and q.attempts(job_id) == 2
+    q.close()
