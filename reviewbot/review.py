@@ -12,7 +12,7 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Protocol
+from typing import Any
 
 import httpx
 
@@ -21,6 +21,7 @@ from reviewbot.chunking import Chunk, file_header, make_pieces, pack
 from reviewbot.config import Settings
 from reviewbot.diff import ChangeSet, FileDiff
 from reviewbot.findings import Finding, merge, with_fingerprints
+from reviewbot.report.progress import ChunkProgress, NoProgress
 from reviewbot.llm import ContextTooLong, ModelClient, RequestFailed
 from reviewbot.result import ReviewResult, Stats
 from reviewbot.tokens import (EstimateTokenCounter, LocalTokenCounter, TokenCounter,
@@ -30,18 +31,6 @@ SAFETY_TOKENS = 16  # slack for tokenizer merges across piece boundaries
 MAX_RESPLITS = 6
 
 
-class Progress(Protocol):
-    def start(self, total: int) -> None: ...
-    def advance(self, n: int = 1) -> None: ...
-    def close(self) -> None: ...
-
-
-class NoProgress:
-    def start(self, total: int) -> None: ...
-    def advance(self, n: int = 1) -> None: ...
-    def close(self) -> None: ...
-
-
 @dataclass
 class Engine:
     settings: Settings
@@ -49,7 +38,7 @@ class Engine:
     counter: TokenCounter
     model: str
     context: int  # the request limit: prompt + reserved output
-    progress: Progress = field(default_factory=NoProgress)
+    progress: ChunkProgress = field(default_factory=NoProgress)
 
     @property
     def budget(self) -> int:
@@ -186,7 +175,7 @@ def counter_for(settings: Settings, client: ModelClient, model: str) -> TokenCou
     return EstimateTokenCounter()
 
 
-def make_engine(settings: Settings, progress: Progress | None = None) -> Engine:
+def make_engine(settings: Settings, progress: ChunkProgress | None = None) -> Engine:
     client = ModelClient(settings.base_url, settings.api_key, settings.request_timeout,
                          settings.retries)
     served = client.discover(settings.model)
@@ -195,7 +184,7 @@ def make_engine(settings: Settings, progress: Progress | None = None) -> Engine:
                   context, progress or NoProgress())
 
 
-def make_reviewer(settings: Settings, progress: Progress | None = None) -> Callable[[ChangeSet], ReviewResult]:
+def make_reviewer(settings: Settings, progress: ChunkProgress | None = None) -> Callable[[ChangeSet], ReviewResult]:
     """What forges and the webhook call: a ChangeSet in, a ReviewResult out."""
     engine = make_engine(settings, progress)
     return engine.review

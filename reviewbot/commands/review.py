@@ -26,6 +26,10 @@ def _read_diff(path: str | None, git_range: str | None) -> bytes:
         raise DiffError(f"cannot read diff file {path}: {exc.strerror}") from None
 
 
+def _tty(settings: config.Settings) -> bool:
+    return settings.output_file is None and sys.stdout.isatty()
+
+
 def exit_code(result: ReviewResult, fail_on: str) -> int:
     """3 when incomplete (never reported as clean), 1 when a finding reaches --fail-on, else 0."""
     if not result.complete:
@@ -81,7 +85,7 @@ def review(diff_path: str | None, git_range: str | None, mr: int | None, project
     if sum(sources) != 1:
         raise UsageError("give exactly one of --diff, --git, --mr or --pr")
     from reviewbot.report import render
-    from reviewbot.report.progress import make_progress
+    from reviewbot.report.progress import progress as make_progress
     from reviewbot.review import make_engine
 
     progress = make_progress(enabled=not no_progress)
@@ -95,5 +99,5 @@ def review(diff_path: str | None, git_range: str | None, mr: int | None, project
         raise SystemExit(code)
     changes = diff.parse(_read_diff(diff_path, git_range))
     result = make_engine(settings, progress).review(changes)
-    emit(render(result, settings.output), settings.output_file)
+    emit(render(result, settings.output, color=_tty(settings)), settings.output_file)
     raise SystemExit(exit_code(result, settings.fail_on))

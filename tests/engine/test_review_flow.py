@@ -1,0 +1,196 @@
+"""The orchestrator against a scripted OpenAI-compatible server: every failure mode, no crash."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent.parent))
+from fake_openai import FakeOpenAI, Reply, anchors, request_tokens  # noqa: E402
+
+from reviewbot.config import resolve  # noqa: E402
+from reviewbot.diff import Side, parse  # noqa: E402
+from reviewbot.review import make_engine  # noqa: E402
+
+
+def make_diff(files: int = 3, hunks: int = 2, lines: int = 4) -> bytes:
+    out = []
+    for f in range(files):
+        out.append(f"diff --git a/src/m{f}.py b/src/m{f}.py\n--- a/src/m{f}.py\n+++ b/src/m{f}.py\n")
+        for h in range(hunks):
+            start = 1 + h * 100
+            half, rest = lines // 2, lines - 2 * (lines // 2)
+            out.append(f"@@ -{start},{1 + half + rest} +{start},{1 + half + rest} @@ def f{h}():\n")
+            out.append(f" ctx = {h}\n")
+            out.extend(f"-    old_{f}_{h}_{i} = compute({i})\n" for i in range(lines // 2))
+            out.extend(f"+    new_{f}_{h}_{i} = compute({i}, safe=True)\n" for i in range(lines // 2))
+            out.extend(f" keep_{i}()\n" for i in range(lines - 2 * (lines // 2)))
+    return "".join(out).encode()
+
+
+def first_anchor(body: dict) -> dict:
+    branch = anchors(body)[0]["properties"]
+    return {"path": branch["path"]["enum"][0], "side": branch["side"]["enum"][0],
+            "line": branch["line"]["minimum"]}
+
+
+def finding(location: dict, title: str = "Unchecked result", severity: str = "major") -> dict:
+    return {"severity": severity, "category": "bug", "title": title, "body": "b",
+            "location": location}
+
+
+def good(body: dict, attempt: int) -> Reply:
+    return Reply(tool_args={"summary": "looks risky", "findings": [finding(first_anchor(body))]})
+
+
+def engine_for(server: FakeOpenAI, **flags: object):
+    return make_engine(resolve({"base_url": server.base_url, "max_output_tokens": 256,
+                                "retries": 2, **flags}, env={}))
+
+
+def test_findings_are_anchored_fingerprinted_and_complete() -> None:
+    changes = parse(make_diff())
+    with FakeOpenAI(good, max_model_len=4096) as server:
+        result = engine_for(server).review(changes)
+    stats = result.stats
+    assert stats.complete and not stats.errors
+    assert stats.changed_lines_sent == stats.changed_lines == changes.changed_lines
+    assert result.findings, "every chunk reported one finding"
+    for f in result.findings:
+        file = changes.file(f.path)
+        assert file is not None and (f.side, f.line) in file.commentable
+        assert len(f.fingerprint) == 16
+    assert len({f.fingerprint for f in result.findings}) == len(result.findings)
+
+
+def test_no_request_exceeds_context_and_shared_prefix_is_stable() -> None:
+    changes = parse(make_diff(files=30, hunks=4, lines=10))
+    with FakeOpenAI(good, max_model_len=3000) as server:
+        result = engine_for(server).review(changes)
+        bodies = server.requests
+    assert result.stats.complete
+    assert len(bodies) > 3
+    for body in bodies:
+        assert request_tokens(body) + body["max_tokens"] <= 3000
+    systems = {b["messages"][0]["content"] for b in bodies}
+    assert len(systems) == 1, "system prompt must be byte-identical across chunks"
+    # the tool text is identical up to the per-chunk anchors, which come last
+    texts = [json.dumps(b["tools"]) for b in bodies]
+    prefix = texts[0][: texts[0].index('"location"')]
+    assert all(t.startswith(prefix) for t in texts)
+
+
+def test_anchor_schema_only_admits_lines_shown_in_the_chunk() -> None:
+    changes = parse(make_diff(files=2, hunks=2))
+    with FakeOpenAI(good, max_model_len=8000) as server:
+        engine_for(server).review(changes)
+        body = server.requests[0]
+    for branch in anchors(body):
+        p = branch["properties"]
+        file = changes.file(p["path"]["enum"][0])
+        side = Side(p["side"]["enum"][0])
+        for line in range(p["line"]["minimum"], p["line"]["maximum"] + 1):
+            assert (side, line) in file.commentable
+
+
+@pytest.mark.parametrize("reply", [
+    Reply(tool_args="{not json"),
+    Reply(tool_args={"findings": "nope"}),
+    Reply(tool_args={"summary": "", "findings": [{"title": "no location"}]}),
+    Reply(tool_args={"summary": "", "findings": [finding({"path": "nope.py", "side": "new", "line": 1})]}),
+    Reply(tool_args={"summary": "x", "findings": []}, tool_name="delete_repo"),
+    Reply(tool_args=None, content=None),
+    Reply(tool_args='{"summary": "cut', finish_reason="length"),
+], ids=["bad-json", "wrong-type", "missing-field", "unknown-path", "unknown-tool", "no-call", "truncated"])
+def test_invalid_calls_are_dropped_and_counted_never_crash(reply: Reply) -> None:
+    with FakeOpenAI(lambda body, n: reply, max_model_len=8000) as server:
+        result = engine_for(server).review(parse(make_diff(files=1)))
+    assert result.findings == []
+    assert result.stats.complete, "the model saw every line; a bad answer is not a failed request"
+    if reply.tool_args is not None:
+        assert result.stats.tool_calls_invalid >= 1
+
+
+def test_out_of_range_line_is_reanchored_to_nearest_shown_line() -> None:
+    def script(body: dict, n: int) -> Reply:
+        loc = first_anchor(body) | {"line": 10_000}
+        return Reply(tool_args={"summary": "", "findings": [finding(loc)]})
+
+    changes = parse(make_diff(files=1))
+    with FakeOpenAI(script, max_model_len=8000) as server:
+        result = engine_for(server).review(changes)
+    assert result.stats.findings_reanchored == 1
+    f = result.findings[0]
+    assert (f.side, f.line) in changes.file(f.path).commentable
+
+
+def test_429_and_500_are_retried() -> None:
+    def script(body: dict, n: int) -> Reply:
+        if n == 1:
+            return Reply(status=429, headers={"Retry-After": "0"})
+        if n == 2:
+            return Reply(status=500)
+        return good(body, n)
+
+    with FakeOpenAI(script, max_model_len=8000) as server:
+        result = engine_for(server, retries=3).review(parse(make_diff(files=1)))
+    assert result.stats.complete
+    assert len(result.findings) == 1
+
+
+def test_persistent_errors_make_an_incomplete_review() -> None:
+    with FakeOpenAI(lambda b, n: Reply(status=503), max_model_len=8000) as server:
+        result = engine_for(server, retries=1).review(parse(make_diff(files=1)))
+    assert not result.complete
+    assert result.stats.errors and "503" in result.stats.errors[0]
+    assert result.stats.changed_lines_sent == 0
+    assert result.summary.startswith("INCOMPLETE")
+
+
+def test_timeout_makes_an_incomplete_review() -> None:
+    with FakeOpenAI(lambda b, n: Reply(delay=1.5, tool_args={"summary": "", "findings": []}),
+                    max_model_len=8000) as server:
+        result = engine_for(server, retries=0, request_timeout=0.3).review(parse(make_diff(files=1)))
+    assert not result.complete
+    assert "Timeout" in result.stats.errors[0]
+
+
+def test_context_length_400_resplits_the_chunk() -> None:
+    # /v1/models advertises more than the server accepts: the bot packs big chunks, the server
+    # refuses them, and the bot must re-split instead of failing the review.
+    class Liar(FakeOpenAI):
+        pass
+
+    server = Liar(good, max_model_len=2600, tokenize=False)
+    with server:
+        engine = engine_for(server, max_context=9000)
+        engine.context = 9000
+        result = engine.review(parse(make_diff(files=12, hunks=3, lines=8)))
+    assert result.stats.complete, result.stats.errors
+    assert result.stats.requests > result.stats.chunks - 1
+    statuses = [request_tokens(b) + b["max_tokens"] for b in server.requests]
+    assert any(s > 2600 for s in statuses), "some requests were refused and re-split"
+
+
+def test_servers_without_tokenize_fall_back_to_an_estimate() -> None:
+    with FakeOpenAI(good, max_model_len=4000, tokenize=False) as server:
+        engine = engine_for(server)
+        result = engine.review(parse(make_diff(files=5)))
+    assert engine.counter.name == "estimate"
+    assert result.stats.complete
+
+
+def test_skipped_files_are_reported_with_reasons() -> None:
+    raw = make_diff(files=1) + (
+        b"diff --git a/package-lock.json b/package-lock.json\n--- a/package-lock.json\n"
+        b"+++ b/package-lock.json\n@@ -1 +1 @@\n-a\n+b\n"
+        b"diff --git a/logo.png b/logo.png\nindex 1..2 100644\nBinary files a/logo.png and b/logo.png differ\n"
+    )
+    with FakeOpenAI(good, max_model_len=8000) as server:
+        result = engine_for(server, exclude=("docs/*",)).review(parse(raw))
+    reasons = {s.path: s.reason for s in result.stats.files_skipped}
+    assert reasons == {"package-lock.json": "lock file", "logo.png": "binary file"}
+    assert result.stats.files_total == 3 and result.stats.files_reviewed == 1
