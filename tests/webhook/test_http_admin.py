@@ -53,7 +53,7 @@ def test_metrics_are_exposed(client: httpx.Client, server: ThreadServer) -> None
     headers, body = gitlab_event()
     client.post("/webhook/gitlab", content=body, headers=headers)
     client.post("/webhook/gitlab", content=body, headers={**headers, "X-Gitlab-Token": "nope"})
-    wait_for(lambda: server.queue.counts()["done"] == 1)
+    wait_for(lambda: 'reviewbot_webhook_reviews_total{outcome="done"} 1.0' in client.get("/metrics").text)
     r = client.get("/metrics")
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/plain")
     for line in (
