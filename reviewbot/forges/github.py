@@ -1,0 +1,209 @@
+"""GitHub pull requests over PyGithub: fetch the diff, post one review, keep one summary comment.
+
+- Diff: the raw `application/vnd.github.v3.diff` of the PR; when GitHub answers 406 (too
+  large: > 300 files or > 20,000 lines) the paginated `/files` list (≤ 3,000 files) instead,
+  where files without a `patch` are reported as skipped. Incremental: the compare API.
+- Comments: reviews with `event=COMMENT`, ≤ 30 inline comments each (github_post.py).
+- Summary: one issue comment found by its hidden marker and edited in place.
+- Outdated findings: GitHub's REST API cannot resolve review threads, so the bot edits its own
+  comment into an "Outdated" note (original kept in a <details>), re-marked `state=outdated`.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from github import GithubException
+from github.IssueComment import IssueComment
+from github.PullRequest import PullRequest
+from github.PullRequestComment import PullRequestComment
+from github.Repository import Repository
+from requests import RequestException
+
+from reviewbot.config import Settings
+from reviewbot.diff import ChangeSet, parse
+from reviewbot.errors import ForgeError
+from reviewbot.findings import Finding
+from reviewbot.forges.base import ChangeRequest, PostedComment, PostOutcome, read_marker
+from reviewbot.forges.github_client import forge_error, make_client
+from reviewbot.forges.github_map import FileEntry, files_to_diff, outdated_body, posted_comment
+from reviewbot.forges.github_post import BATCH_SIZE, Poster, plan, review_body
+from reviewbot.result import SkippedFile
+
+log = logging.getLogger(__name__)
+
+DIFF_MEDIA_TYPE = "application/vnd.github.v3.diff"
+MAX_COMMENT = 65536
+MAX_LISTED_FILES = 3000
+MAX_COMPARE_FILES = 300
+_GH_ERRORS = (GithubException, RequestException)
+
+
+class GitHubForge:
+    name = "github"
+
+    def __init__(self, settings: Settings, repo: str, number: int, **client: Any) -> None:
+        """`client` goes to make_client (pacing and retry knobs; tests make them fast)."""
+        self._repo_name = repo
+        self._number = number
+        self._batch_size = int(client.pop("batch_size", BATCH_SIZE))
+        self._gh = make_client(settings, **client)
+        self._repo: Repository | None = None
+        self._pull: PullRequest | None = None
+        self._comments: dict[str, PullRequestComment] = {}
+        self._summary: IssueComment | None = None
+
+    # --- fetching ----------------------------------------------------------------------------
+    def pull(self) -> PullRequest:
+        if self._pull is None:
+            try:
+                self._repo = self._gh.get_repo(self._repo_name)
+                self._pull = self._repo.get_pull(self._number)
+            except _GH_ERRORS as exc:
+                raise forge_error(f"reading {self._repo_name}#{self._number}", exc) from None
+        return self._pull
+
+    def repo(self) -> Repository:
+        self.pull()
+        assert self._repo is not None
+        return self._repo
+
+    def fetch(self) -> ChangeRequest:
+        pr = self.pull()
+        changes, skipped = self._diff(pr)
+        return ChangeRequest(
+            forge="github", project=self._repo_name, number=self._number, title=pr.title,
+            head_sha=pr.head.sha, base_sha=pr.base.sha, start_sha=pr.base.sha,
+            changes=changes, skipped=tuple(skipped), web_url=pr.html_url or "",
+        )
+
+    def _diff(self, pr: PullRequest) -> tuple[ChangeSet, list[SkippedFile]]:
+        try:
+            _, data = pr._requester.requestJsonAndCheck(
+                "GET", pr.url, headers={"Accept": DIFF_MEDIA_TYPE})
+        except GithubException as exc:
+            if exc.status != 406:
+                raise forge_error(f"reading the diff of #{self._number}", exc) from None
+            log.info("the diff of #%s is too large for GitHub's diff view; listing its files",
+                     self._number)
+            return self._files(pr)
+        except RequestException as exc:
+            raise forge_error(f"reading the diff of #{self._number}", exc) from None
+        raw = (data or {}).get("data", "") if isinstance(data, dict) else ""
+        return (parse(raw) if raw.strip() else ChangeSet()), []
+
+    def _files(self, pr: PullRequest) -> tuple[ChangeSet, list[SkippedFile]]:
+        try:
+            entries = [_entry(f) for f in pr.get_files()]
+        except _GH_ERRORS as exc:
+            raise forge_error(f"listing the files of #{self._number}", exc) from None
+        text, skipped = files_to_diff(entries)
+        missing = (pr.changed_files or 0) - len(entries)
+        if missing > 0:
+            skipped.append(SkippedFile(f"({missing} more files)",
+                                       f"GitHub lists at most {MAX_LISTED_FILES} files of a PR"))
+        return (parse(text) if text else ChangeSet()), skipped
+
+    def fetch_incremental(self, since_sha: str, request: ChangeRequest) -> ChangeSet | None:
+        """The changes from `since_sha` to the head, or None after a force-push or when too big."""
+        try:
+            cmp = self.repo().compare(since_sha, request.head_sha)
+            status, files = cmp.status, list(cmp.files)
+        except _GH_ERRORS as exc:
+            log.info("incremental diff unavailable (%s); reviewing everything",
+                     forge_error("comparing", exc) if isinstance(exc, GithubException) else exc)
+            return None
+        if status == "identical":
+            return ChangeSet()
+        if status != "ahead" or len(files) >= MAX_COMPARE_FILES:
+            return None  # history rewritten, or more files than compare lists
+        text, _ = files_to_diff([_entry(f) for f in files])
+        return parse(text) if text else ChangeSet()
+
+    # --- what is there -----------------------------------------------------------------------
+    def existing(self) -> list[PostedComment]:
+        try:
+            comments = list(self.pull().get_review_comments())
+        except _GH_ERRORS as exc:
+            raise forge_error("listing review comments", exc) from None
+        out = []
+        for c in comments:
+            posted = posted_comment(c)
+            if posted is not None:
+                self._comments[posted.id] = c
+                out.append(posted)
+        return out
+
+    def read_summary(self) -> str | None:
+        try:
+            for c in self.pull().get_issue_comments():
+                if (read_marker(c.body or "") or {}).get("kind") == "summary":
+                    self._summary = c
+                    return c.body
+        except _GH_ERRORS as exc:
+            raise forge_error("listing PR comments", exc) from None
+        return None
+
+    # --- writing -----------------------------------------------------------------------------
+    def post(self, request: ChangeRequest, findings: list[Finding]) -> PostOutcome:
+        batches, unanchored = plan(findings, request.changes, self._batch_size)
+        if not batches:
+            return PostOutcome(moved_to_summary=unanchored)
+        try:
+            commit = self.repo().get_commit(request.head_sha)
+        except _GH_ERRORS as exc:
+            raise forge_error(f"reading commit {request.head_sha[:12]}", exc) from None
+        poster = Poster(self.pull(), commit, self._landed)
+        poster.run(batches)
+        return poster.outcome(unanchored)
+
+    def preview(self, request: ChangeRequest, findings: list[Finding]) -> list[dict[str, object]]:
+        """The exact review bodies `post` would send (for --dry-run)."""
+        batches, _ = plan(findings, request.changes, self._batch_size)
+        return [{"commit_id": request.head_sha, "event": "COMMENT",
+                 "body": review_body(len(b), request.head_sha), "comments": [c for _, c in b]}
+                for b in batches]
+
+    def _landed(self) -> set[str]:
+        return {c.fingerprint for c in self.existing()}
+
+    def write_summary(self, request: ChangeRequest, body: str) -> None:
+        body = _fit(body)
+        try:
+            if self._summary is None:
+                self.read_summary()
+            if self._summary is not None:
+                self._summary.edit(body)
+            else:
+                self._summary = self.pull().create_issue_comment(body)
+        except _GH_ERRORS as exc:
+            raise forge_error("writing the summary comment", exc) from None
+
+    def resolve(self, comments: list[PostedComment]) -> None:
+        """Mark the bot's own comments outdated by editing them (REST cannot resolve threads)."""
+        errors = []
+        for posted in comments:
+            try:
+                c = self._comments.get(posted.id) or self.pull().get_review_comment(int(posted.id))
+                c.edit(outdated_body(c.body, posted.fingerprint))
+            except _GH_ERRORS as exc:
+                errors.append(forge_error(f"marking comment {posted.id} outdated", exc).message)
+        if errors:
+            raise ForgeError(f"{len(errors)} of {len(comments)} outdated comments not marked: "
+                             f"{errors[0]}")
+
+
+def _entry(f: Any) -> FileEntry:
+    return FileEntry(filename=f.filename, status=f.status, patch=f.patch,
+                     previous_filename=f.previous_filename, changes=f.changes or 0)
+
+
+def _fit(body: str) -> str:
+    """GitHub caps a comment at 65,536 characters: cut the middle, keep the trailing marker."""
+    if len(body) <= MAX_COMMENT:
+        return body
+    head, sep, marker = body.rpartition("<!-- reviewbot:")
+    tail = sep + marker if sep else ""
+    note = "\n\n… (summary cut to fit GitHub's comment limit)\n\n"
+    return (head if sep else body)[: MAX_COMMENT - len(tail) - len(note)] + note + tail

@@ -1,0 +1,121 @@
+"""Posting inline comments as GitHub reviews, without losing the good ones to one bad one.
+
+A review is all-or-nothing: one comment GitHub cannot anchor rejects it with 422 and does not
+say which. Positions are validated against the ChangeSet first (github_map.review_comment);
+if GitHub still answers 422 about a position, the batch is bisected until the offender is
+alone, and that one goes to the summary. At most `batch_size` comments per review request
+(reviewdog uses 30). After a 5xx on the POST (never retried blindly: it may have landed), the
+review comments are re-read and only what is missing is reported as failed.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from github import GithubException
+from github.Commit import Commit
+from github.PullRequest import PullRequest
+from requests import RequestException
+
+from reviewbot.diff import ChangeSet
+from reviewbot.findings import Finding
+from reviewbot.forges.base import PostOutcome
+from reviewbot.forges.github_client import error_text, forge_error
+from reviewbot.forges.github_map import review_comment
+
+log = logging.getLogger(__name__)
+
+BATCH_SIZE = 30
+# what a 422 says when one comment's position (or body) is the problem, not the review
+_POSITION_ERRORS = (
+    "part of the diff", "same hunk", "could not be resolved", "path is invalid",
+    "diff hunk", "body is too long", "start_line", "start line",
+)
+
+Item = tuple[Finding, dict[str, Any]]
+
+
+def plan(findings: list[Finding], changes: ChangeSet,
+         batch_size: int = BATCH_SIZE) -> tuple[list[list[Item]], list[Finding]]:
+    """(batches of (finding, comments[] entry), findings GitHub could not anchor)."""
+    items: list[Item] = []
+    unanchored: list[Finding] = []
+    for f in findings:
+        comment = review_comment(f, changes)
+        if comment is None:
+            unanchored.append(f)
+        else:
+            items.append((f, comment))
+    return [items[i:i + batch_size] for i in range(0, len(items), batch_size)], unanchored
+
+
+def review_body(count: int, head_sha: str) -> str:
+    return f"reviewbot: {count} comment{'s' if count != 1 else ''} on `{head_sha[:12]}`"
+
+
+@dataclass
+class Poster:
+    pull: PullRequest
+    commit: Commit
+    landed: Callable[[], set[str]]  # fingerprints of the bot's review comments now on the PR
+    posted: list[Finding] = field(default_factory=list)
+    moved: list[Finding] = field(default_factory=list)
+    failed: list[Finding] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    stopped: bool = False
+
+    def run(self, batches: list[list[Item]]) -> None:
+        for batch in batches:
+            if self.stopped:
+                self.failed += [f for f, _ in batch]
+            else:
+                self.submit(batch)
+
+    def submit(self, batch: list[Item]) -> None:
+        try:
+            self.pull.create_review(
+                commit=self.commit, event="COMMENT",
+                body=review_body(len(batch), self.commit.sha),
+                comments=[c for _, c in batch],
+            )
+        except GithubException as exc:
+            self.refused(batch, exc)
+            return
+        except RequestException as exc:
+            self.give_up(batch, forge_error("posting a review", exc).message, check=True)
+            return
+        self.posted += [f for f, _ in batch]
+
+    def refused(self, batch: list[Item], exc: GithubException) -> None:
+        if exc.status == 422 and any(s in error_text(exc) for s in _POSITION_ERRORS):
+            if len(batch) == 1:
+                f, c = batch[0]
+                log.warning("GitHub refused the comment on %s line %s (moved to the summary): %s",
+                            c["path"], c["line"], forge_error("a review comment", exc).message)
+                self.moved.append(f)
+                return
+            mid = len(batch) // 2
+            self.submit(batch[:mid])
+            self.submit(batch[mid:])
+            return
+        self.give_up(batch, forge_error("posting a review", exc).message,
+                     check=exc.status is not None and exc.status >= 500)
+
+    def give_up(self, batch: list[Item], message: str, *, check: bool) -> None:
+        """Stop posting; with `check`, count what landed despite the error as posted."""
+        self.stopped = True
+        self.errors.append(message)
+        landed: set[str] = set()
+        if check:
+            try:
+                landed = self.landed()
+            except (GithubException, RequestException) as exc:
+                self.errors.append(forge_error("re-reading review comments", exc).message)
+        for f, _ in batch:
+            (self.posted if f.fingerprint in landed else self.failed).append(f)
+
+    def outcome(self, unanchored: list[Finding]) -> PostOutcome:
+        return PostOutcome(posted=self.posted, moved_to_summary=unanchored + self.moved,
+                           failed=self.failed, errors=self.errors)

@@ -1,0 +1,186 @@
+"""A strict fake of the GitHub REST API that PyGithub talks to for real over HTTP.
+
+Serves one repository backed by a real git repo (`GitRepo`). It validates reviews like GitHub:
+any comment off the diff rejects the whole review with 422 and says nothing about which one;
+`start_line` must be in the same hunk; the commit must be the PR head (stricter than GitHub,
+which also accepts older PR commits). The `.diff` media type answers 406 `too_large` above a
+configurable size; lists paginate with Link headers; failures (429/403 with Retry-After, 500)
+are injected with `fail_next`. Everything is recorded in `requests`, `reviews`,
+`review_comments` and `issue_comments`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.base import BaseHTTPMiddleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route
+
+from github_repo import GitRepo, PatchFile, split_files
+
+BOT = {"login": "reviewbot[bot]", "id": 41898282, "type": "Bot"}
+TS = "2026-01-01T00:00:00Z"
+
+
+@dataclass
+class Failure:
+    method: str
+    path: re.Pattern[str]
+    status: int
+    headers: dict[str, str]
+    times: int
+
+
+@dataclass
+class Recorded:
+    method: str
+    path: str
+    status: int
+    authorization: str
+    body: Any = None
+
+
+@dataclass
+class PullState:
+    number: int
+    title: str
+    base: str
+    head: str
+
+
+@dataclass
+class FakeGitHub:
+    repo: GitRepo
+    full_name: str = "acme/widgets"
+    token: str = "ghp_fake_token_0123456789"
+    max_diff_files: int = 300
+    max_diff_lines: int = 20000
+    pulls: dict[int, PullState] = field(default_factory=dict)
+    reviews: list[dict[str, Any]] = field(default_factory=list)
+    review_comments: list[dict[str, Any]] = field(default_factory=list)
+    issue_comments: list[dict[str, Any]] = field(default_factory=list)
+    requests: list[Recorded] = field(default_factory=list)
+    failures: list[Failure] = field(default_factory=list)
+    base_url: str = ""
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    _ids: int = 1000
+
+    # --- test controls -------------------------------------------------------------------
+    def open_pull(self, base: str, head: str, number: int = 7, title: str = "Change") -> int:
+        self.pulls[number] = PullState(number, title, base, head)
+        return number
+
+    def push(self, number: int, head: str) -> None:
+        self.pulls[number].head = head
+
+    def fail_next(self, method: str, path: str, status: int, times: int = 1,
+                  headers: dict[str, str] | None = None) -> None:
+        self.failures.append(Failure(method, re.compile(path), status, headers or {}, times))
+
+    def statuses(self, status: int) -> list[Recorded]:
+        return [r for r in self.requests if r.status == status]
+
+    # --- helpers -------------------------------------------------------------------------
+    def next_id(self) -> int:
+        self._ids += 1
+        return self._ids
+
+    def repo_url(self) -> str:
+        return f"{self.base_url}/repos/{self.full_name}"
+
+    def files(self, number: int) -> list[PatchFile]:
+        pr = self.pulls[number]
+        return split_files(self.repo.diff(pr.base, pr.head))
+
+
+def page(request: Request, items: list[Any]) -> Response:
+    per_page = min(int(request.query_params.get("per_page", "30")), 100)
+    number = max(int(request.query_params.get("page", "1")), 1)
+    chunk = items[(number - 1) * per_page: number * per_page]
+    last = max((len(items) + per_page - 1) // per_page, 1)
+    links = []
+    base = str(request.url.remove_query_params(["page", "per_page"]))
+    sep = "&" if "?" in base else "?"
+    if number < last:
+        links.append(f'<{base}{sep}page={number + 1}&per_page={per_page}>; rel="next"')
+        links.append(f'<{base}{sep}page={last}&per_page={per_page}>; rel="last"')
+    headers = {"Link": ", ".join(links)} if links else {}
+    return JSONResponse(chunk, headers=headers)
+
+
+def unprocessable(*errors: str) -> JSONResponse:
+    return JSONResponse({"message": "Unprocessable Entity", "errors": list(errors),
+                         "documentation_url": "https://docs.github.com/rest"}, status_code=422)
+
+
+def build_app(fake: FakeGitHub) -> Starlette:
+    from fake_github_routes import routes  # noqa: PLC0415 - keeps this module short
+
+    async def guard(request: Request, call_next):  # type: ignore[no-untyped-def]
+        body = await request.body()
+        auth = request.headers.get("authorization", "")
+        rec = Recorded(request.method, request.url.path, 0, auth,
+                       json.loads(body) if body.startswith((b"{", b"[")) else None)
+        with fake.lock:
+            fake.requests.append(rec)
+            hit = next((f for f in fake.failures if f.times > 0 and f.method == request.method
+                        and f.path.search(request.url.path)), None)
+            if hit is not None:
+                hit.times -= 1
+        if hit is not None:
+            rec.status = hit.status
+            message = "You have exceeded a secondary rate limit." if hit.status in (403, 429) \
+                else "Server Error"
+            return JSONResponse({"message": message}, status_code=hit.status, headers=hit.headers)
+        if auth not in (f"token {fake.token}", f"Bearer {fake.token}"):
+            rec.status = 401
+            return JSONResponse({"message": "Bad credentials"}, status_code=401)
+        response = await call_next(request)
+        rec.status = response.status_code
+        return response
+
+    return Starlette(routes=[Route(p, ep, methods=m) for p, ep, m in routes(fake)],
+                     middleware=[Middleware(BaseHTTPMiddleware, dispatch=guard)])
+
+
+class Server:
+    """uvicorn in a thread on a free 127.0.0.1 port; a context manager."""
+
+    def __init__(self, fake: FakeGitHub) -> None:
+        self.fake = fake
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        self.port = sock.getsockname()[1]
+        sock.close()
+        fake.base_url = f"http://127.0.0.1:{self.port}/api/v3"
+        config = uvicorn.Config(build_app(fake), host="127.0.0.1", port=self.port,
+                                log_level="warning", lifespan="off")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self) -> FakeGitHub:
+        self.thread.start()
+        for _ in range(500):
+            if self.server.started:
+                return self.fake
+            self.thread.join(0.01)
+        raise RuntimeError("fake GitHub did not start")
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(10)
+
+
+def text(body: str, status: int = 200) -> Response:
+    return PlainTextResponse(body, status_code=status,
+                             headers={"Content-Type": "text/plain; charset=utf-8"})

@@ -1,0 +1,195 @@
+"""The endpoints of the fake GitHub (see fake_github.py for what it validates)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from fake_github import BOT, TS, FakeGitHub, page, text, unprocessable
+from github_repo import split_files
+
+R = "/api/v3/repos/{owner}/{name}"
+MAX_BODY = 65536
+
+
+def routes(fake: FakeGitHub) -> list[tuple[str, Callable[..., Any], list[str]]]:
+    def repo_json() -> dict[str, Any]:
+        owner, name = fake.full_name.split("/")
+        return {"id": 1, "name": name, "full_name": fake.full_name, "url": fake.repo_url(),
+                "html_url": f"http://github.invalid/{fake.full_name}", "private": False,
+                "owner": {"login": owner, "id": 2, "type": "Organization"},
+                "default_branch": "main"}
+
+    def pull_json(number: int) -> dict[str, Any]:
+        pr = fake.pulls[number]
+        url = f"{fake.repo_url()}/pulls/{number}"
+        return {"id": number, "number": number, "title": pr.title, "state": "open", "url": url,
+                "html_url": f"http://github.invalid/{fake.full_name}/pull/{number}",
+                "issue_url": f"{fake.repo_url()}/issues/{number}", "user": BOT,
+                "head": {"sha": pr.head, "ref": "feature", "label": "acme:feature",
+                         "repo": repo_json()},
+                "base": {"sha": pr.base, "ref": "main", "label": "acme:main",
+                         "repo": repo_json()},
+                "changed_files": len(fake.files(number)), "created_at": TS, "updated_at": TS}
+
+    async def get_repo(request: Request) -> Response:
+        if f"{request.path_params['owner']}/{request.path_params['name']}" != fake.full_name:
+            return JSONResponse({"message": "Not Found"}, status_code=404)
+        return JSONResponse(repo_json())
+
+    async def get_pull(request: Request) -> Response:
+        number = request.path_params["number"]
+        if number not in fake.pulls:
+            return JSONResponse({"message": "Not Found"}, status_code=404)
+        if "diff" not in request.headers.get("accept", ""):
+            return JSONResponse(pull_json(number))
+        pr = fake.pulls[number]
+        diff = fake.repo.diff(pr.base, pr.head)
+        files = fake.files(number)
+        if len(files) > fake.max_diff_files or diff.count("\n") > fake.max_diff_lines:
+            return JSONResponse({
+                "message": "Sorry, the diff exceeded the maximum number of files (300). Consider "
+                           "using 'List pull requests files' API or locally cloning the "
+                           "repository instead.",
+                "errors": [{"resource": "PullRequest", "field": "diff", "code": "too_large"}],
+            }, status_code=406)
+        return text(diff)
+
+    async def get_files(request: Request) -> Response:
+        return page(request, [f.to_json() for f in fake.files(request.path_params["number"])][:3000])
+
+    async def get_commit(request: Request) -> Response:
+        sha = request.path_params["sha"]
+        if not fake.repo.has_commit(sha):
+            return unprocessable(f"No commit found for SHA: {sha}")
+        return JSONResponse({"sha": sha, "url": f"{fake.repo_url()}/commits/{sha}",
+                             "html_url": f"http://github.invalid/commit/{sha}",
+                             "commit": {"message": "change"}})
+
+    async def compare(request: Request) -> Response:
+        base, _, head = request.path_params["spec"].partition("...")
+        if not (fake.repo.has_commit(base) and fake.repo.has_commit(head)):
+            return JSONResponse({"message": "Not Found"}, status_code=404)
+        if base == head:
+            status = "identical"
+        elif fake.repo.is_ancestor(base, head):
+            status = "ahead"
+        else:
+            status = "behind" if fake.repo.is_ancestor(head, base) else "diverged"
+        files = [f.to_json() for f in split_files(fake.repo.diff(base, head))]
+        return JSONResponse({"url": f"{fake.repo_url()}/compare/{base}...{head}",
+                             "html_url": "http://github.invalid/compare", "status": status,
+                             "ahead_by": 1, "behind_by": 0, "total_commits": 1,
+                             "commits": [], "files": files[:300]})
+
+    async def create_review(request: Request) -> Response:
+        number = request.path_params["number"]
+        data = await request.json()
+        pr = fake.pulls[number]
+        if data.get("commit_id", pr.head) != pr.head:
+            return unprocessable("commit_id is not the head of the pull request")  # stricter
+        if data.get("event") not in ("COMMENT", "APPROVE", "REQUEST_CHANGES", None):
+            return unprocessable("event is invalid")
+        error = validate(fake, number, data.get("comments", []))
+        if error:
+            return unprocessable(error)
+        with fake.lock:
+            review = {"id": fake.next_id(), "user": BOT, "body": data.get("body", ""),
+                      "state": "COMMENTED", "commit_id": pr.head, "submitted_at": TS,
+                      "html_url": "http://github.invalid/review",
+                      "pull_request_url": f"{fake.repo_url()}/pulls/{number}"}
+            fake.reviews.append(review)
+            for c in data.get("comments", []):
+                fake.review_comments.append(comment_json(c, review["id"], pr.head, number))
+        return JSONResponse(review)
+
+    def comment_json(c: dict[str, Any], review_id: int, sha: str, number: int) -> dict[str, Any]:
+        cid = fake.next_id()
+        return {"id": cid, "url": f"{fake.repo_url()}/pulls/comments/{cid}",
+                "html_url": f"http://github.invalid/c/{cid}", "pull_request_review_id": review_id,
+                "number": number, "body": c["body"], "path": c["path"], "line": c["line"],
+                "side": c.get("side", "RIGHT"), "start_line": c.get("start_line"),
+                "start_side": c.get("start_side"), "original_line": c["line"],
+                "commit_id": sha, "original_commit_id": sha, "user": BOT, "diff_hunk": "@@",
+                "subject_type": "line", "created_at": TS, "updated_at": TS}
+
+    async def list_review_comments(request: Request) -> Response:
+        number = request.path_params["number"]
+        return page(request, [c for c in fake.review_comments if c["number"] == number])
+
+    async def review_comment(request: Request) -> Response:
+        if request.method == "GET":
+            for c in fake.review_comments:
+                if c["id"] == request.path_params["cid"]:
+                    return JSONResponse(c)
+            return JSONResponse({"message": "Not Found"}, status_code=404)
+        return await edit(request, fake.review_comments)
+
+    async def issue_comments(request: Request) -> Response:
+        number = request.path_params["number"]
+        if request.method == "GET":
+            return page(request, [c for c in fake.issue_comments if c["number"] == number])
+        body = (await request.json())["body"]
+        if len(body) > MAX_BODY:
+            return unprocessable("Body is too long (maximum is 65536 characters)")
+        cid = fake.next_id()
+        comment = {"id": cid, "number": number, "body": body, "user": BOT,
+                   "url": f"{fake.repo_url()}/issues/comments/{cid}",
+                   "html_url": f"http://github.invalid/ic/{cid}",
+                   "created_at": TS, "updated_at": TS}
+        fake.issue_comments.append(comment)
+        return JSONResponse(comment, status_code=201)
+
+    async def edit_issue_comment(request: Request) -> Response:
+        return await edit(request, fake.issue_comments)
+
+    async def edit(request: Request, store: list[dict[str, Any]]) -> Response:
+        body = (await request.json())["body"]
+        if len(body) > MAX_BODY:
+            return unprocessable("Body is too long (maximum is 65536 characters)")
+        for c in store:
+            if c["id"] == request.path_params["cid"]:
+                c["body"] = body
+                return JSONResponse(c)
+        return JSONResponse({"message": "Not Found"}, status_code=404)
+
+    return [
+        (R, get_repo, ["GET"]),
+        (R + "/pulls/{number:int}", get_pull, ["GET"]),
+        (R + "/pulls/{number:int}/files", get_files, ["GET"]),
+        (R + "/pulls/{number:int}/reviews", create_review, ["POST"]),
+        (R + "/pulls/{number:int}/comments", list_review_comments, ["GET"]),
+        (R + "/pulls/comments/{cid:int}", review_comment, ["GET", "PATCH"]),
+        (R + "/issues/{number:int}/comments", issue_comments, ["GET", "POST"]),
+        (R + "/issues/comments/{cid:int}", edit_issue_comment, ["PATCH"]),
+        (R + "/commits/{sha}", get_commit, ["GET"]),
+        (R + "/compare/{spec:path}", compare, ["GET"]),
+    ]
+
+
+def validate(fake: FakeGitHub, number: int, comments: list[dict[str, Any]]) -> str | None:
+    """GitHub's checks on review comments; the first failure rejects the whole review."""
+    files = {f.filename: f for f in fake.files(number)}
+    for c in comments:
+        if len(c.get("body", "")) > MAX_BODY:
+            return "Body is too long (maximum is 65536 characters)"
+        f = files.get(c.get("path", ""))
+        if f is None:
+            return "Path could not be resolved"
+        if "position" in c or not isinstance(c.get("line"), int):
+            return "Line could not be resolved"  # the bot never uses the legacy `position`
+        side = c.get("side", "RIGHT")
+        if side not in ("LEFT", "RIGHT"):
+            return "side is invalid"
+        hunk = f.hunk_index(side, c["line"])
+        if hunk is None:
+            return "Pull request review thread line must be part of the diff"
+        if c.get("start_line") is not None:
+            start_side = c.get("start_side", side)
+            if f.hunk_index(start_side, c["start_line"]) != hunk:
+                return "Pull request review thread start line must be part of the same hunk as the line."
+            if start_side == side and c["start_line"] >= c["line"]:
+                return "Pull request review thread start_line must precede the end line."
+    return None
