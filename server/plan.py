@@ -1,0 +1,250 @@
+"""The planner: GPUs + model → a frozen Plan (topology, memory, vLLM argv per instance).
+
+Entry point (the supervisor imports it):
+
+    plan(gpus_spec: str, model: ModelSpec, *, max_model_len=65536, quantization=None,
+         kv_cache_dtype=None, nodes=1, base_port=8001) -> Plan
+
+Raises `PlanRefused` (exit 1, carries the reason and the nearest plan that works) when the
+model or the context cannot fit, and `UsageError` (exit 2) for bad input. Pure: no I/O.
+
+Topology: the smallest tensor-parallel group whose GPUs hold the weights plus KV for one
+full-length review; every other GPU group becomes another replica (one process per group,
+pinned with CUDA_VISIBLE_DEVICES, behind nginx/HAProxy).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from reviewbot.errors import ReviewbotError
+from server import topology
+from server.hardware import GpuSpec, GpuType, parse_gpus
+from server.memory import Memory, WeightFormat, gpu_memory, weight_format
+from server.model import ModelSpec
+
+DEFAULT_CONTEXT = 65_536
+REVIEW_CHUNK = 4_096  # a typical review request; sizes --max-num-seqs
+MAX_SEQS = 256
+UTILIZATIONS = (0.90, 0.95)  # 0.90 leaves room for the driver and stray processes
+
+
+@dataclass(frozen=True)
+class Instance:
+    index: int
+    node: int
+    host: str
+    port: int
+    gpus: tuple[int, ...]
+    argv: tuple[str, ...]
+    env: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class Plan:
+    gpus: GpuSpec
+    nodes: int
+    model: ModelSpec
+    weights: WeightFormat
+    tp: int
+    replicas_per_node: int
+    memory: Memory  # one GPU of one replica
+    max_model_len: int
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    dtype: str
+    tool_call_parser: str | None
+    reasoning_parser: str | None
+    hf_overrides: str | None
+    expert_parallel: bool
+    pcie_tp: bool
+    instances: tuple[Instance, ...]
+    warnings: tuple[str, ...]
+
+    @property
+    def gpu(self) -> GpuType:
+        return self.gpus.gpu
+
+    @property
+    def reviews_per_replica(self) -> int:
+        return self.memory.reviews(self.max_model_len)
+
+    @property
+    def max_concurrent_reviews(self) -> int:
+        return self.reviews_per_replica * self.replicas_per_node * self.nodes
+
+
+class PlanRefused(ReviewbotError):
+    """No plan works; `nearest` is the closest one that does, `alternatives` other ways out."""
+
+    exit_code = 1
+
+    def __init__(self, reason: str, nearest: Plan | None, alternatives: tuple[str, ...] = ()):
+        super().__init__(reason)
+        self.nearest = nearest
+        self.alternatives = alternatives
+
+
+@dataclass(frozen=True)
+class _Fit:
+    tp: int
+    memory: Memory
+
+
+def _batched_tokens(gpu: GpuType) -> int:
+    """Prefill chunk size: vLLM's defaults (2048; 8192 from 70 GiB), 4096 in between."""
+    gib = gpu.memory_mib / 1024
+    return 2048 if gib < 20 else 4096 if gib < 70 else 8192
+
+
+def _search(
+    gpus: GpuSpec, model: ModelSpec, fmt: WeightFormat, context: int, kv_dtypes: tuple[str, ...]
+) -> _Fit | None:
+    """First fit in order of preference: fewer GPUs per replica, 16-bit KV, 0.90 utilization."""
+    batched = _batched_tokens(gpus.gpu)
+    for tp in topology.tp_sizes(model, gpus.count):
+        for util in UTILIZATIONS:
+            for kv in kv_dtypes:
+                mem = gpu_memory(model, fmt, gpu_total=gpus.gpu.memory_bytes, tp=tp,
+                                 utilization=util, kv_dtype=kv, batched_tokens=batched)
+                if mem.reviews(context) >= 1:
+                    return _Fit(tp, mem)
+    return None
+
+
+def _largest_context(
+    gpus: GpuSpec, model: ModelSpec, fmt: WeightFormat, kv_dtypes: tuple[str, ...]
+) -> int:
+    batched = _batched_tokens(gpus.gpu)
+    best = 0
+    for tp in topology.tp_sizes(model, gpus.count):
+        for kv in kv_dtypes:
+            mem = gpu_memory(model, fmt, gpu_total=gpus.gpu.memory_bytes, tp=tp,
+                             utilization=UTILIZATIONS[0], kv_dtype=kv, batched_tokens=batched)
+            best = max(best, mem.kv_tokens)
+    return best // 1024 * 1024
+
+
+def _kv_dtypes(gpu: GpuType, requested: str | None) -> tuple[str, ...]:
+    if requested:
+        return (requested,)
+    return ("auto", "fp8") if gpu.fp8 else ("auto",)
+
+
+def plan(
+    gpus_spec: str,
+    model: ModelSpec,
+    *,
+    max_model_len: int = DEFAULT_CONTEXT,
+    quantization: str | None = None,
+    kv_cache_dtype: str | None = None,
+    nodes: int = 1,
+    base_port: int = 8001,
+) -> Plan:
+    gpus = parse_gpus(gpus_spec)
+    fmt = weight_format(model, quantization)
+    model = topology.catalog_checkpoint(model, fmt)
+    topology.check_inputs(gpus, model, fmt, max_model_len, nodes, kv_cache_dtype)
+    again = {"quantization": quantization, "kv_cache_dtype": kv_cache_dtype, "nodes": nodes,
+             "base_port": base_port}
+    limit = topology.context_limit(model)
+    if max_model_len > limit:
+        raise PlanRefused(
+            f"{max_model_len:,} tokens exceed {model.name}'s native context "
+            f"{model.native_context:,} × YaRN {topology.MAX_YARN_FACTOR:g} = {limit:,}",
+            _nearest(gpus_spec, model, {**again, "max_model_len": limit}),
+            (f"--max-model-len {limit}",),
+        )
+    if fmt.method == "fp8" and gpus.gpu.compute_capability < (8, 0):
+        raise PlanRefused(
+            f"{gpus.gpu.name} (sm_75) has no FP8 weight kernels in vLLM",
+            _nearest(gpus_spec, model, {**again, "max_model_len": max_model_len,
+                                        "quantization": "awq"}),
+            ("--quantization awq (an AWQ 4-bit checkpoint)",),
+        )
+    kv_dtypes = _kv_dtypes(gpus.gpu, kv_cache_dtype)
+    fit = _search(gpus, model, fmt, max_model_len, kv_dtypes)
+    if fit is None:
+        raise _refusal(gpus_spec, gpus, model, fmt, max_model_len, kv_dtypes, nodes=nodes,
+                       kv_cache_dtype=kv_cache_dtype, base_port=base_port)
+    return _build(gpus, model, fmt, fit, max_model_len, nodes, base_port)
+
+
+def _nearest(spec: str, model: ModelSpec, kwargs: dict[str, object]) -> Plan | None:
+    try:
+        return plan(spec, model, **kwargs)  # type: ignore[arg-type]
+    except PlanRefused as refused:
+        return refused.nearest
+
+
+def _build(
+    gpus: GpuSpec, model: ModelSpec, fmt: WeightFormat, fit: _Fit, context: int, nodes: int,
+    base_port: int,
+) -> Plan:
+    mem = fit.memory
+    reviews = mem.reviews(context)
+    seqs = min(MAX_SEQS, max(reviews, mem.kv_tokens // REVIEW_CHUNK))
+    seqs = seqs // 8 * 8 if seqs >= 8 else seqs
+    batched = max(_batched_tokens(gpus.gpu), seqs)
+    draft = Plan(
+        gpus=gpus, nodes=nodes, model=model, weights=fmt, tp=fit.tp,
+        replicas_per_node=gpus.count // fit.tp, memory=mem, max_model_len=context,
+        max_num_seqs=seqs, max_num_batched_tokens=batched,
+        dtype="float16" if not gpus.gpu.bf16 else "bfloat16",
+        tool_call_parser=topology.tool_parser(model), reasoning_parser=topology.reasoning(model),
+        hf_overrides=topology.yarn_overrides(model, context),
+        expert_parallel=topology.needs_expert_parallel(model, fmt, fit.tp),
+        pcie_tp=fit.tp > 1 and gpus.gpu.interconnect == "PCIe",
+        instances=(), warnings=(),
+    )
+    return replace(draft, instances=topology.instances(draft, base_port),
+                   warnings=topology.warnings(draft))
+
+
+def _refusal(
+    spec: str, gpus: GpuSpec, model: ModelSpec, fmt: WeightFormat, context: int,
+    kv_dtypes: tuple[str, ...], **kw: object,
+) -> PlanRefused:
+    """Explain why nothing fits, and find the nearest plan: shorter context or smaller weights."""
+    nodes, kv_req, port = int(kw["nodes"]), kw["kv_cache_dtype"], int(kw["base_port"])  # type: ignore[call-overload]
+    where = f"{gpus.count}x{gpus.gpu.name}"
+    largest = _largest_context(gpus, model, fmt, kv_dtypes)
+    alternatives: list[str] = []
+    nearest: Plan | None = None
+    if largest >= REVIEW_CHUNK:
+        reason = (f"a {context:,}-token context does not fit {model.name} ({fmt.label}) on "
+                  f"{where}: the largest context that fits is {largest:,} tokens")
+        nearest = plan(spec, model, max_model_len=largest, quantization=_quant_arg(fmt),
+                       kv_cache_dtype=kv_req, nodes=nodes, base_port=port)  # type: ignore[arg-type]
+        alternatives.append(f"--max-model-len {largest}")
+    else:
+        spread = f" even with TP across all {gpus.count} GPUs" if gpus.count > 1 else ""
+        reason = (f"{model.name} ({fmt.label}) does not fit {where}{spread} with room for "
+                  f"one {context:,}-token review")
+    reduced: Plan | None = None
+    for quant in topology.smaller_formats(fmt, gpus.gpu):
+        smaller = weight_format(model, quant)
+        fit = _search(gpus, model, smaller, context, kv_dtypes)
+        if fit is not None:
+            alt = _build(gpus, model, smaller, fit, context, nodes, port)
+            alternatives.append(f"--quantization {quant} (checkpoint: {smaller.label}): "
+                                f"TP={alt.tp}, {alt.max_concurrent_reviews} review(s) at once")
+            nearest = nearest or alt
+            break
+        ctx = _largest_context(gpus, model, smaller, kv_dtypes)
+        if reduced is None and ctx >= REVIEW_CHUNK:
+            reduced = _nearest(spec, model, {"max_model_len": ctx, "quantization": quant,
+                                             "kv_cache_dtype": kv_req, "nodes": nodes,
+                                             "base_port": port})
+            alternatives.append(f"--quantization {quant} --max-model-len {ctx} "
+                                f"(checkpoint: {smaller.label})")
+    nearest = nearest or reduced
+    if "fp8" not in kv_dtypes and gpus.gpu.compute_capability >= (8, 0):
+        alternatives.append("--kv-cache-dtype fp8 (halves the KV cache; no native FP8 here)")
+    return PlanRefused(reason, nearest, tuple(alternatives))
+
+
+def _quant_arg(fmt: WeightFormat) -> str:
+    if fmt.method is None:
+        return "bf16"
+    return fmt.method if fmt.method == "fp8" else f"{fmt.method}-int{fmt.bits}"

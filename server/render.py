@@ -1,0 +1,193 @@
+"""Plan → what people and machines read: text, JSON, systemd units, Helm values.
+
+Load-balancer configs (nginx, HAProxy) live in server/render_lb.py.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from typing import Any
+
+from server.hardware import GIB
+from server.plan import Plan
+
+VLLM_BIN = "/opt/vllm/bin/vllm"
+ENV_FILE = "/etc/reviewbot/vllm.env"
+
+
+def _gib(n: int) -> str:
+    return f"{n / GIB:.2f} GiB"
+
+
+def plan_json(plan: Plan) -> dict[str, Any]:
+    m = plan.memory
+    return {
+        "instances": [
+            {"gpus": list(i.gpus), "host": i.host, "port": i.port, "node": i.node,
+             "argv": list(i.argv), "env": dict(i.env)}
+            for i in plan.instances
+        ],
+        "memory": {
+            "gpu": plan.gpu.name,
+            "gpu_total_bytes": m.gpu_total,
+            "gpu_memory_utilization": m.utilization,
+            "budget_bytes": m.budget,
+            "weights_total_bytes": m.weights * plan.tp,
+            "weights_per_gpu_bytes": m.weights,
+            "reserve_per_gpu_bytes": m.reserve,
+            "kv_cache_per_gpu_bytes": m.kv,
+            "kv_bytes_per_token_per_gpu": m.kv_per_token,
+            "kv_cache_dtype": m.kv_dtype,
+            "kv_tokens_per_replica": m.kv_tokens,
+            "param_count": plan.model.param_count,
+            "weights_format": plan.weights.label,
+        },
+        "tensor_parallel_size": plan.tp,
+        "replicas": plan.replicas_per_node * plan.nodes,
+        "max_model_len": plan.max_model_len,
+        "max_num_seqs": plan.max_num_seqs,
+        "max_num_batched_tokens": plan.max_num_batched_tokens,
+        "max_concurrent_reviews": plan.max_concurrent_reviews,
+        "tool_call_parser": plan.tool_call_parser,
+        "reasoning_parser": plan.reasoning_parser,
+        "warnings": list(plan.warnings),
+    }
+
+
+def plan_text(plan: Plan) -> str:
+    m, model, gpu = plan.memory, plan.model, plan.gpu
+    heads = max(1, model.num_kv_heads // plan.tp)
+    kv_bytes = 1 if m.kv_dtype.startswith("fp8") else 2
+    where = f"{plan.gpus.count}x{gpu.name}" + (f" on each of {plan.nodes} machines"
+                                                 if plan.nodes > 1 else "")
+    lines = [
+        (f"Plan: {model.name} on {where} ({gpu.arch}, {gpu.memory_mib / 1024:.1f} GiB, "
+        f"{gpu.interconnect})"),
+        "",
+        f"Topology: TP={plan.tp} per replica, {plan.replicas_per_node} replica(s) per machine"
+        + ("" if plan.tp == 1 else f" (the weights need {plan.tp} GPUs)")
+        + ("" if plan.replicas_per_node * plan.nodes == 1 else
+           "; one process per replica behind nginx/HAProxy (--output nginx|haproxy)"),
+        "",
+        "Memory per GPU:",
+        f"  total                {_gib(m.gpu_total)}",
+        f"  × utilization {m.utilization:.2f}  = {_gib(m.budget)} for vLLM",
+        (f"  − weights            {_gib(m.weights)}  ({model.param_count / 1e9:.2f} B params, "
+        f"{plan.weights.label}, ÷ TP {plan.tp})"),
+        (f"  − reserve            {_gib(m.reserve)}  (CUDA graphs, NCCL, activations of a "
+        f"{plan.max_num_batched_tokens}-token prefill chunk, sampler logits)"),
+        f"  = KV cache           {_gib(m.kv)}",
+        (f"KV per token per GPU = 2 × {model.num_layers} layers × {heads} KV heads × "
+        f"{model.head_dim} head_dim × {kv_bytes} B = {m.kv_per_token:,} B "
+        f"({m.kv_per_token / 1024:.0f} KiB)"),
+        (f"KV tokens per replica = {m.kv_tokens:,}  →  {plan.reviews_per_replica} review(s) of "
+        f"{plan.max_model_len:,} tokens at once per replica, {plan.max_concurrent_reviews} in all"),
+        "",
+        "vLLM settings:",
+        f"  --max-model-len {plan.max_model_len}  (the review budget)",
+        f"  --max-num-seqs {plan.max_num_seqs}  (≈ KV tokens / {4096}-token review chunks)",
+        f"  --max-num-batched-tokens {plan.max_num_batched_tokens}  (prefill chunk size)",
+        f"  --kv-cache-dtype {m.kv_dtype}   --dtype {plan.dtype}",
+        f"  tool-call parser: {plan.tool_call_parser or 'none'}"
+        + (f", reasoning parser: {plan.reasoning_parser}" if plan.reasoning_parser else ""),
+        "",
+        "Instances:",
+    ]
+    for inst in plan.instances:
+        env = " ".join(f"{k}={v}" for k, v in inst.env)
+        lines.append(f"  [{inst.index}] {inst.host}:{inst.port} GPUs {list(inst.gpus)}")
+        lines.append(f"      {env} {shlex.join(inst.argv)}")
+    if plan.warnings:
+        lines += ["", "Warnings:"] + [f"  - {w}" for w in plan.warnings]
+    return "\n".join(lines) + "\n"
+
+
+def _unit_word(arg: str) -> str:
+    """Quote one ExecStart word for systemd: `%` and `$` are specifiers there."""
+    escaped = arg.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%").replace("$", "$$")
+    return f'"{escaped}"' if any(c in arg for c in ' "{}\'\\;') else escaped
+
+
+def systemd_units(plan: Plan, vllm_bin: str = VLLM_BIN, user: str = "vllm") -> dict[str, str]:
+    """One unit per instance of machine 1 (install the same units on every machine)."""
+    units = {}
+    for inst in (i for i in plan.instances if i.node == 0):
+        argv = (vllm_bin, *inst.argv[1:])
+        env = "\n".join(f"Environment={k}={v}" for k, v in inst.env)
+        units[f"reviewbot-vllm-{inst.port}.service"] = f"""\
+[Unit]
+Description=vLLM for reviewbot: {plan.model.name} on GPUs {','.join(map(str, inst.gpus))}
+After=network-online.target
+Wants=network-online.target
+# a crash loop stops after 5 starts in 10 minutes instead of hammering the GPUs
+StartLimitIntervalSec=600
+StartLimitBurst=5
+
+[Service]
+Type=exec
+User={user}
+{env}
+# VLLM_API_KEY=… lives here, readable by root only
+EnvironmentFile=-{ENV_FILE}
+ExecStart={' '.join(_unit_word(a) for a in argv)}
+Restart=always
+RestartSec=15
+# weights, KV cache and CUDA graphs: startup takes minutes
+TimeoutStartSec=900
+TimeoutStopSec=60
+KillMode=control-group
+KillSignal=SIGTERM
+LimitNOFILE=65536
+LimitMEMLOCK=infinity
+Nice=-5
+
+[Install]
+WantedBy=multi-user.target
+"""
+    return units
+
+
+def systemd_text(plan: Plan, vllm_bin: str = VLLM_BIN) -> str:
+    parts = [f"# --- {name} ---\n{body}" for name, body in systemd_units(plan, vllm_bin).items()]
+    return "\n".join(parts)
+
+
+def helm_values(plan: Plan) -> str:
+    """vllm-project/production-stack values (Helm chart vllm/vllm-stack) for the same engine."""
+    argv = plan.instances[0].argv
+    keep = {"--tensor-parallel-size", "--max-model-len", "--dtype", "--gpu-memory-utilization",
+            "--host", "--port", "--served-model-name"}
+    extra: list[str] = []
+    i = 3
+    while i < len(argv):
+        flag, has_value = argv[i], i + 1 < len(argv) and not argv[i + 1].startswith("--")
+        if flag not in keep:
+            extra.append(f"{flag}={argv[i + 1]}" if has_value else flag)
+        i += 2 if has_value else 1
+    env = [{"name": k, "value": v} for k, v in plan.instances[0].env if k != "CUDA_VISIBLE_DEVICES"]
+    j = json.dumps  # JSON scalars are valid YAML and quote safely
+    lines = [
+        "# vllm-project/production-stack: helm install reviewbot vllm/vllm-stack -f values.yaml",
+        "servingEngineSpec:",
+        "  modelSpec:",
+        f"  - name: {j(plan.model.name.lower())}",
+        '    repository: "vllm/vllm-openai"',
+        '    tag: "v0.32.0"',
+        f"    modelURL: {j(plan.model.source)}",
+        f"    replicaCount: {plan.replicas_per_node * plan.nodes}",
+        f"    requestGPU: {plan.tp}",
+        '    requestCPU: 8',
+        '    requestMemory: "64Gi"',
+        '    pvcStorage: "200Gi"',
+        "    vllmConfig:",
+        f"      tensorParallelSize: {plan.tp}",
+        f"      maxModelLen: {plan.max_model_len}",
+        f"      dtype: {j(plan.dtype)}",
+        f"      gpuMemoryUtilization: {j(f'{plan.memory.utilization:.2f}')}",
+        f"      extraArgs: {j(extra)}",
+        f"    env: {j(env)}",
+        "routerSpec:",
+        '  routingLogic: "prefixaware"  # review chunks of one MR share a long prefix',
+    ]
+    return "\n".join(lines) + "\n"
