@@ -45,8 +45,8 @@ def completeness(result: ReviewResult) -> str:
         return f"✅ **Complete**: {coverage_text(stats)}."
     lines = [
         "> [!CAUTION]",
-        f"> ❌ **REVIEW INCOMPLETE**: only {coverage_text(stats)}. Findings below cover only what "
-        "was reviewed; the absence of a finding means nothing here.",
+        (f"> ❌ **REVIEW INCOMPLETE**: only {coverage_text(stats)}. Findings below cover only "
+         "what was reviewed; the absence of a finding means nothing here."),
     ]
     lines += [f"> - {inline(e)}" for e in stats.errors]
     return "\n".join(lines)
@@ -68,7 +68,7 @@ def findings_table(findings: list[Finding]) -> str:
     rows = ["| Severity | File | Line | Category | Title |", "| --- | --- | --- | --- | --- |"]
     rows += [
         f"| {ICONS[f.severity]} {f.severity.label} | {code(f.path, in_table=True)} | {line_label(f)} "
-        f"| {inline(f.category, in_table=True)} | {inline(f.title, in_table=True)} |"
+        f"| {inline(f.category)} | {inline(f.title)} |"
         for f in findings
     ]
     return "\n".join(rows)
@@ -89,7 +89,7 @@ def skipped_section(skipped: list[SkippedFile]) -> str:
     if not skipped:
         return ""
     rows = [f"### Skipped files ({len(skipped)})", "", "| File | Reason |", "| --- | --- |"]
-    rows += [f"| {code(s.path, in_table=True)} | {inline(s.reason, in_table=True)} |"
+    rows += [f"| {code(s.path, in_table=True)} | {inline(s.reason)} |"
              for s in skipped]
     return "\n".join(rows)
 
@@ -126,12 +126,11 @@ def _oneline(text: str) -> str:
     return " ".join(text.split())
 
 
-def inline(text: str, *, in_table: bool = False) -> str:
-    """Plain text shown literally on one line: every markdown-significant character escaped.
+def inline(text: str) -> str:
+    """Plain text shown literally on one line, safe in a table cell: markdown syntax escaped.
 
     CommonMark lets any ASCII punctuation be backslash-escaped, and GFM tables accept `\\|`.
     """
-    del in_table  # `\\|` is escaped everywhere, so inline text is table-safe by construction
     return _INLINE_SPECIAL.sub(r"\\\1", _oneline(text))
 
 

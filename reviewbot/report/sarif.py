@@ -73,7 +73,7 @@ def _driver(categories: list[str]) -> Json:
 def _information_uri() -> str | None:
     """The project's home page from the installed package's metadata (pyproject [project.urls])."""
     try:
-        urls = metadata.metadata("reviewbot").get_all("Project-URL") or []
+        urls: list[str] = metadata.metadata("reviewbot").get_all("Project-URL") or []
     except metadata.PackageNotFoundError:
         return None
     for entry in urls:

@@ -29,7 +29,7 @@ SEVERITY_STYLE = {
 PLAIN_WIDTH = 100  # logs and files: wide enough for paths, narrow enough to read
 
 # Model output and diff text are untrusted: an escape sequence in them must not reach a terminal.
-_CONTROL = {c: None for c in (*range(0x00, 0x09), *range(0x0B, 0x20), 0x7F, *range(0x80, 0xA0))}
+_CONTROL = {c: None for c in (*range(0x09), *range(0x0B, 0x20), 0x7F, *range(0x80, 0xA0))}
 
 
 def render(result: ReviewResult, *, color: bool = False, width: int | None = None) -> str:

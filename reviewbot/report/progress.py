@@ -1,0 +1,86 @@
+"""A progress bar over chunks on stderr, so stdout stays clean for the report itself.
+
+The engine calls `start(total_chunks)`, `advance()` once per finished chunk (from any thread:
+rich's Progress is lock-protected), and `close()`. Outside a terminal the bar would only
+litter CI logs with redraws, so it turns itself off there.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Protocol, Self, TextIO
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
+
+
+class ChunkProgress(Protocol):
+    def start(self, total_chunks: int) -> None: ...
+    def advance(self) -> None: ...
+    def close(self) -> None: ...
+
+
+class NoProgress:
+    """Same methods, does nothing: for --output to a pipe, tests and the webhook worker."""
+
+    def start(self, total_chunks: int) -> None:
+        pass
+
+    def advance(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class ProgressBar:
+    def __init__(self, stream: TextIO | None = None, *, enabled: bool = True,
+                 description: str = "Reviewing chunks") -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        self.enabled = enabled and self.stream.isatty()
+        self.description = description
+        self._progress: Progress | None = None
+        self._task: TaskID | None = None
+
+    def start(self, total_chunks: int) -> None:
+        if not self.enabled or self._progress is not None:
+            return
+        self._progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=Console(file=self.stream),
+            transient=True,  # the report that follows says how many chunks there were
+        )
+        self._task = self._progress.add_task(self.description, total=total_chunks)
+        self._progress.start()
+
+    def advance(self) -> None:
+        if self._progress is not None and self._task is not None:
+            self._progress.advance(self._task)
+
+    def close(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
+            self._task = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def progress(enabled: bool = True, stream: TextIO | None = None) -> ChunkProgress:
+    """A bar on stderr when it is a terminal and `enabled`, otherwise the no-op."""
+    bar = ProgressBar(stream, enabled=enabled)
+    return bar if bar.enabled else NoProgress()

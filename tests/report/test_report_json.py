@@ -1,0 +1,74 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from reviewbot.config import OUTPUTS
+from reviewbot.report import FORMATS, render
+from reviewbot.result import ReviewResult, Stats
+
+# The `--output json` contract (issue 2, section 8, plus `findings_reanchored` and `model`),
+# in the order written; docs/output.md documents exactly these.
+TOP = ["findings", "unanchored", "summary", "stats", "model"]
+FINDING = ["path", "line", "side", "end_line", "severity", "category", "title", "body",
+           "suggestion", "fingerprint"]
+STATS = ["files_total", "files_reviewed", "files_skipped", "changed_lines", "changed_lines_sent",
+         "chunks", "requests", "prompt_tokens", "completion_tokens", "tool_calls_invalid",
+         "findings_reanchored", "wall_seconds", "complete", "errors"]
+
+
+def test_json_is_exactly_to_dict(result: ReviewResult) -> None:
+    out = render(result, "json")
+    assert out.endswith("}\n")
+    assert json.loads(out) == result.to_dict()
+
+
+def test_json_key_sets_and_order(result: ReviewResult) -> None:
+    doc = json.loads(render(result, "json"))
+    assert list(doc) == TOP
+    for f in doc["findings"] + doc["unanchored"]:
+        assert list(f) == FINDING
+    assert list(doc["stats"]) == STATS
+    assert all(list(s) == ["path", "reason"] for s in doc["stats"]["files_skipped"])
+
+
+def test_json_types_and_values(result: ReviewResult) -> None:
+    doc = json.loads(render(result, "json"))
+    sides = {(f["path"], f["side"], f["line"], f["end_line"]) for f in doc["findings"]}
+    assert ("src/app.py", "new", 11, 12) in sides
+    assert ("src/app.py", "old", 11, 12) in sides
+    assert doc["unanchored"][0]["line"] is None
+    assert {f["severity"] for f in doc["findings"]} <= {"info", "minor", "major", "critical",
+                                                         "blocker"}
+    assert all(isinstance(f["fingerprint"], str) and f["fingerprint"] for f in doc["findings"])
+    assert doc["stats"]["complete"] is True and doc["stats"]["errors"] == []
+
+
+def test_json_keeps_unicode_literal(result: ReviewResult) -> None:
+    out = render(result, "json")
+    assert "résumé | notes.md" in out and "\\u00e9" not in out
+
+
+def test_json_incomplete(incomplete: ReviewResult) -> None:
+    stats = json.loads(render(incomplete, "json"))["stats"]
+    assert stats["complete"] is False
+    assert stats["changed_lines_sent"] < stats["changed_lines"]
+    assert stats["errors"] and "HTTP 500" in stats["errors"][0]
+
+
+def test_formats_match_the_cli_choices() -> None:
+    assert FORMATS == OUTPUTS
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_every_format_renders_empty_and_full(fmt: str, result: ReviewResult,
+                                             empty: ReviewResult) -> None:
+    for r in (result, empty):
+        out = render(r, fmt)
+        assert out.endswith("\n")
+
+
+def test_unknown_format() -> None:
+    with pytest.raises(ValueError, match="unknown output format"):
+        render(ReviewResult([], [], "", Stats()), "xml")
