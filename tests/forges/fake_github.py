@@ -39,6 +39,7 @@ class Failure:
     status: int
     headers: dict[str, str]
     times: int
+    after: bool = False  # apply the request, then answer with the failure (a lost response)
 
 
 @dataclass
@@ -84,8 +85,8 @@ class FakeGitHub:
         self.pulls[number].head = head
 
     def fail_next(self, method: str, path: str, status: int, times: int = 1,
-                  headers: dict[str, str] | None = None) -> None:
-        self.failures.append(Failure(method, re.compile(path), status, headers or {}, times))
+                  headers: dict[str, str] | None = None, after: bool = False) -> None:
+        self.failures.append(Failure(method, re.compile(path), status, headers or {}, times, after))
 
     def statuses(self, status: int) -> list[Recorded]:
         return [r for r in self.requests if r.status == status]
@@ -118,6 +119,13 @@ def page(request: Request, items: list[Any]) -> Response:
     return JSONResponse(chunk, headers=headers)
 
 
+def failure(rec: Recorded, hit: Failure) -> Response:
+    rec.status = hit.status
+    limited = hit.status in (403, 429)
+    message = "You have exceeded a secondary rate limit." if limited else "Server Error"
+    return JSONResponse({"message": message}, status_code=hit.status, headers=hit.headers)
+
+
 def unprocessable(*errors: str) -> JSONResponse:
     return JSONResponse({"message": "Unprocessable Entity", "errors": list(errors),
                          "documentation_url": "https://docs.github.com/rest"}, status_code=422)
@@ -137,17 +145,14 @@ def build_app(fake: FakeGitHub) -> Starlette:
                         and f.path.search(request.url.path)), None)
             if hit is not None:
                 hit.times -= 1
-        if hit is not None:
-            rec.status = hit.status
-            message = "You have exceeded a secondary rate limit." if hit.status in (403, 429) \
-                else "Server Error"
-            return JSONResponse({"message": message}, status_code=hit.status, headers=hit.headers)
         if auth not in (f"token {fake.token}", f"Bearer {fake.token}"):
             rec.status = 401
             return JSONResponse({"message": "Bad credentials"}, status_code=401)
+        if hit is not None and not hit.after:
+            return failure(rec, hit)
         response = await call_next(request)
         rec.status = response.status_code
-        return response
+        return failure(rec, hit) if hit is not None else response
 
     return Starlette(routes=[Route(p, ep, methods=m) for p, ep, m in routes(fake)],
                      middleware=[Middleware(BaseHTTPMiddleware, dispatch=guard)])
