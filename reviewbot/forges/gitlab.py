@@ -1,0 +1,208 @@
+"""GitLab merge requests over python-gitlab: fetch the diff, post, resolve, keep one summary note."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import gitlab
+import requests
+from gitlab.exceptions import GitlabError
+
+from reviewbot.config import Settings
+from reviewbot.diff import ChangeSet, FileDiff, parse
+from reviewbot.errors import DiffError, ForgeError, UsageError
+from reviewbot.findings import Finding
+from reviewbot.forges import gitlab_diffs
+from reviewbot.forges.base import ChangeRequest, PostedComment, PostOutcome, read_marker
+from reviewbot.forges.gitlab_position import note_payload
+from reviewbot.forges.gitlab_post import Poster, Refused, Unavailable, WritePolicy
+from reviewbot.result import SkippedFile
+
+log = logging.getLogger(__name__)
+
+
+def client(settings: Settings) -> gitlab.Gitlab:
+    """A python-gitlab client for a gitlab.com or self-managed instance (custom CA, ssl_verify)."""
+    if not settings.gitlab_token:
+        raise UsageError("no GitLab token: pass --gitlab-token or set REVIEWBOT_GITLAB_TOKEN "
+                         "or GITLAB_TOKEN (a project access token with the api scope)")
+    verify: bool | str = settings.ca_file or settings.ssl_verify
+    return gitlab.Gitlab(settings.gitlab_url, private_token=settings.gitlab_token,
+                         ssl_verify=verify, timeout=60, per_page=100,
+                         retry_transient_errors=True)
+
+
+class GitLabForge:
+    name = "gitlab"
+
+    def __init__(self, gl: gitlab.Gitlab, project: str | int, iid: int,
+                 policy: WritePolicy | None = None) -> None:
+        self.gl = gl
+        self.project_id = project
+        self.iid = iid
+        self.project = gl.projects.get(project, lazy=True)
+        self.mr = self.project.mergerequests.get(iid, lazy=True)
+        self.policy = policy or WritePolicy()
+        self._summary_id: int | None = None
+
+    @classmethod
+    def from_settings(cls, settings: Settings, project: str | int, iid: int) -> GitLabForge:
+        return cls(client(settings), project, iid)
+
+    # fetching
+    def fetch(self) -> ChangeRequest:
+        meta = _call(lambda: self.project.mergerequests.get(self.iid), "reading the merge request")
+        refs = meta.attributes.get("diff_refs") or {}
+        if not all(refs.get(k) for k in ("base_sha", "start_sha", "head_sha")):
+            raise ForgeError(f"merge request !{self.iid} has no complete diff_refs yet "
+                             "(GitLab is still preparing its diff); try again in a minute")
+        objects = _call(lambda: self.gl.http_list(self._mr_path("diffs"), get_all=True,
+                                                  per_page=100), "listing the diffs")
+        files, missing, skipped = gitlab_diffs.convert(objects)  # type: ignore[arg-type]
+        overflow = str(meta.attributes.get("changes_count") or "").endswith("+")
+        if missing or overflow:
+            extra, skipped_more = self._refetch(missing, {f.path for f in files}, overflow)
+            files += extra
+            skipped += skipped_more
+        return ChangeRequest(
+            forge="gitlab", project=str(self.project_id), number=self.iid,
+            title=str(meta.attributes.get("title", "")), head_sha=refs["head_sha"],
+            base_sha=refs["base_sha"], start_sha=refs["start_sha"],
+            changes=ChangeSet(tuple(files)), skipped=tuple(skipped),
+            web_url=str(meta.attributes.get("web_url", "")),
+        )
+
+    def _refetch(self, missing: list[dict[str, Any]], have: set[str],
+                 overflow: bool) -> tuple[list[FileDiff], list[SkippedFile]]:
+        """Collapsed/too-large files and overflow: `/changes?access_raw_diffs=true`, then
+        `/raw_diffs`; whatever is still missing is reported as skipped, with the reason."""
+        wanted = {gitlab_diffs.api_path(d): gitlab_diffs.missing_reason(d) or "" for d in missing}
+        changes = _call(lambda: self.mr.changes(access_raw_diffs=True), "reading the changes")
+        got: dict[str, FileDiff] = {}
+        for d in changes.get("changes", []):  # type: ignore[union-attr]
+            path = gitlab_diffs.api_path(d)
+            if (path in wanted or path not in have) and not gitlab_diffs.missing_reason(d):
+                try:
+                    got[path] = gitlab_diffs.file_diff(d)
+                except DiffError:
+                    continue
+        if set(wanted) - set(got) or changes.get("overflow"):  # type: ignore[union-attr]
+            for f in self._raw_files():
+                if f.path not in have and f.path not in got:
+                    got[f.path] = f
+        skipped = [SkippedFile(p, reason) for p, reason in wanted.items() if p not in got]
+        if overflow and changes.get("overflow") and not got:  # type: ignore[union-attr]
+            skipped.append(SkippedFile("(more files)", "GitLab reported more changed files than "
+                                       "it returned (overflow); they were not reviewed"))
+        return list(got.values()), skipped
+
+    def _raw_files(self) -> list[FileDiff]:
+        try:
+            raw = self.gl.http_get(self._mr_path("raw_diffs"), raw=True)
+            return list(parse(raw.content).files)  # type: ignore[union-attr]
+        except (GitlabError, DiffError) as exc:
+            log.info("raw_diffs unavailable: %s", exc)
+            return []
+
+    def fetch_incremental(self, since_sha: str, request: ChangeRequest) -> ChangeSet | None:
+        commits = _call(lambda: self.mr.commits(get_all=True, per_page=100), "listing commits")
+        if since_sha not in {c.id for c in commits}:
+            return None  # force-pushed or rebased: the old head is not part of this MR any more
+        cmp = _call(lambda: self.project.repository_compare(since_sha, request.head_sha),
+                    "comparing commits")
+        if cmp.get("compare_timeout"):  # type: ignore[union-attr]
+            return None
+        files, missing, broken = gitlab_diffs.convert(cmp.get("diffs", []))  # type: ignore[union-attr]
+        in_mr = {p for f in request.changes.files for p in (f.old_path, f.new_path) if p}
+        out = [f for f in files if f.path in in_mr]
+        for path in [gitlab_diffs.api_path(d) for d in missing] + [s.path for s in broken]:
+            full = request.changes.file(path)  # no incremental diff for it: review all of it
+            if full is not None:
+                out.append(full)
+        return ChangeSet(tuple(out))
+
+    # existing comments
+    def existing(self) -> list[PostedComment]:
+        found = []
+        for d in _call(lambda: self.mr.discussions.list(get_all=True, per_page=100),
+                       "listing discussions"):
+            for note in d.attributes.get("notes", []):
+                meta = read_marker(note.get("body", ""))
+                if not meta or meta.get("kind") != "finding" or not meta.get("fingerprint"):
+                    continue
+                pos = note.get("position") or {}
+                side = "new" if pos.get("new_line") is not None else "old" if pos else ""
+                found.append(PostedComment(
+                    id=str(note["id"]), fingerprint=meta["fingerprint"],
+                    path=pos.get("new_path") or pos.get("old_path") or "",
+                    resolved=bool(note.get("resolved")), thread_id=str(d.id),
+                    line=pos.get("new_line") if side == "new" else pos.get("old_line"),
+                    side=side, head_sha=pos.get("head_sha") or "",
+                ))
+        return found
+
+    # posting
+    def post(self, request: ChangeRequest, findings: list[Finding]) -> PostOutcome:
+        return Poster(self.mr, self.policy).post(request, findings)
+
+    def preview(self, request: ChangeRequest, findings: list[Finding]) -> list[dict[str, object]]:
+        out: list[dict[str, object]] = []
+        for f in findings:
+            file = request.changes.file(f.path)
+            if file is not None:
+                out.append(note_payload(request, file, f))
+        return out
+
+    def resolve(self, comments: list[PostedComment]) -> None:
+        failed = []
+        for c in comments:
+            try:
+                thread = self.mr.discussions.get(c.thread_id, lazy=True)
+                thread.resolved = True
+                thread.save()
+            except (GitlabError, requests.exceptions.RequestException) as exc:
+                failed.append(f"{c.thread_id} ({getattr(exc, 'response_code', type(exc).__name__)})")
+        if failed:
+            raise ForgeError(f"could not resolve {len(failed)} outdated threads: {', '.join(failed[:5])}")
+
+    # the summary note
+    def read_summary(self) -> str | None:
+        for note in _call(lambda: self.mr.notes.list(get_all=True, per_page=100, sort="asc"),
+                          "listing notes"):
+            body = note.attributes.get("body", "")
+            meta = read_marker(body)
+            if meta and meta.get("kind") == "summary" and not note.attributes.get("system"):
+                self._summary_id = note.id
+                return str(body)
+        return None
+
+    def write_summary(self, request: ChangeRequest, body: str) -> None:
+        if self._summary_id is None:
+            self.read_summary()
+        if self._summary_id is not None:
+            note = self.mr.notes.get(self._summary_id, lazy=True)
+            note.body = body
+            _call(note.save, "updating the summary note")
+            return
+        try:
+            self.policy.write(lambda: self.mr.notes.create({"body": body},
+                                                           retry_transient_errors=False),
+                              lambda: self.read_summary() is not None)
+        except (Refused, Unavailable) as exc:
+            raise ForgeError(f"writing the summary note failed: {exc}") from None
+
+    def _mr_path(self, tail: str) -> str:
+        return f"/projects/{self.project.encoded_id}/merge_requests/{self.iid}/{tail}"
+
+
+def _call(fn: Any, what: str) -> Any:
+    """Run one python-gitlab call (already retried on 429/5xx); failures become ForgeError."""
+    try:
+        return fn()
+    except GitlabError as exc:
+        message = " ".join(str(exc.error_message).split())[:300]
+        raise ForgeError(f"GitLab: {what} failed: {exc.response_code} {message}",
+                         status=exc.response_code) from None
+    except requests.exceptions.RequestException as exc:
+        raise ForgeError(f"GitLab: {what} failed: {type(exc).__name__}") from None

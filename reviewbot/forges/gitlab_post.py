@@ -1,0 +1,187 @@
+"""Posting findings on a GitLab merge request: draft notes + one bulk publish, else discussions.
+
+Reads and idempotent writes (PUT, bulk publish) are retried by python-gitlab
+(`retry_transient_errors`, `obey_rate_limit` with Retry-After). Creating a note is not
+idempotent: a 5xx or a lost connection may hide a note that was in fact created, so creations
+are retried here, with exponential backoff and jitter, and only after checking (by the hidden
+marker) that the note has not landed. A 400 means GitLab refused the position: that finding goes
+to the summary. A note left behind by a crash is recognised by its marker on the next run.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import requests
+from gitlab.exceptions import GitlabError
+
+from reviewbot.errors import ForgeError
+from reviewbot.findings import Finding
+from reviewbot.forges.base import ChangeRequest, PostOutcome, read_marker
+from reviewbot.forges.gitlab_position import note_payload
+
+log = logging.getLogger(__name__)
+
+TRANSIENT = frozenset({None, 408, 409, 429, 500, 502, 503, 504})
+REFUSED = frozenset({400, 422})
+
+
+class Refused(Exception):
+    """GitLab answered 400/422: the position (or body) is not acceptable."""
+
+
+class Unavailable(Exception):
+    """Still failing after the last retry."""
+
+
+@dataclass
+class WritePolicy:
+    attempts: int = 5
+    backoff: float = 0.5  # seconds, doubled per attempt, times a random factor in [0.5, 1.5)
+    sleep: Callable[[float], None] = time.sleep
+    rand: Callable[[], float] = random.random
+
+    def write(self, create: Callable[[], object], landed: Callable[[], bool]) -> None:
+        last = ""
+        for attempt in range(self.attempts):
+            try:
+                create()
+                return
+            except GitlabError as exc:
+                if exc.response_code in REFUSED:
+                    raise Refused(str(exc.error_message)) from None
+                if exc.response_code not in TRANSIENT:
+                    raise ForgeError(f"GitLab refused the request: {exc.response_code} "
+                                     f"{exc.error_message}", status=exc.response_code) from None
+                last = f"{exc.response_code} {exc.error_message}"
+            except requests.exceptions.RequestException as exc:
+                last = type(exc).__name__
+            if attempt + 1 < self.attempts:
+                self.sleep(self.backoff * 2**attempt * (0.5 + self.rand()))
+            if landed():
+                return
+        raise Unavailable(last)
+
+
+def _fingerprint(body: str) -> str | None:
+    meta = read_marker(body)
+    return meta.get("fingerprint") if meta and meta.get("kind") == "finding" else None
+
+
+class Poster:
+    def __init__(self, mr: Any, policy: WritePolicy) -> None:
+        self.mr = mr
+        self.policy = policy
+
+    def post(self, request: ChangeRequest, findings: list[Finding]) -> PostOutcome:
+        drafts = self._drafts()
+        if drafts is None:
+            return self._send(request, findings, self._discussion, self._discussion_fps)
+        reuse = self._tidy_drafts(drafts, request, {f.fingerprint for f in findings})
+        rest = [f for f in findings if f.fingerprint not in reuse]
+        outcome = self._send(request, rest, self._draft, self._draft_fps)
+        drafted = [f for f in findings if f.fingerprint in reuse] + outcome.posted
+        if not drafted:
+            return outcome
+        try:
+            self.mr.draft_notes.bulk_publish()
+        except (GitlabError, requests.exceptions.RequestException) as exc:
+            error = f"publishing {len(drafted)} draft notes failed: {_describe(exc)}"
+            return PostOutcome([], outcome.moved_to_summary, outcome.failed + drafted,
+                               outcome.errors + [error])
+        return PostOutcome(drafted, outcome.moved_to_summary, outcome.failed, outcome.errors)
+
+    def _send(
+        self,
+        request: ChangeRequest,
+        findings: list[Finding],
+        create: Callable[[dict[str, Any]], object],
+        present: Callable[[], set[str]],
+    ) -> PostOutcome:
+        out = PostOutcome()
+        for i, f in enumerate(findings):
+            file = request.changes.file(f.path)
+            assert file is not None, f"{f.path} was validated against the diff"
+            payload = note_payload(request, file, f)
+            try:
+                self.policy.write(lambda: create(payload), lambda: f.fingerprint in present())
+            except Refused as exc:
+                log.warning("GitLab refused the position of %s:%s (%s); moved to the summary",
+                            f.path, f.line, " ".join(str(exc).split())[:200])
+                out.moved_to_summary.append(f)
+                continue
+            except Unavailable as exc:
+                out.failed.extend(findings[i:])
+                out.errors.append(f"posting stopped after {len(out.posted)} of {len(findings)} "
+                                  f"comments: GitLab kept failing ({exc})")
+                break
+            out.posted.append(f)
+        return out
+
+    # direct discussions
+    def _discussion(self, payload: dict[str, Any]) -> object:
+        return self.mr.discussions.create(payload, retry_transient_errors=False)
+
+    def _discussion_fps(self) -> set[str]:
+        found = set()
+        for d in self.mr.discussions.list(get_all=True, per_page=100):
+            for note in d.attributes.get("notes", []):
+                fp = _fingerprint(note.get("body", ""))
+                if fp:
+                    found.add(fp)
+        return found
+
+    # draft notes
+    def _draft(self, payload: dict[str, Any]) -> object:
+        data = {"note": payload["body"], "position": payload["position"]}
+        return self.mr.draft_notes.create(data, retry_transient_errors=False)
+
+    def _draft_fps(self) -> set[str]:
+        return {fp for d in self.mr.draft_notes.list(get_all=True, per_page=100)
+                if (fp := _fingerprint(d.attributes.get("note", "")))}
+
+    def _drafts(self) -> list[Any] | None:
+        """This user's pending drafts, or None when drafts cannot be used here.
+
+        Drafts are unusable when the API lacks them, or when the token's user has drafts of its
+        own on this MR: bulk publishing would publish those too.
+        """
+        try:
+            drafts = list(self.mr.draft_notes.list(get_all=True, per_page=100))
+        except GitlabError as exc:
+            if exc.response_code in (403, 404, 405):
+                log.info("draft notes unavailable (%s); posting discussions directly", exc.response_code)
+                return None
+            raise ForgeError(f"listing draft notes failed: {_describe(exc)}",
+                             status=exc.response_code) from None
+        if any(_fingerprint(d.attributes.get("note", "")) is None for d in drafts):
+            log.info("this user has unpublished drafts of its own; posting discussions directly")
+            return None
+        return drafts
+
+    def _tidy_drafts(self, drafts: list[Any], request: ChangeRequest, wanted: set[str]) -> set[str]:
+        """Keep this run's drafts left by an interrupted run; delete stale ones. Returns kept fps."""
+        keep: set[str] = set()
+        for d in drafts:
+            fp = _fingerprint(d.attributes.get("note", ""))
+            head = (d.attributes.get("position") or {}).get("head_sha")
+            if fp in wanted and fp not in keep and head == request.head_sha:
+                keep.add(fp)
+                continue
+            try:
+                d.delete()
+            except GitlabError as exc:
+                if exc.response_code != 404:
+                    raise ForgeError(f"deleting a stale draft note failed: {_describe(exc)}",
+                                     status=exc.response_code) from None
+        return keep
+
+
+def _describe(exc: GitlabError | requests.exceptions.RequestException) -> str:
+    if isinstance(exc, GitlabError):
+        return f"{exc.response_code} {' '.join(str(exc.error_message).split())[:300]}"
+    return type(exc).__name__

@@ -1,0 +1,169 @@
+"""The endpoints of the fake GitLab (see fake_gitlab.py). Each returns (status, payload, headers)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from tests.forges.fake_gitlab import State, new_discussion, paginate
+
+Result = tuple[int, Any, dict[str, str]]
+_MR = r"^/projects/(?P<pid>.+?)/merge_requests/(?P<iid>\d+)"
+
+
+def route(state: State, method: str, path: str, query: dict[str, list[str]], body: Any,
+          max_per_page: int, url: str) -> Result:
+    for verb, pattern, fn in _ROUTES:
+        m = re.match(pattern + "$", path)
+        if verb == method and m:
+            if "pid" in m.groupdict() and m["pid"] not in (str(state.project_id),
+                                                          state.project_path):
+                return 404, {"message": "404 Project Not Found"}, {}
+            if "iid" in m.groupdict() and int(m["iid"]) != state.iid:
+                return 404, {"message": "404 Not found"}, {}
+            status, payload, headers = fn(state, m, query, body)
+            if isinstance(payload, list) and method == "GET":
+                payload, headers = paginate(payload, query, max_per_page, url, path)
+            return status, payload, headers
+    return 404, {"message": f"404 {method} {path} not handled by the fake"}, {}
+
+
+def _mr(state: State, m: Any, q: Any, b: Any) -> Result:
+    return 200, state.mr_json(), {}
+
+
+def _diffs(state: State, m: Any, q: Any, b: Any) -> Result:
+    out = []
+    for d in state.diffs():
+        if d["new_path"] in state.hidden:
+            continue
+        if d["new_path"] in state.too_large | state.never:
+            d.update(too_large=True, diff="")
+        elif d["new_path"] in state.collapsed:
+            d.update(collapsed=True, diff="")
+        out.append(d)
+    return 200, out, {}
+
+
+def _changes(state: State, m: Any, q: Any, b: Any) -> Result:
+    raw = q.get("access_raw_diffs", ["false"])[0] == "true"
+    changes = []
+    for d in state.diffs():
+        if d["new_path"] in state.never or (not raw and d["new_path"] in state.too_large):
+            d.update(too_large=True, diff="")
+        if not raw and d["new_path"] in state.hidden:
+            continue
+        changes.append(d)
+    return 200, {**state.mr_json(), "changes": changes, "overflow": False}, {}
+
+
+def _raw_diffs(state: State, m: Any, q: Any, b: Any) -> Result:
+    return 200, state.repo.raw_diff(state.base, state.head).encode(), {}
+
+
+def _commits(state: State, m: Any, q: Any, b: Any) -> Result:
+    return 200, [{"id": c, "short_id": c[:8], "title": "c"}
+                 for c in state.repo.rev_list(state.base, state.head)], {}
+
+
+def _compare(state: State, m: Any, q: Any, b: Any) -> Result:
+    a, z = q["from"][0], q["to"][0]
+    return 200, {"commit": {"id": z}, "commits": [{"id": c} for c in state.repo.rev_list(a, z)],
+                 "diffs": state.diffs(a, z), "compare_timeout": False,
+                 "compare_same_ref": a == z}, {}
+
+
+def _list_discussions(state: State, m: Any, q: Any, b: Any) -> Result:
+    return 200, list(state.discussions), {}
+
+
+def _create_discussion(state: State, m: Any, q: Any, b: Any) -> Result:
+    error = state.validate(b.get("position"), b.get("body", ""))
+    if error:
+        return 400, {"message": f"400 Bad request - {error}"}, {}
+    return 201, new_discussion(state, b["body"], b.get("position")), {}
+
+
+def _find(state: State, did: str) -> dict[str, Any] | None:
+    return next((d for d in state.discussions if d["id"] == did), None)
+
+
+def _get_discussion(state: State, m: Any, q: Any, b: Any) -> Result:
+    d = _find(state, m["did"])
+    return (200, d, {}) if d else (404, {"message": "404 Not found"}, {})
+
+
+def _put_discussion(state: State, m: Any, q: Any, b: Any) -> Result:
+    d = _find(state, m["did"])
+    if d is None:
+        return 404, {"message": "404 Not found"}, {}
+    resolved = b.get("resolved", q.get("resolved", [None])[0])
+    if resolved is None:
+        return 400, {"message": "400 (Bad request) \"resolved\" not given"}, {}
+    for n in d["notes"]:
+        n["resolved"] = resolved in (True, "true")
+    return 200, d, {}
+
+
+def _list_notes(state: State, m: Any, q: Any, b: Any) -> Result:
+    return 200, [n for d in state.discussions for n in d["notes"]], {}
+
+
+def _create_note(state: State, m: Any, q: Any, b: Any) -> Result:
+    return 201, new_discussion(state, b["body"], None, individual=True)["notes"][0], {}
+
+
+def _put_note(state: State, m: Any, q: Any, b: Any) -> Result:
+    for n in state.notes():
+        if n["id"] == int(m["nid"]):
+            n["body"] = b["body"]
+            return 200, n, {}
+    return 404, {"message": "404 Not found"}, {}
+
+
+def _list_drafts(state: State, m: Any, q: Any, b: Any) -> Result:
+    return 200, list(state.drafts), {}
+
+
+def _create_draft(state: State, m: Any, q: Any, b: Any) -> Result:
+    error = state.validate(b.get("position"), b.get("note", ""))
+    if error:
+        return 400, {"message": f"400 Bad request - {error}"}, {}
+    draft = {"id": state.new_id(), "note": b["note"], "position": b.get("position"),
+             "author_id": 1, "discussion_id": None, "commit_id": None}
+    state.drafts.append(draft)
+    return 201, draft, {}
+
+
+def _delete_draft(state: State, m: Any, q: Any, b: Any) -> Result:
+    before = len(state.drafts)
+    state.drafts = [d for d in state.drafts if d["id"] != int(m["did"])]
+    return (204, b"", {}) if len(state.drafts) < before else (404, {"message": "404"}, {})
+
+
+def _bulk_publish(state: State, m: Any, q: Any, b: Any) -> Result:
+    for draft in state.drafts:
+        new_discussion(state, draft["note"], draft["position"])
+    state.drafts = []
+    return 204, b"", {}
+
+
+_ROUTES = [
+    ("GET", _MR, _mr),
+    ("GET", _MR + "/diffs", _diffs),
+    ("GET", _MR + "/changes", _changes),
+    ("GET", _MR + "/raw_diffs", _raw_diffs),
+    ("GET", _MR + "/commits", _commits),
+    ("GET", r"^/projects/(?P<pid>.+?)/repository/compare", _compare),
+    ("GET", _MR + "/discussions", _list_discussions),
+    ("POST", _MR + "/discussions", _create_discussion),
+    ("GET", _MR + r"/discussions/(?P<did>\w+)", _get_discussion),
+    ("PUT", _MR + r"/discussions/(?P<did>\w+)", _put_discussion),
+    ("GET", _MR + "/notes", _list_notes),
+    ("POST", _MR + "/notes", _create_note),
+    ("PUT", _MR + r"/notes/(?P<nid>\d+)", _put_note),
+    ("GET", _MR + "/draft_notes", _list_drafts),
+    ("POST", _MR + "/draft_notes/bulk_publish", _bulk_publish),
+    ("POST", _MR + "/draft_notes", _create_draft),
+    ("DELETE", _MR + r"/draft_notes/(?P<did>\d+)", _delete_draft),
+]
