@@ -1,0 +1,67 @@
+"""Check planned `vllm serve` argv against the installed vLLM's own argument parser.
+
+vLLM is never imported in-process: `check_argvs()` runs this file with vLLM's interpreter
+(a separate venv), which builds the serve parser and reports every problem as JSON.
+Only the stdlib is imported at module level so that the file runs standalone there.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import Any
+
+
+def check_argvs(python: str, argvs: list[list[str]], timeout: float = 180) -> dict[str, Any]:
+    """Returns {"version", "errors": [...], "tool_parsers": [...], "reasoning_parsers": [...]}."""
+    proc = subprocess.run(
+        [python, __file__], input=json.dumps(argvs), capture_output=True, text=True,
+        timeout=timeout, check=False,
+    )
+    if proc.returncode != 0:
+        tail = "\n".join(proc.stderr.strip().splitlines()[-15:])
+        raise RuntimeError(f"{python} could not build vLLM's serve parser:\n{tail}")
+    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return result
+
+
+def _value(argv: list[str], flag: str) -> str | None:
+    return argv[argv.index(flag) + 1] if flag in argv else None
+
+
+def _probe() -> None:  # runs inside vLLM's interpreter
+    import vllm
+    from vllm.entrypoints.launchers.cli_args import make_arg_parser
+    from vllm.model_executor.layers.quantization import QUANTIZATION_METHODS
+    from vllm.reasoning import ReasoningParserManager
+    from vllm.tool_parsers import ToolParserManager
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+    from vllm.v1.attention.backends.registry import AttentionBackendEnum
+
+    tools = sorted(ToolParserManager.list_registered())
+    reasoning = sorted(ReasoningParserManager.list_registered())
+    errors = []
+    for argv in json.load(sys.stdin):
+        args = argv[2:] if argv[:2] == ["vllm", "serve"] else argv
+        parser = make_arg_parser(FlexibleArgumentParser(exit_on_error=False))
+        try:
+            parser.parse_args(args)
+        except SystemExit:  # argparse reports on stderr and exits even with exit_on_error
+            errors.append(f"rejected by vLLM's parser: {' '.join(args)}")
+            continue
+        checks = [
+            ("--tool-call-parser", tools), ("--reasoning-parser", reasoning),
+            ("--quantization", list(QUANTIZATION_METHODS)),
+            ("--attention-backend", [b.name for b in AttentionBackendEnum]),
+        ]
+        for flag, known in checks:
+            value = _value(args, flag)
+            if value is not None and value not in known:
+                errors.append(f"{flag} {value} is not known to vLLM {vllm.__version__}")
+    print(json.dumps({"version": vllm.__version__, "errors": errors,
+                      "tool_parsers": tools, "reasoning_parsers": reasoning}))
+
+
+if __name__ == "__main__":
+    _probe()

@@ -1,0 +1,198 @@
+"""Rendered configs: validated by the real nginx, haproxy and systemd-analyze binaries, then
+nginx and HAProxy run in front of a local fake upstream to prove the API-key check, the
+per-client rate limit and (HAProxy) the inference health check."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import httpx
+import pytest
+
+from server.model import load_model
+from server.plan import Plan, plan
+from server.render import helm_values, plan_json, plan_text, systemd_units
+from server.render_lb import LbSettings, haproxy_cfg, nginx_conf
+
+KEY = "sk-test-0123456789"
+INSTALL = "install with: apt-get install -y nginx haproxy (systemd provides systemd-analyze)"
+
+
+def binary(name: str) -> str:
+    path = shutil.which(name) or (f"/usr/sbin/{name}" if Path(f"/usr/sbin/{name}").exists()
+                                  else None)
+    if path is None:
+        pytest.fail(f"{name} not found: {INSTALL}")
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class _Upstream(BaseHTTPRequestHandler):
+    seen: list[tuple[str, str, bytes]] = []
+
+    def _answer(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.seen.append((self.command, self.path, body))
+        payload = b'{"ok": true}'
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    do_GET = do_POST = _answer
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@contextmanager
+def upstream() -> Iterator[int]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Upstream)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield int(server.server_address[1])
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@contextmanager
+def running(argv: list[str], env: dict[str, str] | None = None) -> Iterator[None]:
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+    try:
+        yield
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+def wait_ready(url: str, headers: dict[str, str]) -> None:
+    for _ in range(100):  # 20 s
+        try:
+            if httpx.get(url, headers=headers, timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.2)
+    pytest.fail(f"{url} never answered 200")
+
+
+def one_instance_plan(port: int) -> Plan:
+    return plan("1xRTX4090", load_model("Qwen2.5-Coder-7B"), base_port=port)
+
+
+def check_gate(base: str) -> None:
+    """401 without or with a wrong key, 200 with it; /health open; 429 past the burst."""
+    assert httpx.get(f"{base}/health").status_code == 200
+    assert httpx.get(f"{base}/v1/models").status_code == 401
+    assert httpx.get(f"{base}/metrics").status_code == 401
+    bad = {"Authorization": "Bearer sk-wrong"}
+    assert httpx.get(f"{base}/v1/models", headers=bad).status_code == 401
+    good = {"Authorization": f"Bearer {KEY}"}
+    with httpx.Client(headers=good) as client:  # one keep-alive client: 40 requests in < 1 s
+        codes = [client.get(f"{base}/v1/models").status_code for _ in range(40)]
+    assert codes[0] == 200 and 429 in codes and set(codes) == {200, 429}, codes
+
+
+def test_nginx_config_passes_nginx_t_and_gates_requests(tmp_path: Path) -> None:
+    nginx = binary("nginx")
+    keys = tmp_path / "keys.map"
+    keys.write_text(f'"Bearer {KEY}" 1;\n')
+    with upstream() as port:
+        listen = free_port()
+        lb = LbSettings(listen=f"127.0.0.1:{listen}", nginx_keys=str(keys),
+                        pid_file=str(tmp_path / "nginx.pid"))
+        conf = tmp_path / "nginx.conf"
+        conf.write_text(nginx_conf(one_instance_plan(port), lb))
+        base = [nginx, "-p", str(tmp_path), "-e", "stderr", "-c", str(conf)]
+        test = subprocess.run([*base, "-t"], capture_output=True, text=True, check=False)
+        assert test.returncode == 0, test.stderr
+        with running([*base, "-g", "daemon off;"]):
+            wait_ready(f"http://127.0.0.1:{listen}/health", {})
+            check_gate(f"http://127.0.0.1:{listen}")
+
+
+def test_haproxy_config_passes_check_and_probes_with_inference(tmp_path: Path) -> None:
+    haproxy = binary("haproxy")
+    keys = tmp_path / "keys.lst"
+    keys.write_text(f"{KEY}\n")
+    _Upstream.seen.clear()
+    with upstream() as port:
+        listen = free_port()
+        lb = LbSettings(listen=f"127.0.0.1:{listen}", haproxy_keys=str(keys))
+        cfg = tmp_path / "haproxy.cfg"
+        cfg.write_text(haproxy_cfg(one_instance_plan(port), lb))
+        env = {"PATH": "/usr/sbin:/usr/bin:/bin", "VLLM_API_KEY": KEY}
+        test = subprocess.run([haproxy, "-c", "-f", str(cfg)], capture_output=True, text=True,
+                              env=env, check=False)
+        assert test.returncode == 0, test.stdout + test.stderr
+        with running([haproxy, "-db", "-f", str(cfg)], env=env):
+            wait_ready(f"http://127.0.0.1:{listen}/health", {})
+            check_gate(f"http://127.0.0.1:{listen}")
+    probes = [json.loads(body) for method, path, body in _Upstream.seen
+              if (method, path) == ("POST", "/v1/completions")]
+    assert probes and probes[0]["max_tokens"] == 1
+
+
+def test_systemd_units_verify(tmp_path: Path) -> None:
+    analyze = binary("systemd-analyze")
+    p = plan("4xT4", load_model("Qwen2.5-Coder-7B"))
+    units = systemd_units(p, vllm_bin="/bin/true")
+    assert len(units) == 2
+    for name, body in units.items():
+        path = tmp_path / name
+        path.write_text(body)
+        out = subprocess.run([analyze, "verify", str(path)], capture_output=True, text=True,
+                             check=False)
+        assert out.returncode == 0 and "Failed" not in out.stderr, out.stderr
+        for needed in ("Restart=always", "LimitNOFILE=", "Environment=CUDA_VISIBLE_DEVICES=",
+                       "Environment=NCCL_P2P_DISABLE=1", "EnvironmentFile=", "TimeoutStartSec="):
+            assert needed in body
+        exec_line = next(x for x in body.splitlines() if x.startswith("ExecStart="))
+        words = shlex.split(exec_line.removeprefix("ExecStart="))
+        assert json.loads(words[words.index("--hf-overrides") + 1])["rope_parameters"]
+
+
+def test_json_contract_and_text_explain_every_number() -> None:
+    p = plan("2xA10", load_model("Qwen2.5-Coder-7B"))
+    body = plan_json(p)
+    assert set(body) >= {"instances", "memory", "max_model_len", "max_concurrent_reviews",
+                         "warnings"}
+    assert set(body["instances"][0]) >= {"gpus", "host", "port", "argv", "env"}
+    text = plan_text(p)
+    for phrase in ("× utilization 0.90", "− weights", "− reserve", "KV per token per GPU = 2 × 28",
+                   "--max-num-seqs", "--max-num-batched-tokens", "review(s) of 65,536"):
+        assert phrase in text
+
+
+def test_no_secrets_in_rendered_configs() -> None:
+    p = one_instance_plan(8001)
+    for text in (nginx_conf(p), haproxy_cfg(p), helm_values(p)):
+        assert KEY not in text and "Bearer sk" not in text
+
+
+def test_helm_values_carry_the_flags() -> None:
+    values = helm_values(plan("1xH100", load_model("Qwen3-Coder-30B-A3B"), quantization="fp8"))
+    assert "tensorParallelSize: 1" in values and "--tool-call-parser=qwen3_coder" in values
+    assert '"--quantization=fp8"' in values and "modelURL:" in values
