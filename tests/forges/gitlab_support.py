@@ -87,6 +87,7 @@ def pick_findings(changes: ChangeSet) -> list[Finding]:
             out.append(finding(f.path, context[-1].new, title=f"context {context[-1].text}"))
             out.append(finding(f.path, context[0].old, Side.OLD, title=f"ctx-old {context[0].text}"))
         pairs = [(a, b) for a, b in zip(lines, lines[1:]) if a.new and b.new and b.new == a.new + 1]
+        pairs.sort(key=lambda p: (p[0].kind != "+" or p[1].kind != "+"))  # added lines first
         if pairs:
             a, b = pairs[0]
             out.append(finding(f.path, a.new, end=b.new, suggestion="fixed 1\nfixed 2",
