@@ -30,14 +30,14 @@ def _value(argv: list[str], flag: str) -> str | None:
     return argv[argv.index(flag) + 1] if flag in argv else None
 
 
-def _probe() -> None:  # runs inside vLLM's interpreter
-    import vllm
-    from vllm.entrypoints.launchers.cli_args import make_arg_parser
-    from vllm.model_executor.layers.quantization import QUANTIZATION_METHODS
-    from vllm.reasoning import ReasoningParserManager
-    from vllm.tool_parsers import ToolParserManager
-    from vllm.utils.argparse_utils import FlexibleArgumentParser
-    from vllm.v1.attention.backends.registry import AttentionBackendEnum
+def _probe() -> None:  # runs inside vLLM's interpreter, where these imports resolve
+    import vllm  # type: ignore[import-not-found]
+    from vllm.entrypoints.launchers.cli_args import make_arg_parser  # type: ignore[import-not-found]
+    from vllm.model_executor.layers.quantization import QUANTIZATION_METHODS  # type: ignore[import-not-found]
+    from vllm.reasoning import ReasoningParserManager  # type: ignore[import-not-found]
+    from vllm.tool_parsers import ToolParserManager  # type: ignore[import-not-found]
+    from vllm.utils.argparse_utils import FlexibleArgumentParser  # type: ignore[import-not-found]
+    from vllm.v1.attention.backends.registry import AttentionBackendEnum  # type: ignore[import-not-found]
 
     tools = sorted(ToolParserManager.list_registered())
     reasoning = sorted(ReasoningParserManager.list_registered())

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import ClassVar
 
 import httpx
 import pytest
@@ -43,7 +44,7 @@ def free_port() -> int:
 
 
 class _Upstream(BaseHTTPRequestHandler):
-    seen: list[tuple[str, str, bytes]] = []
+    seen: ClassVar[list[tuple[str, str, bytes]]] = []
 
     def _answer(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
