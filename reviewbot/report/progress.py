@@ -1,13 +1,14 @@
 """A progress bar over chunks on stderr, so stdout stays clean for the report itself.
 
-The engine calls `start(total_chunks)`, `advance()` once per finished chunk (from any thread:
-rich's Progress is lock-protected), and `close()`. Outside a terminal the bar would only
-litter CI logs with redraws, so it turns itself off there.
+The engine calls `start(total_chunks)`, `advance()` once per finished chunk (from any thread),
+and `close()`. Outside a terminal the bar would only litter CI logs with redraws, so it turns
+itself off there.
 """
 
 from __future__ import annotations
 
 import sys
+import threading
 from typing import Protocol, Self, TextIO
 
 from rich.console import Console
@@ -48,6 +49,9 @@ class ProgressBar:
         self.description = description
         self._progress: Progress | None = None
         self._task: TaskID | None = None
+        self._total = 0
+        self._done = 0
+        self._lock = threading.Lock()
 
     def start(self, total_chunks: int) -> None:
         if not self.enabled or self._progress is not None:
@@ -60,11 +64,18 @@ class ProgressBar:
             console=Console(file=self.stream),
             transient=True,  # the report that follows says how many chunks there were
         )
+        self._total, self._done = total_chunks, 0
         self._task = self._progress.add_task(self.description, total=total_chunks)
         self._progress.start()
 
     def advance(self) -> None:
-        if self._progress is not None and self._task is not None:
+        if self._progress is None or self._task is None:
+            return
+        with self._lock:
+            self._done += 1
+            if self._done > self._total:  # a chunk re-split after a context-length error: grow
+                self._total = self._done
+                self._progress.update(self._task, total=self._total)
             self._progress.advance(self._task)
 
     def close(self) -> None:

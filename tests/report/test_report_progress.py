@@ -35,6 +35,17 @@ def test_bar_on_a_terminal_counts_chunks() -> None:
     assert "Reviewing chunks" in stream.getvalue()
 
 
+def test_more_advances_than_chunks_grow_the_total() -> None:
+    bar = ProgressBar(Tty())
+    bar.start(1)
+    bar.advance()
+    bar.advance()  # the engine re-split a chunk into two pieces
+    assert bar._progress is not None
+    task = bar._progress.tasks[0]
+    assert (task.completed, task.total) == (2, 2)
+    bar.close()
+
+
 def test_calls_out_of_order_are_harmless() -> None:
     bar = ProgressBar(Tty())
     bar.advance()
