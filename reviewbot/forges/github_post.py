@@ -104,9 +104,7 @@ class Poster:
                      check=exc.status is not None and exc.status >= 500)
 
     def give_up(self, batch: list[Item], message: str, *, check: bool) -> None:
-        """Stop posting; with `check`, count what landed despite the error as posted."""
-        self.stopped = True
-        self.errors.append(message)
+        """Stop posting, unless `check` finds that the whole batch landed despite the error."""
         landed: set[str] = set()
         if check:
             try:
@@ -115,6 +113,11 @@ class Poster:
                 self.errors.append(forge_error("re-reading review comments", exc).message)
         for f, _ in batch:
             (self.posted if f.fingerprint in landed else self.failed).append(f)
+        if all(f.fingerprint in landed for f, _ in batch):
+            log.warning("%s, but the review was created", message)
+            return
+        self.stopped = True
+        self.errors.append(message)
 
     def outcome(self, unanchored: list[Finding]) -> PostOutcome:
         return PostOutcome(posted=self.posted, moved_to_summary=unanchored + self.moved,

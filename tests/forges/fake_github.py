@@ -26,7 +26,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from github_repo import GitRepo, PatchFile, split_files
+from tests.forges.github_repo import GitRepo, PatchFile, split_files
 
 BOT = {"login": "reviewbot[bot]", "id": 41898282, "type": "Bot"}
 TS = "2026-01-01T00:00:00Z"
@@ -40,6 +40,7 @@ class Failure:
     headers: dict[str, str]
     times: int
     after: bool = False  # apply the request, then answer with the failure (a lost response)
+    skip: int = 0  # let this many matching requests through first
 
 
 @dataclass
@@ -85,8 +86,10 @@ class FakeGitHub:
         self.pulls[number].head = head
 
     def fail_next(self, method: str, path: str, status: int, times: int = 1,
-                  headers: dict[str, str] | None = None, after: bool = False) -> None:
-        self.failures.append(Failure(method, re.compile(path), status, headers or {}, times, after))
+                  headers: dict[str, str] | None = None, after: bool = False,
+                  skip: int = 0) -> None:
+        self.failures.append(
+            Failure(method, re.compile(path), status, headers or {}, times, after, skip))
 
     def statuses(self, status: int) -> list[Recorded]:
         return [r for r in self.requests if r.status == status]
@@ -132,7 +135,7 @@ def unprocessable(*errors: str) -> JSONResponse:
 
 
 def build_app(fake: FakeGitHub) -> Starlette:
-    from fake_github_routes import routes  # noqa: PLC0415 - keeps this module short
+    from tests.forges.fake_github_routes import routes  # noqa: PLC0415 - keeps this module short
 
     async def guard(request: Request, call_next):  # type: ignore[no-untyped-def]
         body = await request.body()
@@ -143,7 +146,9 @@ def build_app(fake: FakeGitHub) -> Starlette:
             fake.requests.append(rec)
             hit = next((f for f in fake.failures if f.times > 0 and f.method == request.method
                         and f.path.search(request.url.path)), None)
-            if hit is not None:
+            if hit is not None and hit.skip > 0:
+                hit.skip, hit = hit.skip - 1, None
+            elif hit is not None:
                 hit.times -= 1
         if auth not in (f"token {fake.token}", f"Bearer {fake.token}"):
             rec.status = 401

@@ -7,8 +7,8 @@ from typing import Any, Callable
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from fake_github import BOT, TS, FakeGitHub, page, text, unprocessable
-from github_repo import split_files
+from tests.forges.fake_github import BOT, TS, FakeGitHub, page, text, unprocessable
+from tests.forges.github_repo import split_files
 
 R = "/api/v3/repos/{owner}/{name}"
 MAX_BODY = 65536

@@ -7,8 +7,8 @@ from typing import Any, Iterator
 
 import pytest
 
-from fake_github import FakeGitHub, Server
-from github_repo import GitRepo
+from tests.forges.fake_github import FakeGitHub, Server
+from tests.forges.github_repo import GitRepo
 from reviewbot.config import Settings
 from reviewbot.diff import ChangeSet, Side
 from reviewbot.findings import Finding, Severity
@@ -76,8 +76,10 @@ class Reviewer:
     suggestions, and records every ChangeSet it was asked to review.
     """
 
-    def __init__(self, every: int = 1, extra: list[Finding] | None = None) -> None:
+    def __init__(self, every: int = 1, extra: list[Finding] | None = None,
+                 removed: bool = True) -> None:
         self.every = every
+        self.removed = removed
         self.extra = extra or []
         self.seen: list[ChangeSet] = []
 
@@ -87,12 +89,12 @@ class Reviewer:
         for file in changes.files:
             for hunk in file.hunks:
                 for i, line in enumerate(hunk.lines):
-                    if i % self.every:
+                    if i % self.every or (line.kind == "-" and not self.removed):
                         continue
                     side, number = line.positions()[0]  # new side, or old for removed lines
                     out.append(Finding(
                         path=file.path, line=number, side=side, severity=Severity.MINOR,
-                        title=f"look at {line.kind}{line.text.strip()[:30]}", body="Because.",
+                        title=f"look at {line.text.strip()[:30]}", body="Because.",
                         suggestion=(line.text + "  # fixed") if line.kind == "+" else None))
         stats = Stats(files_total=len(changes.files), files_reviewed=len(changes.files),
                       changed_lines=changes.changed_lines, changed_lines_sent=changes.changed_lines)

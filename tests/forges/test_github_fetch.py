@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from fake_github import FakeGitHub
-from github_support import fake, forge, settings  # noqa: F401 - fixture
+from tests.forges.fake_github import FakeGitHub
+from tests.forges.github_support import fake, forge, settings  # noqa: F401 - fixture
 from reviewbot.diff import Side
 from reviewbot.errors import ForgeError
 from reviewbot.forges.github import GitHubForge
@@ -46,8 +46,8 @@ def test_406_falls_back_to_paginated_files_with_the_same_positions(fake: FakeGit
 
 
 def test_files_fallback_follows_link_headers_over_many_pages(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from fake_github import Server
-    from github_repo import GitRepo
+    from tests.forges.fake_github import Server
+    from tests.forges.github_repo import GitRepo
 
     repo = GitRepo(tmp_path / "r")
     for i in range(300):

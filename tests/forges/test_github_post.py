@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from fake_github import FakeGitHub
-from github_support import fake, finding, forge  # noqa: F401 - fixture
+from tests.forges.fake_github import FakeGitHub
+from tests.forges.github_support import fake, finding, forge  # noqa: F401 - fixture
 from reviewbot.diff import Side, parse
 from reviewbot.forges.base import read_marker
 

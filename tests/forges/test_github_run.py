@@ -1,0 +1,147 @@
+"""End to end through the shared posting flow (`review_change_request`) against the fake GitHub."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+
+from reviewbot.config import Settings
+from reviewbot.diff import Side
+from reviewbot.errors import ForgeError
+from reviewbot.forges.base import read_marker
+from reviewbot.forges.github import GitHubForge
+from reviewbot.forges.run import review_change_request
+from tests.forges.fake_github import FakeGitHub, Server
+from tests.forges.github_repo import GitRepo
+from tests.forges.github_support import Reviewer, fake, finding, forge  # noqa: F401 - fixture
+
+
+def _summaries(fake: FakeGitHub) -> list[dict]:  # type: ignore[type-arg]
+    return [c for c in fake.issue_comments if (read_marker(c["body"]) or {}).get("kind") == "summary"]
+
+
+def _fingerprints(fake: FakeGitHub) -> list[str]:
+    return [read_marker(c["body"])["fingerprint"] for c in fake.review_comments]
+
+
+def test_full_review_posts_everything_with_no_422_and_a_rerun_posts_nothing(fake: FakeGitHub) -> None:
+    reviewer = Reviewer(extra=[finding("assets/logo.png", 1), finding("src/app.py", None)])
+    run = review_change_request(forge(fake, batch_size=8), reviewer, mode="full")
+    assert run.complete and run.exit_code == 0, run.errors
+    assert len(run.to_post) == 30 and len(fake.reviews) == 4  # 8 + 8 + 8 + 6
+    assert len(fake.review_comments) == len(run.outcome.posted) == len(run.to_post)
+    assert not [r for r in fake.requests if r.status >= 400]
+    assert sorted(_fingerprints(fake)) == sorted(f.fingerprint for f in run.to_post)
+    for c in fake.review_comments:  # suggestions only where GitHub can apply them
+        assert ("```suggestion" in c["body"]) <= (c["side"] == "RIGHT")
+    sides = {(c["path"], c["side"]) for c in fake.review_comments}
+    assert ("docs/removed.md", "LEFT") in sides and ("src/new_name.py", "RIGHT") in sides
+    [summary] = _summaries(fake)
+    assert read_marker(summary["body"])["last_reviewed_sha"] == fake.pulls[7].head
+    assert "assets/logo.png" in summary["body"] and "Review complete" in summary["body"]
+
+    again = review_change_request(forge(fake), Reviewer(), mode="full")
+    assert again.to_post == [] and len(again.already_posted) == len(run.to_post)
+    assert len(fake.review_comments) == len(run.to_post)
+    assert len(_summaries(fake)) == 1 and len(fake.issue_comments) == 1  # edited in place
+    assert review_change_request(forge(fake), Reviewer(), mode="incremental").mode == "up-to-date"
+
+
+def test_push_reviews_only_new_commits_and_marks_gone_findings_outdated(fake: FakeGitHub) -> None:
+    first = review_change_request(forge(fake), Reviewer(), mode="incremental")
+    assert first.mode == "full" and first.complete
+    before = len(fake.review_comments)
+    fake.repo.write("src/added.py", "import os\n\nprint(os.getcwd(), flush=True)\n")
+    fake.push(7, fake.repo.commit("fix"))
+
+    reviewer = Reviewer(removed=False)  # the removed line is not reported again
+    second = review_change_request(forge(fake), reviewer, mode="incremental")
+    assert second.mode == "incremental" and second.complete, second.errors
+    assert [f.path for f in reviewer.seen[0].files] == ["src/added.py"]
+    new = fake.review_comments[before:]
+    assert new and {c["path"] for c in new} == {"src/added.py"}
+    assert not fake.statuses(422)
+    outdated = [c for c in fake.review_comments if (read_marker(c["body"]) or {}).get("state")]
+    assert [(c["path"], c["line"]) for c in outdated] == [("src/added.py", 3)]
+    assert outdated[0]["body"].startswith("**Outdated**")
+    assert len(second.to_resolve) == 1
+
+    third = review_change_request(forge(fake), Reviewer(), mode="full")
+    assert third.to_post == [] and third.to_resolve == []  # already outdated: not touched again
+
+
+@pytest.mark.parametrize("applied", [False, True])
+def test_crash_mid_post_then_rerun_loses_nothing_and_doubles_nothing(
+        fake: FakeGitHub, applied: bool) -> None:
+    fake.fail_next("POST", r"/reviews$", 500, after=applied, skip=1)  # the 2nd of 3 reviews
+    run = review_change_request(forge(fake, batch_size=12), Reviewer(), mode="incremental")
+    total = len(run.to_post)
+    if applied:  # the review landed though the answer was lost: counted as posted
+        assert run.complete and len(fake.review_comments) == total
+    else:
+        assert not run.complete and run.exit_code == 3
+        assert len(run.outcome.posted) == 12 and len(run.outcome.failed) == total - 12
+        assert len(fake.review_comments) == 12  # the 3rd review was not attempted
+        assert "incomplete" in _summaries(fake)[0]["body"].lower()
+        assert "last_reviewed_sha" not in read_marker(_summaries(fake)[0]["body"])
+    rerun = review_change_request(forge(fake), Reviewer(), mode="incremental")
+    assert rerun.complete
+    assert sorted(_fingerprints(fake)) == sorted({f.fingerprint for f in run.to_post})
+    assert len(_summaries(fake)) == 1
+
+
+def test_dry_run_posts_nothing_and_shows_the_payloads(fake: FakeGitHub) -> None:
+    run = review_change_request(forge(fake), Reviewer(), mode="full", dry_run=True)
+    assert run.payloads and sum(len(p["comments"]) for p in run.payloads) == len(run.to_post)
+    assert not [r for r in fake.requests if r.method in ("POST", "PATCH")]
+
+
+@pytest.mark.parametrize("count", [300, 320])  # 320 > 300 files: 406, then /files
+def test_a_300_file_pr(tmp_path, count: int) -> None:  # type: ignore[no-untyped-def]
+    repo = GitRepo(tmp_path / "big")
+    for i in range(count):
+        repo.write(f"pkg/mod{i:03}.py", "".join(f"v{n} = {n}\n" for n in range(12)))
+    base = repo.commit("base")
+    for i in range(count):
+        repo.write(f"pkg/mod{i:03}.py",
+                   "".join(f"v{n} = {n}{f'  # {i}' if n == 6 else ''}\n" for n in range(12)))
+    gh = FakeGitHub(repo)
+    gh.open_pull(base, repo.commit("head"), number=3)
+    with Server(gh):
+        run = review_change_request(forge(gh, number=3), Reviewer(every=7), mode="full")
+        assert run.complete, run.errors
+        assert bool(gh.statuses(406)) == (count > 300) and not gh.statuses(422)
+        assert len(run.to_post) == count * 2 and len(gh.review_comments) == count * 2
+        sizes = [len(r.body["comments"]) for r in gh.requests if r.path.endswith("/reviews")]
+        assert max(sizes) == 30 and sum(sizes) == count * 2
+        again = review_change_request(forge(gh, number=3), Reviewer(every=7), mode="full")
+        assert again.to_post == [] and len(gh.review_comments) == count * 2
+
+
+def test_tokens_never_appear_in_logs_errors_or_output(fake: FakeGitHub, caplog) -> None:  # type: ignore[no-untyped-def]
+    caplog.set_level(logging.DEBUG)  # PyGithub's and urllib3's debug logs included
+    text = ""
+    fake.fail_next("GET", r"/pulls/7/comments$", 500, times=4)  # 1 try + 3 retries
+    with pytest.raises(ForgeError) as err:  # cannot tell what is already posted: stop
+        review_change_request(forge(fake), Reviewer(), mode="full")
+    text += str(err.value) + err.value.body
+    fake.fail_next("POST", r"/reviews$", 422)  # not about a position: reported, not bisected
+    run = review_change_request(forge(fake), Reviewer(), mode="full")
+    assert not run.complete and "HTTP 422" in run.errors[0]
+    bad = Settings(github_url=fake.base_url, github_token="ghp_other_secret_token_42", retries=0)
+    with pytest.raises(ForgeError) as err:
+        review_change_request(GitHubForge(bad, fake.full_name, 7), Reviewer())
+    text += str(err.value) + err.value.body + caplog.text + json.dumps(run.to_dict())
+    text += "".join(c["body"] for c in fake.issue_comments + fake.review_comments)
+    assert fake.token not in text and "ghp_other_secret_token_42" not in text
+    assert [r.authorization for r in fake.requests if r.status == 200][0] == f"token {fake.token}"
+
+
+def test_findings_on_removed_lines_of_a_renamed_file(fake: FakeGitHub) -> None:
+    extra = [finding("src/new_name.py", 13, Side.OLD, title="old side of a rename")]
+    run = review_change_request(forge(fake), Reviewer(every=1000, extra=extra), mode="full")
+    assert run.complete
+    [c] = [c for c in fake.review_comments if c["side"] == "LEFT" and c["path"] == "src/new_name.py"]
+    assert c["line"] == 13
