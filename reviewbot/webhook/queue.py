@@ -98,10 +98,16 @@ def _record(row: tuple[object, ...]) -> JobRecord:
 class JobQueue:
     """All SQL lives here. Thread-safe: one connection behind a lock (writes are tiny)."""
 
-    def __init__(self, conn: sqlite3.Connection, lock_file: IO[bytes] | None = None) -> None:
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        lock_file: IO[bytes] | None = None,
+        checkpoint_conn: sqlite3.Connection | None = None,
+    ) -> None:
         self._conn = conn
         self._lock = threading.Lock()
         self._lock_file = lock_file
+        self._checkpoint_conn = checkpoint_conn
 
     @classmethod
     def open(cls, path: Path) -> JobQueue:
@@ -117,15 +123,22 @@ class JobQueue:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA busy_timeout=5000")
+            # Commits never checkpoint (an fsync on the request path); `checkpoint()` does,
+            # from the dispatcher thread, on a connection of its own.
+            conn.execute("PRAGMA wal_autocheckpoint=0")
             conn.executescript(_SCHEMA)
+            checkpoint_conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+            checkpoint_conn.execute("PRAGMA busy_timeout=5000")
         except sqlite3.Error as exc:
             lock_file.close()
             raise UsageError(f"cannot open queue database {path}: {exc}") from None
-        return cls(conn, lock_file)
+        return cls(conn, lock_file, checkpoint_conn)
 
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+            if self._checkpoint_conn is not None:
+                self._checkpoint_conn.close()
             if self._lock_file is not None:
                 self._lock_file.close()
 
@@ -235,6 +248,11 @@ class JobQueue:
         with self._lock:
             row = self._conn.execute("SELECT attempts FROM jobs WHERE id = ?", (job_id,)).fetchone()
         return int(row[0]) if row else 0
+
+    def checkpoint(self) -> None:
+        """Copy the WAL into the database without blocking writers (PASSIVE)."""
+        if self._checkpoint_conn is not None:
+            self._checkpoint_conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
 
     def next_due(self) -> float | None:
         """When the earliest queued job becomes due (None if nothing is queued)."""

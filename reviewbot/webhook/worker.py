@@ -23,6 +23,7 @@ from reviewbot.webhook.metrics import Metrics
 from reviewbot.webhook.queue import JobQueue
 
 log = logging.getLogger("reviewbot.webhook")
+CHECKPOINT_EVERY_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -120,20 +121,29 @@ class WorkerPool:
         return frozenset(f for f, n in per.items() if n >= self._limits.per_forge)
 
     def _dispatch(self) -> None:
+        last_checkpoint = time.monotonic()
         while not self._stopping.is_set():
             self._wake.clear()
+            if time.monotonic() - last_checkpoint >= CHECKPOINT_EVERY_S:
+                self._queue.checkpoint()
+                last_checkpoint = time.monotonic()
+            saturated = False
             while not self._stopping.is_set():
                 with self._lock:
-                    if len(self._running) >= self._limits.workers:
-                        break
+                    saturated = len(self._running) >= self._limits.workers
                     busy = self._busy_forges()
+                if saturated:
+                    break
                 job = self._queue.claim(busy, now=self._clock())
                 if job is None:
                     break
                 self._launch(job)
-            due = self._queue.next_due()
-            timeout = 1.0 if due is None else min(1.0, max(0.01, due - self._clock()))
-            self._wake.wait(timeout)
+            self._wake.wait(1.0 if saturated else self._idle_timeout())
+
+    def _idle_timeout(self) -> float:
+        """Sleep until the next retry is due (a finishing job or a new event wakes us earlier)."""
+        due = self._queue.next_due()
+        return 1.0 if due is None else min(1.0, max(0.01, due - self._clock()))
 
     def _launch(self, job: Job) -> None:
         assert self._executor is not None

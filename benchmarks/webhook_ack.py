@@ -1,0 +1,200 @@
+"""Acknowledgement latency of a real `reviewbot webhook` process, on loopback only.
+
+Starts `reviewbot webhook` on a free 127.0.0.1 port with a temporary queue database and a
+stand-in runner (this file's `stand_in_runner`, through the `--runner` test hook: each
+"review" sleeps --review-seconds, so workers keep claiming and finishing jobs while the
+load runs), then sends signed GitLab/GitHub push events open-loop at a fixed rate and
+reports latency percentiles of the answers. Bounded: at most --requests requests and
+--max-seconds seconds of sending; every request must be answered 202.
+
+    .venv/bin/python benchmarks/webhook_ack.py --requests 2000 --rate 200 --max-seconds 10
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import hmac
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+
+from reviewbot.webhook.jobs import Job, Outcome
+
+GITLAB_SECRET = "bench-gitlab-secret"
+GITHUB_SECRET = "bench-github-secret"
+ADMIN_TOKEN = "bench-admin-token"
+
+
+def stand_in_runner(job: Job, cancel: threading.Event) -> Outcome:
+    cancel.wait(float(os.environ.get("BENCH_REVIEW_SECONDS", "0.1")))
+    return Outcome.cancelled() if cancel.is_set() else Outcome.done()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def request_for(i: int) -> tuple[str, dict[str, str], bytes]:
+    sha = hashlib.sha1(str(i).encode()).hexdigest()
+    if i % 2:
+        body = json.dumps({
+            "object_kind": "merge_request",
+            "project": {"id": 1000 + i % 50, "web_url": f"https://gitlab.example.com/g/p{i % 50}",
+                        "path_with_namespace": f"g/p{i % 50}"},
+            "object_attributes": {"action": "update", "oldrev": "0" * 40, "iid": i % 400,
+                                  "last_commit": {"id": sha}},
+        }).encode()
+        headers = {"X-Gitlab-Event": "Merge Request Hook", "X-Gitlab-Token": GITLAB_SECRET,
+                   "Idempotency-Key": f"bench-{i}", "Content-Type": "application/json"}
+        return "/webhook/gitlab", headers, body
+    body = json.dumps({
+        "action": "synchronize", "number": i % 400,
+        "pull_request": {"number": i % 400, "head": {"sha": sha}},
+        "repository": {"full_name": f"o/r{i % 50}", "url": f"https://api.github.com/repos/o/r{i % 50}"},
+    }).encode()
+    signature = "sha256=" + hmac.new(GITHUB_SECRET.encode(), body, hashlib.sha256).hexdigest()
+    headers = {"X-GitHub-Event": "pull_request", "X-Hub-Signature-256": signature,
+               "X-GitHub-Delivery": f"bench-{i}", "Content-Type": "application/json"}
+    return "/webhook/github", headers, body
+
+
+async def load(url: str, requests: int, rate: float, max_seconds: float, keepalive: bool
+               ) -> tuple[list[float], dict[int, int], float, float]:
+    limits = httpx.Limits(max_connections=256, max_keepalive_connections=256 if keepalive else 0)
+    prepared = [request_for(i) for i in range(requests)]
+    latencies: list[float] = []
+    statuses: dict[int, int] = {}
+    lag = 0.0
+    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=10) as client:
+
+        async def one(path: str, headers: dict[str, str], body: bytes) -> None:
+            start = time.perf_counter()
+            try:
+                r = await client.post(path, content=body, headers=headers)
+                code = r.status_code
+            except httpx.HTTPError:
+                code = 0
+            latencies.append(time.perf_counter() - start)
+            statuses[code] = statuses.get(code, 0) + 1
+
+        t0 = time.perf_counter()
+        tasks = []
+        for i, (path, headers, body) in enumerate(prepared):
+            due = t0 + i / rate
+            if due - t0 > max_seconds:
+                break
+            delay = due - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            lag = max(lag, time.perf_counter() - due)
+            tasks.append(asyncio.create_task(one(path, headers, body)))
+        await asyncio.wait_for(asyncio.gather(*tasks), timeout=30)
+        elapsed = time.perf_counter() - t0
+    return latencies, statuses, elapsed, lag
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def server_ack_buckets(url: str) -> str:
+    """The listener's own view (reviewbot_webhook_ack_seconds): share answered within each bound."""
+    text = httpx.get(f"{url}/metrics", timeout=10).text
+    cumulative: dict[str, float] = {}
+    for line in text.splitlines():
+        if line.startswith("reviewbot_webhook_ack_seconds_bucket"):
+            le = line.split('le="')[1].split('"')[0]
+            cumulative[le] = cumulative.get(le, 0.0) + float(line.rsplit(" ", 1)[1])
+    total = cumulative.get("+Inf", 0.0) or 1.0
+    return "  ".join(f"<={float(le) * 1000:g}ms {100 * n / total:.1f}%"
+                     for le, n in cumulative.items() if le in ("0.001", "0.005", "0.01", "0.05"))
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def loadavg() -> str:
+    return Path("/proc/loadavg").read_text().split(" ", 1)[0]
+
+
+def start_server(db: Path, port: int, workers: int, review_seconds: float) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent),
+           "REVIEWBOT_GITLAB_WEBHOOK_SECRET": GITLAB_SECRET,
+           "REVIEWBOT_GITHUB_WEBHOOK_SECRET": GITHUB_SECRET, "REVIEWBOT_ADMIN_TOKEN": ADMIN_TOKEN,
+           "BENCH_REVIEW_SECONDS": str(review_seconds)}
+    cmd = [str(Path(sys.executable).parent / "reviewbot"), "webhook", "--host", "127.0.0.1",
+           "--port", str(port), "--db", str(db), "--workers", str(workers),
+           "--rate-limit", "100000", "--runner", "webhook_ack:stand_in_runner",
+           "--log-level", "warning"]
+    proc = subprocess.Popen(cmd, env=env)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit("reviewbot webhook exited during start-up")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                return proc
+        except httpx.TransportError:
+            time.sleep(0.05)
+    proc.kill()
+    raise SystemExit("reviewbot webhook did not become healthy in 20 s")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=2000)
+    parser.add_argument("--rate", type=float, default=200.0, help="requests per second")
+    parser.add_argument("--max-seconds", type=float, default=10.0, help="cap on sending time")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--review-seconds", type=float, default=0.1)
+    parser.add_argument("--no-keepalive", action="store_true", help="a new connection per request")
+    args = parser.parse_args()
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    with tempfile.TemporaryDirectory() as tmp:
+        proc = start_server(Path(tmp) / "queue.sqlite", port, args.workers, args.review_seconds)
+        try:
+            load_before, cpu_before = loadavg(), cpu_seconds(proc.pid)
+            latencies, statuses, elapsed, lag = asyncio.run(
+                load(url, args.requests, args.rate, args.max_seconds, not args.no_keepalive))
+            load_after, cpu_used = loadavg(), cpu_seconds(proc.pid) - cpu_before
+            server_side = server_ack_buckets(url)
+            counts = httpx.get(f"{url}/jobs?limit=1", timeout=10,
+                               headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}).json()["counts"]
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+    ms = [x * 1000 for x in latencies]
+    print(f"requests {len(ms)} in {elapsed:.2f} s ({len(ms) / elapsed:.0f}/s), statuses {statuses},"
+          f" keep-alive {'off' if args.no_keepalive else 'on'}, max send lag {lag * 1000:.1f} ms")
+    print(f"ack latency ms: p50 {percentile(ms, .50):.2f}  p95 {percentile(ms, .95):.2f}"
+          f"  p99 {percentile(ms, .99):.2f}  max {max(ms):.2f}")
+    print(f"server-side enqueue time (body read to job committed): {server_side}")
+    print(f"listener CPU: {cpu_used:.2f} s for {len(ms)} requests"
+          f" ({1000 * cpu_used / max(1, len(ms)):.2f} ms/request, workers included)")
+    print(f"1-min load average before/after: {load_before}/{load_after} on {os.cpu_count()} CPUs")
+    print(f"jobs in the queue database: {sum(counts.values())} {counts}")
+    if set(statuses) != {202}:
+        raise SystemExit("not every request was acknowledged with 202")
+
+
+if __name__ == "__main__":
+    main()
