@@ -1,0 +1,12 @@
+# Two commands on a fresh machine: `make demo` and `make test`.
+export REVIEWBOT_VLLM_PYTHON ?= $(CURDIR)/.venv-vllm/bin/python
+
+.PHONY: setup demo test
+setup:
+	./scripts/setup.sh
+
+demo: setup
+	.venv/bin/reviewbot demo
+
+test: setup
+	.venv/bin/python -m pytest -q
