@@ -61,6 +61,7 @@ class State:
         self.never: set[str] = set()  # too large everywhere, even with access_raw_diffs
         self.hidden: set[str] = set()  # left out of /diffs (overflow); /changes raw has them
         self.next_id = 1000
+        self.hook: Any = None  # called with each handled request, before the answer is sent
         self._diff_cache: dict[tuple[str, str], list[dict[str, Any]]] = {}
 
     # the merge request
@@ -206,6 +207,8 @@ def _handler(fake: FakeGitLab) -> type[BaseHTTPRequestHandler]:
                 status, payload, headers = route(state, method, path, query, body,
                                                  fake.max_per_page, fake.url)
                 record.status = status if fault is None else None
+                if state.hook is not None:
+                    state.hook(record)
             if fault is not None:  # the work is done, the answer is lost
                 self.close_connection = True
                 self.connection.close()
