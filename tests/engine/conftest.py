@@ -97,10 +97,8 @@ class GitRepo:
         return lines[:-1] if data.endswith(b"\n") else lines
 
 
-@pytest.fixture
-def git_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+def isolate_git(monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
     """No user or system git config leaks in (from_git runs git with this environment too)."""
-    home = tmp_path_factory.mktemp("home")
     (home / ".gitconfig").write_text("")
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / ".gitconfig"))
@@ -109,6 +107,20 @@ def git_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monkey
     for key in list(os.environ):
         if key.startswith("GIT_") and key not in _ISOLATION and key != "GIT_CONFIG_GLOBAL":
             monkeypatch.delenv(key, raising=False)
+
+
+@pytest.fixture
+def git_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    isolate_git(monkeypatch, tmp_path_factory.mktemp("home"))
+
+
+@pytest.fixture(scope="module")
+def module_repos(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[str], GitRepo]]:
+    """`make_repo` for fixtures shared by a whole test module (git is isolated while it runs)."""
+    root = tmp_path_factory.mktemp("module_repos")
+    with pytest.MonkeyPatch.context() as mp:
+        isolate_git(mp, tmp_path_factory.mktemp("home"))
+        yield lambda name="repo": GitRepo(root / name)
 
 
 @pytest.fixture
