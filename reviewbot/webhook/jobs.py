@@ -3,8 +3,9 @@
 A runner is any callable `(job, cancel) -> Outcome`. It is called on a worker thread, may
 block (forge + vLLM calls), should poll `cancel` between steps and return
 `Outcome.cancelled()` soon after it is set. It reports failures by raising a
-`reviewbot.errors.ReviewbotError`: `BackendError` and `ForgeError` (and `OSError`) are
-retried with backoff, any other `ReviewbotError` fails the job at once.
+`reviewbot.errors.ReviewbotError`: `BackendError`, `IncompleteReview`, `ForgeError` with
+no status, 429 or 5xx (and `OSError`) are retried with backoff; any other error fails the
+job at once.
 """
 
 from __future__ import annotations

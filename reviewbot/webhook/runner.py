@@ -13,24 +13,26 @@ from reviewbot.webhook.jobs import Job, Outcome, ReviewRunner
 def run_review(job: Job, cancel: threading.Event) -> Outcome:
     """Review one MR/PR head through the review engine (blocking).
 
-    Calls `reviewbot.commands.review.review_forge_change(forge=, project=, number=,
+    Calls `reviewbot.commands.forge.review_forge_change(forge=, project=, number=,
     head_sha=, forge_url=)`, which posts the review to the forge idempotently and raises
-    `ReviewbotError` subclasses on failure. Its return value is not used.
+    `ReviewbotError` subclasses on failure (`IncompleteReview` when it did not cover the
+    change: retried). It returns `(ForgeRun, exit code)`; the code is kept as the detail.
     """
     if cancel.is_set():
         return Outcome.cancelled()
     try:
-        from reviewbot.commands.review import review_forge_change  # noqa: PLC0415 - lazy
+        from reviewbot.commands.forge import review_forge_change  # noqa: PLC0415 - lazy
     except ImportError as exc:
         raise UsageError(f"the review engine is not available: {exc}") from None
-    review_forge_change(
+    result = review_forge_change(
         forge=job.forge,
         project=job.project,
         number=job.number,
         head_sha=job.head_sha,
         forge_url=job.base_url,
     )
-    return Outcome.done()
+    code = result[1] if isinstance(result, tuple) and len(result) == 2 else None
+    return Outcome.done("" if code is None else f"review exit code {code}")
 
 
 def load_runner(spec: str | None) -> ReviewRunner:

@@ -17,7 +17,7 @@ from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass
 from functools import partial
 
-from reviewbot.errors import BackendError, ForgeError, ReviewbotError, redact
+from reviewbot.errors import BackendError, ForgeError, IncompleteReview, ReviewbotError, redact
 from reviewbot.webhook.jobs import Job, Outcome, ReviewRunner
 from reviewbot.webhook.metrics import Metrics
 from reviewbot.webhook.queue import JobQueue
@@ -42,7 +42,7 @@ class PoolLimits:
 def is_retryable(exc: BaseException) -> bool:
     if isinstance(exc, ForgeError):
         return exc.status is None or exc.status == 429 or exc.status >= 500
-    return isinstance(exc, (BackendError, OSError))
+    return isinstance(exc, (BackendError, IncompleteReview, OSError))
 
 
 class WorkerPool:
