@@ -32,7 +32,7 @@ def api_url(url: str) -> str:
     return url if url.endswith("/api/v3") else url + "/api/v3"
 
 
-class Retry(GithubRetry):  # type: ignore[misc]
+class Retry(GithubRetry):
     def is_retry(self, method: str, status_code: int, has_retry_after: bool = False) -> bool:
         if method == "POST" and status_code >= 500:
             return False
@@ -41,7 +41,7 @@ class Retry(GithubRetry):  # type: ignore[misc]
     def get_retry_after(self, response: Any) -> float | None:
         seconds = super().get_retry_after(response)
         if seconds is None or self.max_rate_limit_wait is None:
-            return seconds  # type: ignore[no-any-return]
+            return seconds
         return float(min(seconds, self.max_rate_limit_wait))
 
 

@@ -12,8 +12,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import Any, Iterable
+from typing import Any
 
 from reviewbot.diff import ChangeSet, Side
 from reviewbot.findings import Finding

@@ -11,12 +11,13 @@ review comments are re-read and only what is missing is reported as failed.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, cast
 
 from github import GithubException
 from github.Commit import Commit
-from github.PullRequest import PullRequest
+from github.PullRequest import PullRequest, ReviewComment
 from requests import RequestException
 
 from reviewbot.diff import ChangeSet
@@ -78,7 +79,7 @@ class Poster:
             self.pull.create_review(
                 commit=self.commit, event="COMMENT",
                 body=review_body(len(batch), self.commit.sha),
-                comments=[c for _, c in batch],
+                comments=[cast(ReviewComment, c) for _, c in batch],
             )
         except GithubException as exc:
             self.refused(batch, exc)

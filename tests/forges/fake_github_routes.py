@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -58,7 +59,8 @@ def routes(fake: FakeGitHub) -> list[tuple[str, Callable[..., Any], list[str]]]:
         return text(diff)
 
     async def get_files(request: Request) -> Response:
-        return page(request, [f.to_json() for f in fake.files(request.path_params["number"])][:3000])
+        files = fake.files(request.path_params["number"])[:3000]  # GitHub lists ≤ 3,000
+        return page(request, [f.to_json() for f in files])
 
     async def get_commit(request: Request) -> Response:
         sha = request.path_params["sha"]
@@ -189,7 +191,8 @@ def validate(fake: FakeGitHub, number: int, comments: list[dict[str, Any]]) -> s
         if c.get("start_line") is not None:
             start_side = c.get("start_side", side)
             if f.hunk_index(start_side, c["start_line"]) != hunk:
-                return "Pull request review thread start line must be part of the same hunk as the line."
+                return ("Pull request review thread start line must be part of the same hunk "
+                        "as the line.")
             if start_side == side and c["start_line"] >= c["line"]:
                 return "Pull request review thread start_line must precede the end line."
     return None

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
-from tests.forges.fake_github import FakeGitHub, Server
-from tests.forges.github_repo import GitRepo
 from reviewbot.config import Settings
 from reviewbot.diff import ChangeSet, Side
 from reviewbot.findings import Finding, Severity
 from reviewbot.forges.github import GitHubForge
 from reviewbot.result import ReviewResult, Stats
+from tests.forges.fake_github import FakeGitHub, Server
+from tests.forges.github_repo import GitRepo
 
 APP_OLD = "".join(f"line {i}\n" for i in range(1, 41))
 APP_NEW = APP_OLD.replace("line 5\n", "line 5 changed\nline 5b added\n").replace(
@@ -42,8 +43,9 @@ def scenario(repo: GitRepo) -> tuple[str, str]:
     return base, head
 
 
-@pytest.fixture
-def fake(tmp_path: Path) -> Iterator[FakeGitHub]:
+@pytest.fixture(name="fake")
+def fake_github(tmp_path: Path) -> Iterator[FakeGitHub]:
+    """The fake GitHub serving PR #7 of `scenario`; import it to use the `fake` fixture."""
     repo = GitRepo(tmp_path / "repo")
     base, head = scenario(repo)
     gh = FakeGitHub(repo)

@@ -9,7 +9,7 @@ from reviewbot.commands.forge import run_forge
 from reviewbot.config import resolve
 from reviewbot.forges.github import GitHubForge
 from tests.forges.fake_github import FakeGitHub
-from tests.forges.github_support import Reviewer, fake  # noqa: F401 - fixture
+from tests.forges.github_support import Reviewer, fake_github  # noqa: F401 - fixture "fake"
 
 
 def test_actions_environment_reviews_the_event_pr(fake: FakeGitHub, tmp_path: Path) -> None:

@@ -1,15 +1,17 @@
-"""Fetching a PR from the fake GitHub: raw diff, 406 → /files fallback, binary files, Enterprise."""
+"""Fetching a PR from the fake GitHub: raw diff, 406 → /files, binary files, Enterprise URL."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from tests.forges.fake_github import FakeGitHub
-from tests.forges.github_support import fake, forge, settings  # noqa: F401 - fixture
 from reviewbot.diff import Side
 from reviewbot.errors import ForgeError
 from reviewbot.forges.github import GitHubForge
 from reviewbot.forges.github_client import api_url
+from tests.forges.fake_github import FakeGitHub
+from tests.forges.github_support import fake_github, forge, settings  # noqa: F401 - fixture "fake"
 
 
 def _by_status(changes):  # type: ignore[no-untyped-def]
@@ -45,7 +47,7 @@ def test_406_falls_back_to_paginated_files_with_the_same_positions(fake: FakeGit
     assert "no patch" in req.skipped[0].reason
 
 
-def test_files_fallback_follows_link_headers_over_many_pages(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_files_fallback_follows_link_headers_over_many_pages(tmp_path: Path) -> None:
     from tests.forges.fake_github import Server
     from tests.forges.github_repo import GitRepo
 

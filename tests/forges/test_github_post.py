@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tests.forges.fake_github import FakeGitHub
-from tests.forges.github_support import fake, finding, forge  # noqa: F401 - fixture
 from reviewbot.diff import Side, parse
 from reviewbot.forges.base import read_marker
+from tests.forges.fake_github import FakeGitHub
+from tests.forges.github_support import fake_github, finding, forge  # noqa: F401 - fixture "fake"
 
 APP, RENAMED, DELETED, ADDED = "src/app.py", "src/new_name.py", "docs/removed.md", "src/added.py"
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+from pathlib import Path
 
 import pytest
 
@@ -15,18 +16,25 @@ from reviewbot.forges.github import GitHubForge
 from reviewbot.forges.run import review_change_request
 from tests.forges.fake_github import FakeGitHub, Server
 from tests.forges.github_repo import GitRepo
-from tests.forges.github_support import Reviewer, fake, finding, forge  # noqa: F401 - fixture
+from tests.forges.github_support import (  # noqa: F401 - fake_github: fixture "fake"
+    Reviewer,
+    fake_github,
+    finding,
+    forge,
+)
 
 
 def _summaries(fake: FakeGitHub) -> list[dict]:  # type: ignore[type-arg]
-    return [c for c in fake.issue_comments if (read_marker(c["body"]) or {}).get("kind") == "summary"]
+    return [c for c in fake.issue_comments
+            if (read_marker(c["body"]) or {}).get("kind") == "summary"]
 
 
 def _fingerprints(fake: FakeGitHub) -> list[str]:
     return [read_marker(c["body"])["fingerprint"] for c in fake.review_comments]
 
 
-def test_full_review_posts_everything_with_no_422_and_a_rerun_posts_nothing(fake: FakeGitHub) -> None:
+def test_full_review_posts_everything_with_no_422_and_a_rerun_posts_nothing(
+        fake: FakeGitHub) -> None:
     reviewer = Reviewer(extra=[finding("assets/logo.png", 1), finding("src/app.py", None)])
     run = review_change_request(forge(fake, batch_size=8), reviewer, mode="full")
     assert run.complete and run.exit_code == 0, run.errors
@@ -99,7 +107,7 @@ def test_dry_run_posts_nothing_and_shows_the_payloads(fake: FakeGitHub) -> None:
 
 
 @pytest.mark.parametrize("count", [300, 320])  # 320 > 300 files: 406, then /files
-def test_a_300_file_pr(tmp_path, count: int) -> None:  # type: ignore[no-untyped-def]
+def test_a_300_file_pr(tmp_path: Path, count: int) -> None:
     repo = GitRepo(tmp_path / "big")
     for i in range(count):
         repo.write(f"pkg/mod{i:03}.py", "".join(f"v{n} = {n}\n" for n in range(12)))
@@ -120,7 +128,8 @@ def test_a_300_file_pr(tmp_path, count: int) -> None:  # type: ignore[no-untyped
         assert again.to_post == [] and len(gh.review_comments) == count * 2
 
 
-def test_tokens_never_appear_in_logs_errors_or_output(fake: FakeGitHub, caplog) -> None:  # type: ignore[no-untyped-def]
+def test_tokens_never_appear_in_logs_errors_or_output(
+        fake: FakeGitHub, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)  # PyGithub's and urllib3's debug logs included
     text = ""
     fake.fail_next("GET", r"/pulls/7/comments$", 500, times=4)  # 1 try + 3 retries
@@ -136,12 +145,13 @@ def test_tokens_never_appear_in_logs_errors_or_output(fake: FakeGitHub, caplog) 
     text += str(err.value) + err.value.body + caplog.text + json.dumps(run.to_dict())
     text += "".join(c["body"] for c in fake.issue_comments + fake.review_comments)
     assert fake.token not in text and "ghp_other_secret_token_42" not in text
-    assert [r.authorization for r in fake.requests if r.status == 200][0] == f"token {fake.token}"
+    assert next(r.authorization for r in fake.requests if r.status == 200) == f"token {fake.token}"
 
 
 def test_findings_on_removed_lines_of_a_renamed_file(fake: FakeGitHub) -> None:
     extra = [finding("src/new_name.py", 13, Side.OLD, title="old side of a rename")]
     run = review_change_request(forge(fake), Reviewer(every=1000, extra=extra), mode="full")
     assert run.complete
-    [c] = [c for c in fake.review_comments if c["side"] == "LEFT" and c["path"] == "src/new_name.py"]
+    [c] = [c for c in fake.review_comments
+           if c["side"] == "LEFT" and c["path"] == "src/new_name.py"]
     assert c["line"] == 13
