@@ -78,7 +78,7 @@ class GitLabForge:
         """Collapsed/too-large files and overflow: `/changes?access_raw_diffs=true`, then
         `/raw_diffs`; whatever is still missing is reported as skipped, with the reason."""
         wanted = {gitlab_diffs.api_path(d): gitlab_diffs.missing_reason(d) or "" for d in missing}
-        changes = _call(lambda: self.mr.changes(access_raw_diffs=True), "reading the changes")
+        changes = _call(lambda: self.mr.changes(access_raw_diffs="true"), "reading the changes")
         got: dict[str, FileDiff] = {}
         for d in changes.get("changes", []):  # type: ignore[union-attr]
             path = gitlab_diffs.api_path(d)

@@ -181,6 +181,7 @@ def _handler(fake: FakeGitLab) -> type[BaseHTTPRequestHandler]:
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # no 40 ms delayed-ACK stall per request
 
         def log_message(self, *args: Any) -> None:  # quiet
             pass

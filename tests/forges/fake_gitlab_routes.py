@@ -46,7 +46,7 @@ def _diffs(state: State, m: Any, q: Any, b: Any) -> Result:
 
 
 def _changes(state: State, m: Any, q: Any, b: Any) -> Result:
-    raw = q.get("access_raw_diffs", ["false"])[0] == "true"
+    raw = q.get("access_raw_diffs", ["false"])[0] in ("1", "t", "true", "True", "TRUE", "yes")
     changes = []
     for d in state.diffs():
         if d["new_path"] in state.never or (not raw and d["new_path"] in state.too_large):
@@ -58,7 +58,8 @@ def _changes(state: State, m: Any, q: Any, b: Any) -> Result:
 
 
 def _raw_diffs(state: State, m: Any, q: Any, b: Any) -> Result:
-    return 200, state.repo.raw_diff(state.base, state.head).encode(), {}
+    too_big = tuple(sorted(state.never))  # too large for GitLab everywhere
+    return 200, state.repo.raw_diff(state.base, state.head, too_big).encode(), {}
 
 
 def _commits(state: State, m: Any, q: Any, b: Any) -> Result:

@@ -61,8 +61,9 @@ class Repo:
     def rev_list(self, base: str, head: str) -> list[str]:
         return self.git("rev-list", f"{base}..{head}").split()
 
-    def raw_diff(self, base: str, head: str) -> str:
-        return self.git("diff", "-M", "--no-color", base, head)
+    def raw_diff(self, base: str, head: str, exclude: tuple[str, ...] = ()) -> str:
+        spec = ["--", ".", *(f":(exclude){p}" for p in exclude)] if exclude else []
+        return self.git("diff", "-M", "--no-color", base, head, *spec)
 
     def file_diffs(self, base: str, head: str) -> list[dict[str, object]]:
         """GitLab `/diffs` objects for base..head (renames detected, binary as GitLab shows it)."""
