@@ -1,0 +1,199 @@
+"""The forge-agnostic flow in run.py, over an in-memory forge (a real implementation of the
+protocol that keeps comments in lists) and the local forge."""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass, field, replace
+
+from reviewbot.diff import ChangeSet, Side, parse
+from reviewbot.errors import ForgeError
+from reviewbot.findings import Finding, Severity
+from reviewbot.forges.base import ChangeRequest, PostedComment, PostOutcome, marker, read_marker
+from reviewbot.forges.local import LocalForge
+from reviewbot.forges.run import outdated, review_change_request, split_anchorable
+from reviewbot.result import ReviewResult, SkippedFile, Stats
+
+DIFF = """\
+--- a/app.py
++++ b/app.py
+@@ -1,4 +1,5 @@
+ one
+-two
++TWO
++two and a half
+ three
+ four
+@@ -20,3 +21,3 @@
+ twenty
+-twenty-one
++XXI
+ twenty-two
+"""
+CHANGES = parse(DIFF)
+
+
+def f(line: int | None, side: Side = Side.NEW, end: int | None = None, path: str = "app.py",
+      suggestion: str | None = None, title: str = "t") -> Finding:
+    return Finding(path, line, side, Severity.MINOR, f"{title}{line}{side.value}{end}", "b",
+                   end_line=end, suggestion=suggestion)
+
+
+@dataclass
+class MemoryForge:
+    """Keeps everything in lists; `fail_post` makes post() raise like a dead forge."""
+
+    changes: ChangeSet = CHANGES
+    head: str = "h2"
+    incremental: ChangeSet | None = None
+    skipped: tuple[SkippedFile, ...] = ()
+    summary: str | None = None
+    comments: list[PostedComment] = field(default_factory=list)
+    posted: list[Finding] = field(default_factory=list)
+    resolved: list[PostedComment] = field(default_factory=list)
+    writes: int = 0
+    fail_post: bool = False
+    name: str = "memory"
+
+    def fetch(self) -> ChangeRequest:
+        return ChangeRequest("memory", "p", 1, "t", self.head, "b", "b", self.changes, self.skipped)
+
+    def fetch_incremental(self, since_sha: str, request: ChangeRequest) -> ChangeSet | None:
+        return self.incremental
+
+    def existing(self) -> list[PostedComment]:
+        return list(self.comments)
+
+    def post(self, request: ChangeRequest, findings: list[Finding]) -> PostOutcome:
+        self.writes += 1
+        if self.fail_post:
+            raise ForgeError("forge down")
+        self.posted += findings
+        self.comments += [PostedComment(str(len(self.comments)), x.fingerprint, x.path)
+                          for x in findings]
+        return PostOutcome(posted=list(findings))
+
+    def resolve(self, comments: list[PostedComment]) -> None:
+        self.writes += 1
+        self.resolved += comments
+
+    def read_summary(self) -> str | None:
+        return self.summary
+
+    def write_summary(self, request: ChangeRequest, body: str) -> None:
+        self.writes += 1
+        self.summary = body
+
+
+def reviewer_of(*findings: Finding, complete: bool = True):  # type: ignore[no-untyped-def]
+    def review(changes: ChangeSet) -> ReviewResult:
+        n = changes.changed_lines
+        stats = Stats(files_total=1, files_reviewed=1, changed_lines=n,
+                      changed_lines_sent=n if complete else 0)
+        return ReviewResult(list(findings), [], "", stats, model="m")
+    return review
+
+
+def test_split_anchorable_keeps_valid_positions_and_repairs_or_refuses_the_rest() -> None:
+    ok, refused = split_anchorable([
+        f(2), f(2, Side.OLD), f(1, Side.OLD), f(2, end=3, suggestion="x"),
+        f(2, end=22, suggestion="x"),  # range across hunks: narrowed, suggestion dropped
+        f(2, Side.OLD, suggestion="x"),  # suggestion on a removed line: dropped
+        f(50), f(None), f(2, path="other.py"),
+    ], CHANGES)
+    assert [(x.line, x.side, x.end_line, x.suggestion) for x in ok] == [
+        (2, Side.NEW, None, None), (2, Side.OLD, None, None), (1, Side.OLD, None, None),
+        (2, Side.NEW, 3, "x"), (2, Side.NEW, None, None), (2, Side.OLD, None, None)]
+    assert [(x.line, x.path) for x in refused] == [(50, "app.py"), (None, "app.py"),
+                                                   (2, "other.py")]
+
+
+def test_outdated_in_full_mode_covers_reviewed_files_only() -> None:
+    req = MemoryForge(skipped=(SkippedFile("app.py", "too large"),)).fetch()
+    comments = [PostedComment("1", "gone", "app.py"), PostedComment("2", "gone", "x.py")]
+    assert outdated(comments, set(), CHANGES, req, since_sha=None) == []  # app.py was skipped
+    req = MemoryForge().fetch()
+    assert [c.id for c in outdated(comments, {"kept"}, CHANGES, req, since_sha=None)] == ["1"]
+
+
+def test_outdated_in_incremental_mode_only_where_the_new_commits_changed_the_line() -> None:
+    req = MemoryForge().fetch()
+    comments = [
+        PostedComment("changed", "a", "app.py", line=2, side="new", head_sha="h1"),
+        PostedComment("untouched", "b", "app.py", line=4, side="new", head_sha="h1"),
+        PostedComment("older head", "c", "app.py", line=2, side="new", head_sha="h0"),
+        PostedComment("unknown anchor", "d", "app.py"),
+        PostedComment("resolved", "e", "app.py", resolved=True),
+    ]
+    got = outdated(comments, set(), CHANGES, req, since_sha="h1")
+    assert [c.id for c in got] == ["changed", "unknown anchor"]
+
+
+def test_full_flow_posts_new_findings_only_and_records_the_head() -> None:
+    forge = MemoryForge(comments=[PostedComment("9", "", "app.py")])
+    first = review_change_request(forge, reviewer_of(f(2), f(2, Side.OLD)), mode="full")
+    assert first.exit_code == 0 and len(forge.posted) == 2
+    again = review_change_request(forge, reviewer_of(f(2), f(2, Side.OLD)), mode="full")
+    assert again.to_post == [] and len(forge.posted) == 2
+    assert read_marker(forge.summary or "") == {"kind": "summary", "last_reviewed_sha": "h2"}
+
+
+def test_incremental_uses_the_incremental_diff_and_falls_back_to_full() -> None:
+    forge = MemoryForge(summary=marker("summary", last_reviewed_sha="h1"))
+    seen: list[ChangeSet] = []
+
+    def review(changes: ChangeSet) -> ReviewResult:
+        seen.append(changes)
+        return reviewer_of()(changes)
+
+    run = review_change_request(forge, review)
+    assert run.mode == "full" and seen[-1] is CHANGES  # fetch_incremental gave None
+    forge.summary = marker("summary", last_reviewed_sha="h1")
+    forge.incremental = ChangeSet(CHANGES.files[:1])
+    run = review_change_request(forge, review)
+    assert run.mode == "incremental" and run.since_sha == "h1" and seen[-1] is forge.incremental
+
+
+def test_a_forge_failure_is_exit_3_with_everything_in_the_summary_and_the_old_sha_kept() -> None:
+    forge = MemoryForge(summary=marker("summary", last_reviewed_sha="h1"), fail_post=True,
+                        incremental=CHANGES)
+    run = review_change_request(forge, reviewer_of(f(2, title="lost?")))
+    assert run.exit_code == 3 and not run.complete
+    assert "Review incomplete" in (forge.summary or "") and "lost?2" in (forge.summary or "")
+    assert read_marker(forge.summary or "") == {"kind": "summary", "last_reviewed_sha": "h1"}
+
+
+def test_an_incomplete_review_is_exit_3_and_records_no_new_sha() -> None:
+    forge = MemoryForge()
+    run = review_change_request(forge, reviewer_of(f(2), complete=False), mode="full")
+    assert run.exit_code == 3 and read_marker(forge.summary or "") == {"kind": "summary"}
+
+
+def test_forge_skipped_files_reach_the_stats_and_the_summary() -> None:
+    forge = MemoryForge(skipped=(SkippedFile("huge.sql", "GitLab did not return the diff"),))
+    run = review_change_request(forge, reviewer_of(), mode="full")
+    assert [s.path for s in run.result.stats.files_skipped] == ["huge.sql"]
+    assert "`huge.sql`: GitLab did not return the diff" in run.summary
+
+
+def test_dry_run_writes_nothing() -> None:
+    forge = MemoryForge()
+    run = review_change_request(forge, reviewer_of(f(2), f(60)), mode="full", dry_run=True)
+    assert forge.writes == 0 and forge.summary is None
+    assert [x.line for x in run.to_post] == [2] and [x.line for x in run.unanchored] == [60]
+    assert run.outcome.posted == run.to_post and run.summary
+
+
+def test_resolves_through_the_resolver_protocol() -> None:
+    forge = MemoryForge(comments=[PostedComment("1", "stale", "app.py", thread_id="t1")])
+    run = review_change_request(forge, reviewer_of(f(2)), mode="full")
+    assert [c.thread_id for c in forge.resolved] == ["t1"] and run.to_resolve == forge.resolved
+
+
+def test_local_forge_prints_comments_and_summary() -> None:
+    out = io.StringIO()
+    run = review_change_request(LocalForge(CHANGES, head_sha="abc", out=out),
+                                reviewer_of(replace(f(2, end=3), suggestion="fixed")))
+    text = out.getvalue()
+    assert "app.py:2-3 (new) [minor]" in text and "fixed" in text and "### reviewbot review" in text
+    assert run.exit_code == 0
