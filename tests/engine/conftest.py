@@ -134,3 +134,30 @@ def make_repo(tmp_path: Path, git_env: None) -> Callable[[str], GitRepo]:
 @pytest.fixture
 def git_repo(make_repo: Callable[[str], GitRepo]) -> Iterator[GitRepo]:
     yield make_repo("repo")
+
+
+def train_tokenizer(path: Path, vocab_size: int = 3000) -> Path:
+    """A small byte-level BPE (GPT-2 style) trained on local Python sources, saved as tokenizer.json."""
+    import sysconfig
+
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    roots = [Path(__file__).resolve().parents[2] / "reviewbot", Path(sysconfig.get_paths()["stdlib"])]
+    texts: list[str] = []
+    for root in roots:
+        for source in sorted(root.glob("*.py"))[:60]:
+            texts.append(source.read_text(encoding="utf-8", errors="replace"))
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                  special_tokens=["<|endoftext|>"])
+    tok.train_from_iterator(texts, trainer)
+    tok.save(str(path))
+    return path
+
+
+@pytest.fixture(scope="session")
+def tokenizer_json(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return train_tokenizer(tmp_path_factory.mktemp("tokenizer") / "tokenizer.json")
