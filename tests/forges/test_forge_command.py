@@ -1,0 +1,78 @@
+"""run_forge / review_forge_change: CI defaults, dispatch, exit codes, against the fake GitLab."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from reviewbot.commands.forge import _pr_from_event, make_forge, review_forge_change, run_forge
+from reviewbot.config import Settings
+from reviewbot.errors import IncompleteReview, UsageError
+from reviewbot.forges.gitlab import GitLabForge
+from tests.forges.fake_gitlab import Fault
+from tests.forges.gitlab_support import TOKEN, Env, env, reviewer  # noqa: F401
+
+
+def _ci_env(env: Env) -> dict[str, str]:
+    return {"CI_SERVER_URL": env.gitlab.url, "CI_MERGE_REQUEST_PROJECT_ID": "42",  # type: ignore[attr-defined]
+            "CI_PROJECT_ID": "999", "CI_MERGE_REQUEST_IID": "7", "GITLAB_TOKEN": TOKEN}
+
+
+def _settings(ci: dict[str, str], **kw: object) -> Settings:
+    from reviewbot.config import resolve
+
+    return resolve(kw, env=ci, config_path=None)
+
+
+def test_gitlab_ci_defaults_pick_the_merge_request(env: Env) -> None:
+    ci = _ci_env(env)
+    forge = make_forge(_settings(ci), mr=None, pr=None, project=None, repo=None, env=ci)
+    assert isinstance(forge, GitLabForge) and (forge.project_id, forge.iid) == ("42", 7)
+    run, code = run_forge(_settings(ci), mr=None, pr=None, project=None, repo=None,
+                          dry_run=False, reviewer=reviewer, env=ci)
+    assert code == 0 and len(env.gitlab.diff_notes()) == len(run.to_post) > 0
+
+
+def test_fail_on_gives_exit_1_and_incomplete_gives_exit_3(env: Env) -> None:
+    ci = _ci_env(env)
+    _, code = run_forge(_settings(ci, fail_on="major"), mr=7, pr=None, project="grp/proj",
+                        repo=None, dry_run=True, reviewer=reviewer, env={})
+    assert code == 1
+    env.gitlab.faults.append(Fault("POST", r"/draft_notes$", 500, times=10**6))
+    run, code = run_forge(_settings(ci, fail_on="major"), mr=7, pr=None, project="grp/proj",
+                          repo=None, dry_run=False, reviewer=reviewer, env={})
+    assert code == 3 and not run.complete  # incomplete wins over findings
+
+
+def test_usage_errors_are_one_line_and_name_the_fix() -> None:
+    s = Settings(gitlab_token=TOKEN)
+    with pytest.raises(UsageError, match="--project"):
+        make_forge(s, mr=1, pr=None, project=None, repo=None, env={})
+    with pytest.raises(UsageError, match="--mr IID or --pr N"):
+        make_forge(s, mr=None, pr=None, project=None, repo=None, env={})
+    with pytest.raises(UsageError, match="not both"):
+        make_forge(s, mr=1, pr=2, project="p", repo="o/r", env={})
+
+
+def test_pr_number_comes_from_the_actions_event_payload(tmp_path: Path) -> None:
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"action": "opened", "pull_request": {"number": 17}}))
+    assert _pr_from_event({"GITHUB_EVENT_PATH": str(event)}) == 17
+    event.write_text(json.dumps({"action": "push"}))
+    assert _pr_from_event({"GITHUB_EVENT_PATH": str(event)}) is None
+
+
+def test_review_forge_change_posts_and_raises_when_incomplete(env: Env) -> None:
+    s = Settings(gitlab_url=env.gitlab.url, gitlab_token=TOKEN)  # type: ignore[attr-defined]
+    run, code = review_forge_change("gitlab", "42", 7, env.head, env.gitlab.url,  # type: ignore[attr-defined]
+                                    reviewer=reviewer, settings=s)
+    assert code == 0 and run.request.head_sha == env.head
+    env.repo.write({"src/app.py": "rewritten\n"})
+    env.gitlab.push(env.repo.commit("push"))
+    env.gitlab.faults.append(Fault("POST", r"/draft_notes$", 500, times=10**6))
+    with pytest.raises(IncompleteReview) as err:
+        review_forge_change("gitlab", "42", 7, env.gitlab.head, env.gitlab.url,  # type: ignore[attr-defined]
+                            reviewer=reviewer, settings=s)
+    assert err.value.exit_code == 3 and TOKEN not in str(err.value)
