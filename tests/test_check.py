@@ -1,0 +1,77 @@
+"""`reviewbot server check` against the real vLLM CPU server (tiny random model) and an
+unreachable URL."""
+
+from __future__ import annotations
+
+import re
+import socket
+from typing import Any
+
+import pytest
+
+from reviewbot.cli import main
+
+CHECKS = ("reachable", "model served", "context", "tokenize", "latency", "tool call (forced)",
+          "tool call (auto)")
+
+
+def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    with pytest.raises(SystemExit) as info:
+        main(["server", "check", *args])
+    out = capsys.readouterr()
+    return int(info.value.code or 0), out.out + out.err
+
+
+def status_of(output: str) -> dict[str, str]:
+    """{check name: status} from lines like `PASS  reachable   GET /health → 200`."""
+    found = (re.match(r"(PASS|WARN|FAIL)  (\S.*?)(?:\s{2,}|$)", line)
+             for line in output.splitlines())
+    return {m.group(2): m.group(1) for m in found if m}
+
+
+@pytest.mark.vllm
+def test_all_checks_pass(vllm_server: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = run(["--base-url", vllm_server.base_url, "--model", vllm_server.model,
+                     "--min-context", str(vllm_server.max_model_len),
+                     "--api-key", "sk-never-printed-42"], capsys)
+    statuses = status_of(out)
+    assert code == 0, out
+    assert set(statuses) == set(CHECKS), out
+    assert all(statuses[name] == "PASS" for name in CHECKS[:6]), out
+    # a random-weight model may answer tool_choice=auto with noise: WARN, never FAIL
+    assert statuses["tool call (auto)"] in ("PASS", "WARN")
+    assert "sk-never-printed-42" not in out
+
+
+@pytest.mark.vllm
+def test_root_url_and_first_model(vllm_server: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = run(["--base-url", vllm_server.root_url,
+                     "--min-context", "1024"], capsys)
+    assert code == 0 and vllm_server.model in out, out
+
+
+@pytest.mark.vllm
+def test_context_below_budget_fails(vllm_server: Any,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = run(["--base-url", vllm_server.base_url,
+                     "--min-context", str(vllm_server.max_model_len + 1)], capsys)
+    assert code == 1 and status_of(out)["context"] == "FAIL", out
+
+
+@pytest.mark.vllm
+def test_unknown_model_fails(vllm_server: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = run(["--base-url", vllm_server.base_url, "--model", "no-such-model"], capsys)
+    assert code == 1 and "'no-such-model' is not served" in out, out
+
+
+def test_unreachable_url_fails(capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nothing listens there
+    code, out = run(["--base-url", f"http://127.0.0.1:{port}/v1", "--timeout", "5"], capsys)
+    assert code == 1 and status_of(out) == {"reachable": "FAIL"}, out
+
+
+def test_bad_url_is_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = run(["--base-url", "localhost:8000"], capsys)
+    assert code == 2 and "expected http(s)://" in out
