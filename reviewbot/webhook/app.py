@@ -13,7 +13,7 @@ from starlette.routing import Route
 
 from reviewbot.webhook.auth import bearer_ok
 from reviewbot.webhook.intake import Intake, Reply
-from reviewbot.webhook.jobs import STATES, Forge, ReviewRunner, State
+from reviewbot.webhook.jobs import STATES, Forge, ReviewRunner
 from reviewbot.webhook.metrics import Metrics
 from reviewbot.webhook.queue import JobQueue
 from reviewbot.webhook.ratelimit import RateLimiter
@@ -87,7 +87,7 @@ def create_app(settings: WebhookSettings, queue: JobQueue, runner: ReviewRunner)
         if (state is not None and state not in STATES) or not limit.isdigit():
             return JSONResponse({"error": "state must be one of " + ", ".join(STATES)
                                  + "; limit a positive integer"}, status_code=400)
-        records = queue.list(cast("State | None", state), min(int(limit), 1000))
+        records = queue.list(state, min(int(limit), 1000))
         return JSONResponse({"jobs": [r.to_json() for r in records], "counts": queue.counts()})
 
     async def get_job(request: Request) -> Response:

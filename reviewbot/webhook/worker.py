@@ -36,7 +36,7 @@ class PoolLimits:
     shutdown_grace_s: float = 10.0
 
     def backoff(self, attempts: int) -> float:
-        return min(self.backoff_max_s, self.backoff_s * 2 ** max(0, attempts - 1))
+        return min(self.backoff_max_s, self.backoff_s * 2.0 ** max(0, attempts - 1))
 
 
 def is_retryable(exc: BaseException) -> bool:

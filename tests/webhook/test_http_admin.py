@@ -14,7 +14,14 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
-from webhook_support import ADMIN_TOKEN, ThreadServer, free_port, gitlab_event, make_settings, wait_for
+from webhook_support import (
+    ADMIN_TOKEN,
+    ThreadServer,
+    free_port,
+    gitlab_event,
+    make_settings,
+    wait_for,
+)
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,14 @@ from pathlib import Path
 
 import httpx
 from recording_runner import RecordingRunner, recorded
-from webhook_support import ADMIN_TOKEN, ThreadServer, github_event, gitlab_event, make_settings, wait_for
+from webhook_support import (
+    ADMIN_TOKEN,
+    ThreadServer,
+    github_event,
+    gitlab_event,
+    make_settings,
+    wait_for,
+)
 
 from reviewbot.errors import BackendUnreachable, ForgeError, UsageError
 from reviewbot.webhook.jobs import Job

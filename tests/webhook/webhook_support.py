@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Self
 
 import httpx
 import uvicorn
@@ -86,10 +87,10 @@ def github_event(
 
 
 def make_settings(db: Path, **overrides: object) -> WebhookSettings:
-    base: dict[str, object] = dict(
-        db_path=db, gitlab_secret=GITLAB_SECRET, github_secret=GITHUB_SECRET,
-        admin_token=ADMIN_TOKEN, retry_backoff_s=0.05, shutdown_grace_s=5.0,
-    )
+    base: dict[str, object] = {
+        "db_path": db, "gitlab_secret": GITLAB_SECRET, "github_secret": GITHUB_SECRET,
+        "admin_token": ADMIN_TOKEN, "retry_backoff_s": 0.05, "shutdown_grace_s": 5.0,
+    }
     base.update(overrides)
     return WebhookSettings(**base)  # type: ignore[arg-type]
 
@@ -115,7 +116,7 @@ class ThreadServer:
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
-    def __enter__(self) -> ThreadServer:
+    def __enter__(self) -> Self:
         self.thread.start()
         wait_for(lambda: self.server.started, timeout=10)
         return self
