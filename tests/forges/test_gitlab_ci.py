@@ -1,0 +1,68 @@
+"""The GitLab CI templates parse, use only declared inputs and real CLI flags, run only in MR
+pipelines, and publish the Code Quality report."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from reviewbot.commands.review import review
+from reviewbot.config import FAIL_ON
+
+ROOT = Path(__file__).parents[2] / "ci-templates" / "gitlab"
+COMPONENT = ROOT / "templates" / "review.yml"
+INCLUDE = ROOT / "reviewbot.gitlab-ci.yml"
+MR_ONLY = [{"if": '$CI_PIPELINE_SOURCE == "merge_request_event"'}]
+
+
+def _flags() -> set[str]:
+    return {opt for p in review.params for opt in getattr(p, "opts", [])}
+
+
+def _check_job(job: dict[str, Any]) -> None:
+    assert job["rules"] == MR_ONLY
+    assert job["artifacts"]["reports"]["codequality"] == "gl-code-quality-report.json"
+    assert job["artifacts"]["when"] == "always"
+    script = " ".join(job["script"])
+    assert "torch" not in script and "vllm" not in script.lower().replace("reviewbot", "")
+    command = shlex.split(job["script"][-1])
+    assert command[:2] == ["reviewbot", "review"]
+    used = {a for a in command if a.startswith("--")}
+    assert used <= _flags(), used - _flags()
+    assert command[command.index("--output") + 1] == "codequality"
+    assert command[command.index("--output-file") + 1] == "gl-code-quality-report.json"
+    assert command[command.index("--mr") + 1] == "$CI_MERGE_REQUEST_IID"
+
+
+def test_component_has_a_spec_header_then_the_job() -> None:
+    docs = list(yaml.safe_load_all(COMPONENT.read_text()))
+    assert len(docs) == 2
+    inputs = docs[0]["spec"]["inputs"]
+    assert {"stage", "image", "base_url", "model", "fail_on", "mode"} <= set(inputs)
+    assert inputs["fail_on"]["options"] == list(FAIL_ON)
+    assert "default" not in inputs["base_url"]  # required: no silent default server
+    text = COMPONENT.read_text().split("\n---\n", 1)[1]
+    used = set(re.findall(r"\$\[\[ inputs\.(\w+) \]\]", text))
+    assert used == set(inputs), (used ^ set(inputs))
+    jobs = docs[1]
+    assert list(jobs) == ["$[[ inputs.job_name ]]"]
+    _check_job(jobs["$[[ inputs.job_name ]]"])
+
+
+def test_plain_include_file_defines_a_ready_job() -> None:
+    doc = yaml.safe_load(INCLUDE.read_text())
+    base = doc[".reviewbot"]
+    assert doc["reviewbot"]["extends"] == ".reviewbot"
+    _check_job(base)
+    assert base["variables"]["REVIEWBOT_FAIL_ON"] in FAIL_ON
+
+
+def test_templates_tell_the_user_which_token_to_create() -> None:
+    for path in (COMPONENT, INCLUDE):
+        text = path.read_text()
+        assert "REVIEWBOT_GITLAB_TOKEN" in text and "`api` scope" in text
+        assert "CI_JOB_TOKEN cannot" in text
