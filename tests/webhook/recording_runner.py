@@ -76,12 +76,13 @@ def noop(job: Job, cancel: threading.Event) -> Outcome:
 
 
 class RecordingRunner:
-    """In-process runner: each call takes `delay` s (cancellable), then `behave(job)` may raise."""
+    """In-process runner: each call takes `delay` s (or `delay(job)`; cancellable), then
+    `behave(job, attempt)` may raise."""
 
     def __init__(
         self,
         db: Path,
-        delay: float = 0.0,
+        delay: float | Callable[[Job], float] = 0.0,
         behave: Callable[[Job, int], None] | None = None,
     ) -> None:
         self.db = db
@@ -104,7 +105,8 @@ class RecordingRunner:
             self.peak["total"] = max(self.peak.get("total", 0), self.active)
         try:
             record(self.db, "start", job)
-            if cancel.wait(self.delay):
+            delay = self.delay(job) if callable(self.delay) else self.delay
+            if cancel.wait(delay):
                 return Outcome.cancelled()
             if self.behave is not None:
                 self.behave(job, attempt)

@@ -27,7 +27,7 @@ def settled(srv: ThreadServer) -> bool:
 
 
 def test_burst_of_20_pushes_to_one_mr_gives_one_review_of_the_newest_head(tmp_path: Path) -> None:
-    runner = RecordingRunner(tmp_path / "reviews.sqlite", delay=0.3)
+    runner = RecordingRunner(tmp_path / "reviews.sqlite", delay=2.0)  # a review is slow
     heads = [f"{i:040x}" for i in range(1, 21)]
     with ThreadServer(make_settings(tmp_path / "q.sqlite"), runner) as srv, \
             httpx.Client(base_url=srv.url) as c:
@@ -45,12 +45,12 @@ def test_burst_of_20_pushes_to_one_mr_gives_one_review_of_the_newest_head(tmp_pa
 
 
 def test_running_review_is_cancelled_when_a_newer_push_arrives(tmp_path: Path) -> None:
-    runner = RecordingRunner(tmp_path / "reviews.sqlite", delay=30)
+    runner = RecordingRunner(tmp_path / "reviews.sqlite",
+                             delay=lambda job: 30.0 if job.head_sha == "1" * 40 else 0.0)
     with ThreadServer(make_settings(tmp_path / "q.sqlite"), runner) as srv, \
             httpx.Client(base_url=srv.url) as c:
         first = c.post("/webhook/github", content=(e := github_event(sha="1" * 40))[1], headers=e[0])
         wait_for(lambda: srv.queue.counts()["running"] == 1)
-        runner.delay = 0
         c.post("/webhook/github", content=(e := github_event(sha="2" * 40))[1], headers=e[0])
         wait_for(lambda: settled(srv))
         old = c.get(f"/jobs/{first.json()['job_id']}", headers=ADMIN).json()
@@ -134,7 +134,7 @@ def test_a_crashing_runner_fails_the_job_and_the_pool_goes_on(tmp_path: Path) ->
 
 
 def test_concurrency_is_bounded_in_total_and_per_forge(tmp_path: Path) -> None:
-    runner = RecordingRunner(tmp_path / "reviews.sqlite", delay=0.15)
+    runner = RecordingRunner(tmp_path / "reviews.sqlite", delay=0.5)
     settings = make_settings(tmp_path / "q.sqlite", workers=3, per_forge=2)
     with ThreadServer(settings, runner) as srv, httpx.Client(base_url=srv.url) as c:
         for number in range(6):

@@ -95,7 +95,7 @@ def make_settings(db: Path, **overrides: object) -> WebhookSettings:
     return WebhookSettings(**base)  # type: ignore[arg-type]
 
 
-def wait_for(predicate: object, timeout: float = 10.0, interval: float = 0.02) -> None:
+def wait_for(predicate: object, timeout: float = 30.0, interval: float = 0.02) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():  # type: ignore[operator]
