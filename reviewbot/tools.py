@@ -89,6 +89,9 @@ def tool_schema(chunk: Chunk, max_findings: int) -> dict[str, Any]:
         "function": {
             "name": TOOL_NAME,
             "description": _DESCRIPTION,
+            # vLLM >= 0.30 pins the arguments to this schema in its tool-call grammar only for
+            # strict tools; older servers use the schema for guided decoding either way
+            "strict": True,
             "parameters": {
                 "type": "object",
                 "properties": {
