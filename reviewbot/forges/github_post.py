@@ -29,11 +29,11 @@ from reviewbot.forges.github_map import review_comment
 log = logging.getLogger(__name__)
 
 BATCH_SIZE = 30
-# what a 422 says when one comment's position (or body) is the problem, not the review
-_POSITION_ERRORS = (
-    "part of the diff", "same hunk", "could not be resolved", "path is invalid",
-    "diff hunk", "body is too long", "start_line", "start line",
-)
+# a 422 that names these is about the review as a whole (e.g. a commit that is not part of the
+# PR any more): splitting the batch cannot help. Any other 422 (`line must be part of the diff`,
+# `start line must be part of the same hunk`, `Line could not be resolved`, `Body is too long`,
+# and wordings we do not know) is blamed on a comment and bisected.
+_REVIEW_ERRORS = ("commit", "event", "submitted too quickly")
 
 Item = tuple[Finding, dict[str, Any]]
 
@@ -90,7 +90,7 @@ class Poster:
         self.posted += [f for f, _ in batch]
 
     def refused(self, batch: list[Item], exc: GithubException) -> None:
-        if exc.status == 422 and any(s in error_text(exc) for s in _POSITION_ERRORS):
+        if exc.status == 422 and not any(s in error_text(exc) for s in _REVIEW_ERRORS):
             if len(batch) == 1:
                 f, c = batch[0]
                 log.warning("GitHub refused the comment on %s line %s (moved to the summary): %s",

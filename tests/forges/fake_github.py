@@ -41,6 +41,7 @@ class Failure:
     times: int
     after: bool = False  # apply the request, then answer with the failure (a lost response)
     skip: int = 0  # let this many matching requests through first
+    message: str = ""
 
 
 @dataclass
@@ -87,9 +88,9 @@ class FakeGitHub:
 
     def fail_next(self, method: str, path: str, status: int, times: int = 1,
                   headers: dict[str, str] | None = None, after: bool = False,
-                  skip: int = 0) -> None:
-        self.failures.append(
-            Failure(method, re.compile(path), status, headers or {}, times, after, skip))
+                  skip: int = 0, message: str = "") -> None:
+        self.failures.append(Failure(method, re.compile(path), status, headers or {}, times,
+                                     after, skip, message))
 
     def statuses(self, status: int) -> list[Recorded]:
         return [r for r in self.requests if r.status == status]
@@ -125,7 +126,8 @@ def page(request: Request, items: list[Any]) -> Response:
 def failure(rec: Recorded, hit: Failure) -> Response:
     rec.status = hit.status
     limited = hit.status in (403, 429)
-    message = "You have exceeded a secondary rate limit." if limited else "Server Error"
+    message = hit.message or (
+        "You have exceeded a secondary rate limit." if limited else "Server Error")
     return JSONResponse({"message": message}, status_code=hit.status, headers=hit.headers)
 
 

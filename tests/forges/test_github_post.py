@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 
 from reviewbot.diff import Side, parse
@@ -144,3 +145,29 @@ def test_preview_is_exactly_what_post_sends(fake: FakeGitHub) -> None:
     f.post(req, findings)
     sent = [r.body for r in fake.requests if r.path.endswith("/reviews")]
     assert sent == [{k: v for k, v in p.items()} for p in preview]
+
+
+def test_an_unknown_422_is_bisected_too(fake: FakeGitHub) -> None:
+    fake.fail_next("POST", r"/reviews$", 422, times=1, message="Validation Failed")
+    f = forge(fake)
+    out = f.post(f.fetch(), [finding(APP, 5), finding(APP, 6), finding(APP, 7)])
+    assert len(out.posted) == 3 and not out.moved_to_summary and not out.failed
+
+
+def test_a_push_between_fetch_and_post_is_a_failure_not_a_bad_position(fake: FakeGitHub) -> None:
+    f = forge(fake)
+    req = f.fetch()
+    fake.repo.write("src/added.py", "changed\n")
+    fake.push(7, fake.repo.commit("late push"))  # the fake insists on the current head
+    out = f.post(req, [finding(APP, 5), finding(APP, 6)])
+    assert len(out.failed) == 2 and not out.moved_to_summary and "HTTP 422" in out.errors[0]
+    assert len(fake.statuses(422)) == 1  # no bisection for a review-level error
+
+
+def test_retry_after_is_honoured(fake: FakeGitHub) -> None:
+    fake.fail_next("POST", r"/reviews$", 429, times=2, headers={"Retry-After": "1"})
+    f = forge(fake)
+    req = f.fetch()
+    start = time.monotonic()
+    assert len(f.post(req, [finding(APP, 5)]).posted) == 1
+    assert time.monotonic() - start >= 2.0  # backoff alone would be ~0.1 s here

@@ -136,7 +136,7 @@ def test_tokens_never_appear_in_logs_errors_or_output(
     with pytest.raises(ForgeError) as err:  # cannot tell what is already posted: stop
         review_change_request(forge(fake), Reviewer(), mode="full")
     text += str(err.value) + err.value.body
-    fake.fail_next("POST", r"/reviews$", 422)  # not about a position: reported, not bisected
+    fake.fail_next("POST", r"/reviews$", 422, message="No commit found for SHA: x")
     run = review_change_request(forge(fake), Reviewer(), mode="full")
     assert not run.complete and "HTTP 422" in run.errors[0]
     bad = Settings(github_url=fake.base_url, github_token="ghp_other_secret_token_42", retries=0)
