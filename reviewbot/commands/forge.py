@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from reviewbot.config import Settings, resolve
 from reviewbot.diff import ChangeSet
@@ -69,7 +70,7 @@ def make_forge(
         if not project:
             raise UsageError("no GitLab project: pass --project ID|PATH "
                              "(in GitLab CI it defaults to $CI_MERGE_REQUEST_PROJECT_ID)")
-        from reviewbot.forges.gitlab import GitLabForge  # noqa: PLC0415 - lazy
+        from reviewbot.forges.gitlab import GitLabForge
 
         return GitLabForge.from_settings(settings, project, iid)
     number = pr if pr is not None else _pr_from_event(env)
@@ -79,7 +80,7 @@ def make_forge(
     if not repo:
         raise UsageError("no GitHub repository: pass --repo OWNER/NAME "
                          "(in GitHub Actions it defaults to $GITHUB_REPOSITORY)")
-    from reviewbot.forges.github import GitHubForge  # noqa: PLC0415 - lazy
+    from reviewbot.forges.github import GitHubForge
 
     return GitHubForge(settings, repo, number)
 
@@ -127,7 +128,7 @@ def review_forge_change(
         url_key = "gitlab_url" if forge == "gitlab" else "github_url"
         settings = resolve({url_key: forge_url or None})
     if reviewer is None:
-        from reviewbot.review import make_reviewer  # noqa: PLC0415 - lazy
+        from reviewbot.review import make_reviewer
 
         reviewer = make_reviewer(settings)
     ids: dict[str, Any] = (

@@ -7,7 +7,7 @@ import re
 from reviewbot.findings import Finding
 from reviewbot.forges.base import marker
 
-_FENCE = re.compile(r"^\s*(`{3,}|~{3,})", re.M)
+_FENCE = re.compile(r"^\s*(`{3,}|~{3,})", re.MULTILINE)
 
 
 def fence_for(text: str) -> str:

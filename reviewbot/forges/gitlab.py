@@ -59,7 +59,7 @@ class GitLabForge:
                              "(GitLab is still preparing its diff); try again in a minute")
         objects = _call(lambda: self.gl.http_list(self._mr_path("diffs"), get_all=True,
                                                   per_page=100), "listing the diffs")
-        files, missing, skipped = gitlab_diffs.convert(objects)  # type: ignore[arg-type]
+        files, missing, skipped = gitlab_diffs.convert(objects)
         overflow = str(meta.attributes.get("changes_count") or "").endswith("+")
         if missing or overflow:
             extra, skipped_more = self._refetch(missing, {f.path for f in files}, overflow)
@@ -80,19 +80,19 @@ class GitLabForge:
         wanted = {gitlab_diffs.api_path(d): gitlab_diffs.missing_reason(d) or "" for d in missing}
         changes = _call(lambda: self.mr.changes(access_raw_diffs="true"), "reading the changes")
         got: dict[str, FileDiff] = {}
-        for d in changes.get("changes", []):  # type: ignore[union-attr]
+        for d in changes.get("changes", []):
             path = gitlab_diffs.api_path(d)
             if (path in wanted or path not in have) and not gitlab_diffs.missing_reason(d):
                 try:
                     got[path] = gitlab_diffs.file_diff(d)
                 except DiffError:
                     continue
-        if set(wanted) - set(got) or changes.get("overflow"):  # type: ignore[union-attr]
+        if set(wanted) - set(got) or changes.get("overflow"):
             for f in self._raw_files():
                 if f.path not in have and f.path not in got:
                     got[f.path] = f
         skipped = [SkippedFile(p, reason) for p, reason in wanted.items() if p not in got]
-        if overflow and changes.get("overflow") and not got:  # type: ignore[union-attr]
+        if overflow and changes.get("overflow") and not got:
             skipped.append(SkippedFile("(more files)", "GitLab reported more changed files than "
                                        "it returned (overflow); they were not reviewed"))
         return list(got.values()), skipped
@@ -100,7 +100,9 @@ class GitLabForge:
     def _raw_files(self) -> list[FileDiff]:
         try:
             raw = self.gl.http_get(self._mr_path("raw_diffs"), raw=True)
-            return list(parse(raw.content).files)  # type: ignore[union-attr]
+            if not isinstance(raw, requests.Response):
+                return []
+            return list(parse(raw.content).files)
         except (GitlabError, DiffError) as exc:
             log.info("raw_diffs unavailable: %s", exc)
             return []
@@ -111,9 +113,9 @@ class GitLabForge:
             return None  # force-pushed or rebased: the old head is not part of this MR any more
         cmp = _call(lambda: self.project.repository_compare(since_sha, request.head_sha),
                     "comparing commits")
-        if cmp.get("compare_timeout"):  # type: ignore[union-attr]
+        if cmp.get("compare_timeout"):
             return None
-        files, missing, broken = gitlab_diffs.convert(cmp.get("diffs", []))  # type: ignore[union-attr]
+        files, missing, broken = gitlab_diffs.convert(cmp.get("diffs", []))
         in_mr = {p for f in request.changes.files for p in (f.old_path, f.new_path) if p}
         out = [f for f in files if f.path in in_mr]
         for path in [gitlab_diffs.api_path(d) for d in missing] + [s.path for s in broken]:

@@ -7,8 +7,9 @@ Each object's `diff` starts at the first `@@`; the `--- a/old` / `+++ b/new` hea
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
-from typing import Any, Iterable
+from typing import Any
 
 from reviewbot.diff import FileDiff, parse
 from reviewbot.errors import DiffError
@@ -29,9 +30,7 @@ def missing_reason(d: dict[str, Any]) -> str | None:
 
 
 def _is_binary(text: str) -> bool:
-    return text.startswith("Binary files ") or "\nGIT binary patch" in text or text.startswith(
-        "GIT binary patch"
-    )
+    return text.startswith(("Binary files ", "GIT binary patch")) or "\nGIT binary patch" in text
 
 
 def file_diff(d: dict[str, Any]) -> FileDiff:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from reviewbot.diff import DiffLine, FileDiff, Hunk, Side
+from reviewbot.diff import DiffLine, FileDiff, Hunk
 from reviewbot.findings import Finding
 from reviewbot.forges.base import ChangeRequest
 from reviewbot.forges.comment import comment_body, suggestion_block

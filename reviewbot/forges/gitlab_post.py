@@ -13,8 +13,9 @@ from __future__ import annotations
 import logging
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import requests
 from gitlab.exceptions import GitlabError
@@ -108,7 +109,8 @@ class Poster:
             assert file is not None, f"{f.path} was validated against the diff"
             payload = note_payload(request, file, f)
             try:
-                self.policy.write(lambda: create(payload), lambda: f.fingerprint in present())
+                self.policy.write(lambda p=payload: create(p),  # type: ignore[misc]
+                                  lambda fp=f.fingerprint: fp in present())  # type: ignore[misc]
             except Refused as exc:
                 log.warning("GitLab refused the position of %s:%s (%s); moved to the summary",
                             f.path, f.line, " ".join(str(exc).split())[:200])

@@ -8,14 +8,21 @@ the host modules only translate valid positions into their own formats.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Callable, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from reviewbot.diff import ChangeSet, FileDiff, Side
 from reviewbot.errors import EXIT_INCOMPLETE, EXIT_OK, ForgeError
 from reviewbot.findings import Finding, fingerprint, merge
-from reviewbot.forges.base import ChangeRequest, Forge, PostedComment, PostOutcome, Resolver
-from reviewbot.forges.base import read_marker
+from reviewbot.forges.base import (
+    ChangeRequest,
+    Forge,
+    PostedComment,
+    PostOutcome,
+    Resolver,
+    read_marker,
+)
 from reviewbot.forges.summary import SummaryInput, render_summary
 from reviewbot.result import ReviewResult, Stats
 

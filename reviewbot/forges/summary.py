@@ -78,8 +78,8 @@ def _counts(s: SummaryInput) -> list[str]:
     row = ", ".join(f"{by[sev]} {sev.label}" for sev in sorted(Severity, reverse=True))
     return [
         f"**Findings**: {len(everything)} ({row})",
-        f"- Posted now: {s.posted}; already posted earlier: {s.already_posted}; "
-        f"outdated threads resolved: {s.resolved}",
+        (f"- Posted now: {s.posted}; already posted earlier: {s.already_posted}; "
+         f"outdated threads resolved: {s.resolved}"),
     ]
 
 

@@ -61,6 +61,7 @@ class State:
         self.never: set[str] = set()  # too large everywhere, even with access_raw_diffs
         self.hidden: set[str] = set()  # left out of /diffs (overflow); /changes raw has them
         self.next_id = 1000
+        self.url = ""  # set when the server starts
         self.hook: Any = None  # called with each handled request, before the answer is sent
         self._diff_cache: dict[tuple[str, str], list[dict[str, Any]]] = {}
 
@@ -167,7 +168,7 @@ class FakeGitLab:
 
     def __enter__(self) -> State:
         self.thread.start()
-        self.state.url = self.url  # type: ignore[attr-defined]
+        self.state.url = self.url
         return self.state
 
     def __exit__(self, *exc: object) -> None:
@@ -227,16 +228,16 @@ def _handler(fake: FakeGitLab) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
-        def do_GET(self) -> None:  # noqa: N802
+        def do_GET(self) -> None:
             self._serve("GET")
 
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             self._serve("POST")
 
-        def do_PUT(self) -> None:  # noqa: N802
+        def do_PUT(self) -> None:
             self._serve("PUT")
 
-        def do_DELETE(self) -> None:  # noqa: N802
+        def do_DELETE(self) -> None:
             self._serve("DELETE")
 
     return Handler

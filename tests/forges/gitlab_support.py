@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
-from typing import Iterator
 
 import gitlab
 import pytest
@@ -43,7 +44,7 @@ def scenario(repo: Repo) -> tuple[str, str]:
 
 
 def make_forge(state: State, **policy: float) -> GitLabForge:
-    gl = gitlab.Gitlab(state.url, private_token=TOKEN,  # type: ignore[attr-defined]
+    gl = gitlab.Gitlab(state.url, private_token=TOKEN,
                        retry_transient_errors=True, per_page=100)
     return GitLabForge(gl, 42, 7, policy=WritePolicy(backoff=policy.get("backoff", 0.001)))
 
@@ -56,8 +57,8 @@ class Env:
     head: str
 
 
-@pytest.fixture
-def env(tmp_path: Path) -> Iterator[Env]:
+@pytest.fixture(name="env")
+def env_fixture(tmp_path: Path) -> Iterator[Env]:
     repo = Repo(tmp_path / "repo")
     base, head = scenario(repo)
     with FakeGitLab(repo, base=base, head=head, token=TOKEN) as state:
@@ -86,7 +87,7 @@ def pick_findings(changes: ChangeSet) -> list[Finding]:
         if context:
             out.append(finding(f.path, context[-1].new, title=f"context {context[-1].text}"))
             out.append(finding(f.path, context[0].old, Side.OLD, title=f"ctx-old {context[0].text}"))
-        pairs = [(a, b) for a, b in zip(lines, lines[1:]) if a.new and b.new and b.new == a.new + 1]
+        pairs = [(a, b) for a, b in pairwise(lines) if a.new and b.new and b.new == a.new + 1]
         pairs.sort(key=lambda p: (p[0].kind != "+" or p[1].kind != "+"))  # added lines first
         if pairs:
             a, b = pairs[0]

@@ -12,11 +12,11 @@ from reviewbot.config import Settings
 from reviewbot.errors import IncompleteReview, UsageError
 from reviewbot.forges.gitlab import GitLabForge
 from tests.forges.fake_gitlab import Fault
-from tests.forges.gitlab_support import TOKEN, Env, env, reviewer  # noqa: F401
+from tests.forges.gitlab_support import TOKEN, Env, env_fixture, reviewer  # noqa: F401
 
 
 def _ci_env(env: Env) -> dict[str, str]:
-    return {"CI_SERVER_URL": env.gitlab.url, "CI_MERGE_REQUEST_PROJECT_ID": "42",  # type: ignore[attr-defined]
+    return {"CI_SERVER_URL": env.gitlab.url, "CI_MERGE_REQUEST_PROJECT_ID": "42",
             "CI_PROJECT_ID": "999", "CI_MERGE_REQUEST_IID": "7", "GITLAB_TOKEN": TOKEN}
 
 
@@ -65,14 +65,14 @@ def test_pr_number_comes_from_the_actions_event_payload(tmp_path: Path) -> None:
 
 
 def test_review_forge_change_posts_and_raises_when_incomplete(env: Env) -> None:
-    s = Settings(gitlab_url=env.gitlab.url, gitlab_token=TOKEN)  # type: ignore[attr-defined]
-    run, code = review_forge_change("gitlab", "42", 7, env.head, env.gitlab.url,  # type: ignore[attr-defined]
+    s = Settings(gitlab_url=env.gitlab.url, gitlab_token=TOKEN)
+    run, code = review_forge_change("gitlab", "42", 7, env.head, env.gitlab.url,
                                     reviewer=reviewer, settings=s)
     assert code == 0 and run.request.head_sha == env.head
     env.repo.write({"src/app.py": "rewritten\n"})
     env.gitlab.push(env.repo.commit("push"))
     env.gitlab.faults.append(Fault("POST", r"/draft_notes$", 500, times=10**6))
     with pytest.raises(IncompleteReview) as err:
-        review_forge_change("gitlab", "42", 7, env.gitlab.head, env.gitlab.url,  # type: ignore[attr-defined]
+        review_forge_change("gitlab", "42", 7, env.gitlab.head, env.gitlab.url,
                             reviewer=reviewer, settings=s)
     assert err.value.exit_code == 3 and TOKEN not in str(err.value)

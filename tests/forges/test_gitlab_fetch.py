@@ -17,7 +17,7 @@ from reviewbot.forges.gitlab import GitLabForge, client
 from reviewbot.forges.run import review_change_request
 from reviewbot.result import ReviewResult, Stats
 from tests.forges.fake_gitlab import FakeGitLab, Fault
-from tests.forges.gitlab_support import TOKEN, Env, env, finding, make_forge, reviewer  # noqa: F401
+from tests.forges.gitlab_support import TOKEN, Env, env_fixture, finding, make_forge, reviewer  # noqa: F401
 from tests.forges.gitrepo import Repo
 
 
@@ -130,7 +130,7 @@ def test_tokens_never_appear_in_logs_errors_or_output(env: Env, caplog: pytest.L
     env.gitlab.faults.append(Fault("POST", r"/draft_notes$", 500, times=10**6, skip=2))
     run = review_change_request(make_forge(env.gitlab), reviewer, mode="full")
     assert run.exit_code == 3
-    wrong = GitLabForge(client(Settings(gitlab_url=env.gitlab.url,  # type: ignore[attr-defined]
+    wrong = GitLabForge(client(Settings(gitlab_url=env.gitlab.url,
                                         gitlab_token=TOKEN + "-wrong")), 42, 7)
     with pytest.raises(ForgeError) as err:
         wrong.fetch()

@@ -14,7 +14,7 @@ from reviewbot.forges.base import read_marker
 from reviewbot.forges.run import review_change_request
 from reviewbot.result import ReviewResult
 from tests.forges.fake_gitlab import Fault
-from tests.forges.gitlab_support import APP_NEW, Env, env, make_forge, reviewer  # noqa: F401
+from tests.forges.gitlab_support import APP_NEW, Env, env_fixture, make_forge, reviewer  # noqa: F401
 
 POSTS = ("/draft_notes", "/discussions")
 
@@ -123,14 +123,14 @@ def test_killed_mid_posting_then_rerun_loses_nothing_and_doubles_nothing(env: En
     procs: list[subprocess.Popen[bytes]] = []
 
     def kill_on_fourth_draft(record: object) -> None:
-        if getattr(record, "method") == "POST" and getattr(record, "path").endswith("/draft_notes"):
+        if record.method == "POST" and record.path.endswith("/draft_notes"):
             drafts.append(record)
             if len(drafts) == 4:
                 os.kill(procs[0].pid, signal.SIGKILL)
 
     env.gitlab.hook = kill_on_fourth_draft
     procs.append(subprocess.Popen(
-        [sys.executable, "-m", "tests.forges.gitlab_crash_runner", env.gitlab.url],  # type: ignore[attr-defined]
+        [sys.executable, "-m", "tests.forges.gitlab_crash_runner", env.gitlab.url],
         cwd=Path(__file__).parents[2], stdout=subprocess.DEVNULL))
     assert procs[0].wait(timeout=120) == -signal.SIGKILL
     env.gitlab.hook = None
