@@ -102,7 +102,7 @@ def create_app(settings: WebhookSettings, queue: JobQueue, runner: ReviewRunner)
         return JSONResponse({"status": "ok"})
 
     async def readyz(request: Request) -> Response:
-        ok, checks = await readiness(queue, settings.backend_url)
+        ok, checks = await readiness(queue, settings.backend_url, pool.alive())
         return JSONResponse({"ready": ok, "checks": checks}, status_code=200 if ok else 503)
 
     async def metrics_endpoint(request: Request) -> Response:

@@ -10,7 +10,7 @@ State machine (one row per accepted delivery)::
 
 `enqueue` commits before the listener answers 202, so an acknowledged event survives a
 crash. `recover()` (run at start-up) puts rows left `running` back to `queued`: a review
-interrupted by kill -9 runs again from the start. Reviews are therefore *at least once*;
+interrupted by kill -9 runs again from the start (unless that was its last attempt). Reviews are therefore *at least once*;
 they are *exactly once* in effect because the review posted to the forge is idempotent
 (fingerprinted comments are skipped when already there) and because every transition out
 of `running` is conditional on the row still being `running`.
@@ -193,14 +193,22 @@ class JobQueue:
 
     # -- worker side ---------------------------------------------------------------------
 
-    def recover(self) -> int:
-        """Put jobs left `running` by a crash back to `queued`; return how many."""
+    def recover(self, max_attempts: int) -> tuple[int, int]:
+        """Jobs left `running` by a crash go back to `queued`, except those that were on
+        their last attempt (a review that keeps killing the process must not loop forever):
+        those fail. Returns (requeued, failed)."""
         with self._tx() as cur:
+            cur.execute(
+                "UPDATE jobs SET state = 'failed', finished_at = ?, reason = 'interrupted"
+                " (process died) on its last attempt' WHERE state = 'running' AND attempts >= ?",
+                (time.time(), max_attempts),
+            )
+            failed = cur.rowcount
             cur.execute(
                 "UPDATE jobs SET state = 'queued', started_at = NULL,"
                 " reason = 'requeued after restart' WHERE state = 'running'"
             )
-            return cur.rowcount
+            return cur.rowcount, failed
 
     def claim(self, busy_forges: frozenset[str] = frozenset(), now: float | None = None) -> Job | None:
         """Mark the oldest due queued job (of a forge not in `busy_forges`) running."""

@@ -1,4 +1,5 @@
-"""`GET /readyz`: the queue database takes writes, and the vLLM backend answers `/models`."""
+"""`GET /readyz`: the queue database takes writes, the vLLM backend answers `/models`, the
+worker pool's dispatcher runs."""
 
 from __future__ import annotations
 
@@ -23,11 +24,14 @@ async def backend_reachable(base_url: str, timeout: float = BACKEND_TIMEOUT_S) -
     return None
 
 
-async def readiness(queue: JobQueue, backend_url: str | None) -> tuple[bool, dict[str, str]]:
+async def readiness(
+    queue: JobQueue, backend_url: str | None, workers_alive: bool
+) -> tuple[bool, dict[str, str]]:
     db_problem = await asyncio.to_thread(queue.check_writable)
     backend_problem = await backend_reachable(backend_url) if backend_url else None
     checks = {
         "database": db_problem or "ok",
         "backend": backend_problem or ("ok" if backend_url else "not configured, not checked"),
+        "workers": "ok" if workers_alive else "the dispatcher thread is not running",
     }
-    return db_problem is None and backend_problem is None, checks
+    return db_problem is None and backend_problem is None and workers_alive, checks

@@ -9,6 +9,7 @@ retried after `backoff_s * 2**(attempt-1)` seconds (capped) until `max_attempts`
 from __future__ import annotations
 
 import logging
+import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -70,9 +71,10 @@ class WorkerPool:
     # -- lifecycle -----------------------------------------------------------------------
 
     def start(self) -> None:
-        requeued = self._queue.recover()
-        if requeued:
-            log.warning("requeued %d job(s) left running by a previous process", requeued)
+        requeued, failed = self._queue.recover(self._limits.max_attempts)
+        if requeued or failed:
+            log.warning("left running by a previous process: %d job(s) requeued, %d failed",
+                        requeued, failed)
         self._executor = ThreadPoolExecutor(self._limits.workers, thread_name_prefix="review")
         self._dispatcher = threading.Thread(target=self._dispatch, name="dispatch", daemon=True)
         self._dispatcher.start()
@@ -120,25 +122,36 @@ class WorkerPool:
             per[job.forge] = per.get(job.forge, 0) + 1
         return frozenset(f for f, n in per.items() if n >= self._limits.per_forge)
 
+    def alive(self) -> bool:
+        return self._dispatcher is not None and self._dispatcher.is_alive()
+
     def _dispatch(self) -> None:
+        """Claim and launch jobs until stopped; database errors are logged and retried."""
         last_checkpoint = time.monotonic()
         while not self._stopping.is_set():
             self._wake.clear()
-            if time.monotonic() - last_checkpoint >= CHECKPOINT_EVERY_S:
-                self._queue.checkpoint()
-                last_checkpoint = time.monotonic()
-            saturated = False
-            while not self._stopping.is_set():
-                with self._lock:
-                    saturated = len(self._running) >= self._limits.workers
-                    busy = self._busy_forges()
-                if saturated:
-                    break
-                job = self._queue.claim(busy, now=self._clock())
-                if job is None:
-                    break
-                self._launch(job)
-            self._wake.wait(1.0 if saturated else self._idle_timeout())
+            try:
+                if time.monotonic() - last_checkpoint >= CHECKPOINT_EVERY_S:
+                    self._queue.checkpoint()
+                    last_checkpoint = time.monotonic()
+                self._dispatch_once()
+            except sqlite3.Error as exc:
+                log.error("queue database error in the dispatcher: %s", exc)
+                self._wake.wait(1.0)
+
+    def _dispatch_once(self) -> None:
+        saturated = False
+        while not self._stopping.is_set():
+            with self._lock:
+                saturated = len(self._running) >= self._limits.workers
+                busy = self._busy_forges()
+            if saturated:
+                break
+            job = self._queue.claim(busy, now=self._clock())
+            if job is None:
+                break
+            self._launch(job)
+        self._wake.wait(1.0 if saturated else self._idle_timeout())
 
     def _idle_timeout(self) -> float:
         """Sleep until the next retry is due (a finishing job or a new event wakes us earlier)."""
@@ -169,6 +182,8 @@ class WorkerPool:
                 self._settle_outcome(job, future.result(), cancel)
             else:
                 self._settle_error(job, exc)
+        except sqlite3.Error as exc:  # the row stays `running`; the next start requeues it
+            log.error("cannot record the outcome of job %d: %s", job.id, exc)
         finally:
             self._wake.set()
 

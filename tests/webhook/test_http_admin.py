@@ -106,7 +106,7 @@ def test_readyz_checks_database_and_backend(
     unset = make_settings(tmp_path / "c.sqlite")
     with ThreadServer(up, runner) as srv, httpx.Client(base_url=srv.url) as c:
         r = c.get("/readyz")
-        assert (r.status_code, r.json()["checks"]) == (200, {"database": "ok", "backend": "ok"})
+        assert (r.status_code, r.json()["checks"]) == (200, {"database": "ok", "backend": "ok", "workers": "ok"})
     with ThreadServer(down, runner) as srv, httpx.Client(base_url=srv.url) as c:
         r = c.get("/readyz")
         assert r.status_code == 503 and r.json()["checks"]["backend"].startswith("backend unreachable")

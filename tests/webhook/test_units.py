@@ -119,7 +119,7 @@ def test_queue_state_machine(tmp_path: Path) -> None:
     assert running is not None and running.id == third.job_id
     q.close()
     reopened = JobQueue.open(tmp_path / "q.sqlite")
-    assert reopened.recover() == 1
+    assert reopened.recover(max_attempts=3) == (1, 0)
     record = reopened.get(third.job_id)
     assert record is not None and (record.state, record.attempts) == ("queued", 1)
     assert reopened.counts() == {"queued": 2, "running": 0, "done": 0, "failed": 0, "superseded": 2}
@@ -140,4 +140,15 @@ def test_requeue_for_retry_respects_not_before(tmp_path: Path) -> None:
     assert q.requeue(job_id, not_before=160.0, reason="attempt 1 failed")
     assert q.claim(now=150.0) is None and q.next_due() == 160.0
     assert q.claim(now=160.0) is not None and q.attempts(job_id) == 2
+    q.close()
+
+
+def test_recovery_fails_a_job_that_died_on_its_last_attempt(tmp_path: Path) -> None:
+    q = JobQueue.open(tmp_path / "q.sqlite")
+    job_id = q.enqueue(_req()).job_id
+    for _ in range(2):
+        assert q.claim() is not None
+        assert q.recover(max_attempts=2) == ((1, 0) if q.attempts(job_id) < 2 else (0, 1))
+    record = q.get(job_id)
+    assert record is not None and record.state == "failed" and "last attempt" in record.reason
     q.close()
