@@ -53,6 +53,7 @@ class GitHubForge:
         self._pull: PullRequest | None = None
         self._comments: dict[str, PullRequestComment] = {}
         self._summary: IssueComment | None = None
+        self._incremental = False  # set once fetch_incremental handed out a diff (see plan())
 
     # --- fetching ----------------------------------------------------------------------------
     def pull(self) -> PullRequest:
@@ -115,10 +116,12 @@ class GitHubForge:
                      forge_error("comparing", exc) if isinstance(exc, GithubException) else exc)
             return None
         if status == "identical":
+            self._incremental = True
             return ChangeSet()
         if status != "ahead" or len(files) >= MAX_COMPARE_FILES:
             return None  # history rewritten, or more files than compare lists
         text, _ = files_to_diff([_entry(f) for f in files])
+        self._incremental = True
         return parse(text) if text else ChangeSet()
 
     # --- what is there -----------------------------------------------------------------------
@@ -147,7 +150,8 @@ class GitHubForge:
 
     # --- writing -----------------------------------------------------------------------------
     def post(self, request: ChangeRequest, findings: list[Finding]) -> PostOutcome:
-        batches, unanchored = plan(findings, request.changes, self._batch_size)
+        batches, unanchored = plan(findings, request.changes, self._batch_size,
+                                   incremental=self._incremental)
         if not batches:
             return PostOutcome(moved_to_summary=unanchored)
         try:
@@ -160,7 +164,8 @@ class GitHubForge:
 
     def preview(self, request: ChangeRequest, findings: list[Finding]) -> list[dict[str, object]]:
         """The exact review bodies `post` would send (for --dry-run)."""
-        batches, _ = plan(findings, request.changes, self._batch_size)
+        batches, _ = plan(findings, request.changes, self._batch_size,
+                          incremental=self._incremental)
         return [{"commit_id": request.head_sha, "event": "COMMENT",
                  "body": review_body(len(b), request.head_sha), "comments": [c for _, c in b]}
                 for b in batches]

@@ -17,6 +17,7 @@ from reviewbot.forges.run import review_change_request
 from tests.forges.fake_github import FakeGitHub, Server
 from tests.forges.github_repo import GitRepo
 from tests.forges.github_support import (  # noqa: F401 - fake_github: fixture "fake"
+    APP_NEW,
     Reviewer,
     fake_github,
     finding,
@@ -155,3 +156,17 @@ def test_findings_on_removed_lines_of_a_renamed_file(fake: FakeGitHub) -> None:
     [c] = [c for c in fake.review_comments
            if c["side"] == "LEFT" and c["path"] == "src/new_name.py"]
     assert c["line"] == 13
+
+
+def test_incremental_old_side_findings_are_not_posted_on_the_base_lines(
+        fake: FakeGitHub) -> None:
+    """After a push, "line 20" removed by the push is old line 21 of the previous head but
+    old line 20 of the PR's base: GitHub's LEFT side. It must not land on base line 21."""
+    review_change_request(forge(fake), Reviewer(every=1000), mode="incremental")
+    fake.repo.write("src/app.py", APP_NEW.replace("line 20\n", ""))
+    fake.push(7, fake.repo.commit("drop line 20"))
+    before = len(fake.review_comments)
+    run = review_change_request(forge(fake), Reviewer(), mode="incremental")
+    assert run.mode == "incremental" and run.complete
+    assert not [c for c in fake.review_comments[before:] if c["side"] == "LEFT"]
+    assert any(f.side is Side.OLD for f in run.unanchored)  # in the summary instead
