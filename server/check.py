@@ -18,11 +18,16 @@ from typing import Any
 import click
 import httpx
 import openai
+from openai.types.chat import (
+    ChatCompletionFunctionToolParam,
+    ChatCompletionMessageParam,
+    ChatCompletionNamedToolChoiceParam,
+)
 
 from reviewbot.errors import UsageError, redact, register_secret
 
 DEFAULT_CONTEXT = 65_536
-TOOL = {
+TOOL: ChatCompletionFunctionToolParam = {
     "type": "function",
     "function": {
         "name": "report_finding",
@@ -37,6 +42,8 @@ TOOL = {
 }
 TOOL_PROMPT = ("Review this diff and report the bug with report_finding.\n"
                "+    if user = None:\n+        return")
+FORCED: ChatCompletionNamedToolChoiceParam = {"type": "function",
+                                            "function": {"name": "report_finding"}}
 TOOL_MAX_TOKENS = 128  # a random model pads whitespace under guided decoding until the cap
 
 
@@ -143,9 +150,10 @@ def check_latency(s: Server) -> Result:
 
 
 def _tool_call(s: Server, choice: Any) -> tuple[Any, str]:
+    messages: list[ChatCompletionMessageParam] = [{"role": "user", "content": TOOL_PROMPT}]
     resp = s.client().chat.completions.create(
-        model=s.model or "", messages=[{"role": "user", "content": TOOL_PROMPT}],
-        tools=[TOOL], tool_choice=choice, max_tokens=TOOL_MAX_TOKENS, temperature=0)  # type: ignore[list-item]
+        model=s.model or "", messages=messages, tools=[TOOL], tool_choice=choice,
+        max_tokens=TOOL_MAX_TOKENS, temperature=0)
     choice0 = resp.choices[0]
     return choice0.message.tool_calls, choice0.finish_reason or ""
 
@@ -154,7 +162,7 @@ def check_tool_forced(s: Server) -> Result:
     name = "tool call (forced)"
     start = time.monotonic()
     try:
-        calls, finish = _tool_call(s, {"type": "function", "function": {"name": "report_finding"}})
+        calls, finish = _tool_call(s, FORCED)
     except openai.OpenAIError as exc:
         return Result(name, "FAIL", f"named tool_choice rejected: {exc}")
     if not calls or calls[0].function.name != "report_finding":
