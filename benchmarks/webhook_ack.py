@@ -70,38 +70,73 @@ def request_for(i: int) -> tuple[str, dict[str, str], bytes]:
     return "/webhook/github", headers, body
 
 
-async def load(url: str, requests: int, rate: float, max_seconds: float, keepalive: bool
+class RawClient:
+    """A minimal HTTP/1.1 client over asyncio streams, so the load generator itself uses
+    little of the two CPUs it shares with the listener (httpx costs about 1 ms/request)."""
+
+    def __init__(self, port: int, keepalive: bool) -> None:
+        self._port = port
+        self._keepalive = keepalive
+        self._idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+
+    async def post(self, path: str, headers: dict[str, str], body: bytes) -> int:
+        conn = self._idle.pop() if self._idle else await asyncio.open_connection(
+            "127.0.0.1", self._port)
+        reader, writer = conn
+        lines = [f"POST {path} HTTP/1.1", f"Host: 127.0.0.1:{self._port}",
+                 f"Content-Length: {len(body)}",
+                 "Connection: " + ("keep-alive" if self._keepalive else "close")]
+        lines += [f"{k}: {v}" for k, v in headers.items()]
+        writer.write(("\r\n".join(lines) + "\r\n\r\n").encode() + body)
+        head = await reader.readuntil(b"\r\n\r\n")
+        status = int(head.split(b" ", 2)[1])
+        length = 0
+        for line in head.split(b"\r\n"):
+            if line.lower().startswith(b"content-length:"):
+                length = int(line.split(b":", 1)[1])
+        await reader.readexactly(length)
+        if self._keepalive:
+            self._idle.append(conn)
+        else:
+            writer.close()
+        return status
+
+    def close(self) -> None:
+        for _, writer in self._idle:
+            writer.close()
+
+
+async def load(port: int, requests: int, rate: float, max_seconds: float, keepalive: bool
                ) -> tuple[list[float], dict[int, int], float, float]:
-    limits = httpx.Limits(max_connections=256, max_keepalive_connections=256 if keepalive else 0)
     prepared = [request_for(i) for i in range(requests)]
     latencies: list[float] = []
     statuses: dict[int, int] = {}
     lag = 0.0
-    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=10) as client:
+    client = RawClient(port, keepalive)
 
-        async def one(path: str, headers: dict[str, str], body: bytes) -> None:
-            start = time.perf_counter()
-            try:
-                r = await client.post(path, content=body, headers=headers)
-                code = r.status_code
-            except httpx.HTTPError:
-                code = 0
-            latencies.append(time.perf_counter() - start)
-            statuses[code] = statuses.get(code, 0) + 1
+    async def one(path: str, headers: dict[str, str], body: bytes) -> None:
+        start = time.perf_counter()
+        try:
+            code = await client.post(path, headers, body)
+        except (OSError, asyncio.IncompleteReadError, ValueError):
+            code = 0
+        latencies.append(time.perf_counter() - start)
+        statuses[code] = statuses.get(code, 0) + 1
 
-        t0 = time.perf_counter()
-        tasks = []
-        for i, (path, headers, body) in enumerate(prepared):
-            due = t0 + i / rate
-            if due - t0 > max_seconds:
-                break
-            delay = due - time.perf_counter()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            lag = max(lag, time.perf_counter() - due)
-            tasks.append(asyncio.create_task(one(path, headers, body)))
-        await asyncio.wait_for(asyncio.gather(*tasks), timeout=30)
-        elapsed = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    tasks = []
+    for i, (path, headers, body) in enumerate(prepared):
+        due = t0 + i / rate
+        if due - t0 > max_seconds:
+            break
+        delay = due - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        lag = max(lag, time.perf_counter() - due)
+        tasks.append(asyncio.create_task(one(path, headers, body)))
+    await asyncio.wait_for(asyncio.gather(*tasks), timeout=30)
+    elapsed = time.perf_counter() - t0
+    client.close()
     return latencies, statuses, elapsed, lag
 
 
@@ -171,7 +206,7 @@ def main() -> None:
         try:
             load_before, cpu_before = loadavg(), cpu_seconds(proc.pid)
             latencies, statuses, elapsed, lag = asyncio.run(
-                load(url, args.requests, args.rate, args.max_seconds, not args.no_keepalive))
+                load(port, args.requests, args.rate, args.max_seconds, not args.no_keepalive))
             load_after, cpu_used = loadavg(), cpu_seconds(proc.pid) - cpu_before
             server_side = server_ack_buckets(url)
             counts = httpx.get(f"{url}/jobs?limit=1", timeout=10,
