@@ -113,14 +113,18 @@ class GitHubForge:
             status, files = cmp.status, list(cmp.files)
         except _GH_ERRORS as exc:
             log.info("incremental diff unavailable (%s); reviewing everything",
-                     forge_error("comparing", exc) if isinstance(exc, GithubException) else exc)
+                     forge_error("comparing", exc))
             return None
         if status == "identical":
             self._incremental = True
             return ChangeSet()
-        if status != "ahead" or len(files) >= MAX_COMPARE_FILES:
-            return None  # history rewritten, or more files than compare lists
-        text, _ = files_to_diff([_entry(f) for f in files])
+        entries = [_entry(f) for f in files]
+        if status != "ahead" or len(files) >= MAX_COMPARE_FILES or any(
+                e.patch is None and e.changes for e in entries):
+            # history rewritten, more files than compare lists, or a text diff GitHub left out:
+            # the full review reports skipped files; an incremental one could not
+            return None
+        text, _ = files_to_diff(entries)
         self._incremental = True
         return parse(text) if text else ChangeSet()
 
