@@ -22,7 +22,7 @@ CLEAN_ENV = {k: v for k, v in os.environ.items() if not k.startswith("REVIEWBOT_
 
 
 def run_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(REVIEWBOT), "webhook", *args], env=env, capture_output=True,
+    return subprocess.run([str(REVIEWBOT), "webhook", *args], env=env, capture_output=True, check=False,
                           text=True, timeout=30)
 
 
