@@ -81,7 +81,7 @@ class GitHubForge:
 
     def _diff(self, pr: PullRequest) -> tuple[ChangeSet, list[SkippedFile]]:
         try:
-            _, data = pr._requester.requestJsonAndCheck(
+            _, data = self._gh.requester.requestJsonAndCheck(
                 "GET", pr.url, headers={"Accept": DIFF_MEDIA_TYPE})
         except GithubException as exc:
             if exc.status != 406:
