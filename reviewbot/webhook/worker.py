@@ -12,6 +12,7 @@ import logging
 import sqlite3
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
@@ -203,8 +204,9 @@ class WorkerPool:
     def _settle_error(self, job: Job, exc: BaseException) -> None:
         now = self._clock()
         reason = redact(" ".join(f"{type(exc).__name__}: {exc}".split()))
-        if not isinstance(exc, ReviewbotError | OSError):
-            log.error("review of job %d crashed", job.id, exc_info=exc)
+        if not isinstance(exc, ReviewbotError | OSError):  # a bug: keep the traceback, redacted
+            trace = redact("".join(traceback.format_exception(exc)))
+            log.error("review of job %d crashed:\n%s", job.id, trace)
         attempts = self._queue.attempts(job.id)
         if is_retryable(exc) and attempts < self._limits.max_attempts and not self._stopping.is_set():
             delay = self._limits.backoff(attempts)
