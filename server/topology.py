@@ -74,14 +74,18 @@ def yarn_factor(model: ModelSpec, context: int) -> float | None:
 
 
 def yarn_overrides(model: ModelSpec, context: int) -> str | None:
-    """`--hf-overrides` replaces rope_parameters whole, so rope_theta must travel with it."""
+    """`--hf-overrides` replaces rope_parameters whole, so rope_theta travels with it; and
+    vLLM 0.32 treats a YaRN max_position_embeddings as already scaled (it does not multiply
+    by `factor`), so the scaled length is overridden too (checked in tests/test_plan.py)."""
     factor = yarn_factor(model, context)
     if factor is None:
         return None
     rope = {"rope_type": "yarn", "factor": factor,
             "original_max_position_embeddings": model.native_context,
             "rope_theta": model.rope_theta}
-    return json.dumps({"rope_parameters": rope}, separators=(",", ":"))
+    scaled = int(model.native_context * factor)
+    return json.dumps({"rope_parameters": rope, "max_position_embeddings": scaled},
+                      separators=(",", ":"))
 
 
 def needs_expert_parallel(model: ModelSpec, fmt: WeightFormat, tp: int) -> bool:

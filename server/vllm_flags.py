@@ -8,6 +8,7 @@ Only the stdlib is imported at module level so that the file runs standalone the
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from typing import Any
@@ -15,9 +16,10 @@ from typing import Any
 
 def check_argvs(python: str, argvs: list[list[str]], timeout: float = 180) -> dict[str, Any]:
     """Returns {"version", "errors": [...], "tool_parsers": [...], "reasoning_parsers": [...]}."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}  # local model dirs only: never the hub
     proc = subprocess.run(
         [python, __file__], input=json.dumps(argvs), capture_output=True, text=True,
-        timeout=timeout, check=False,
+        timeout=timeout, check=False, env=env,
     )
     if proc.returncode != 0:
         tail = "\n".join(proc.stderr.strip().splitlines()[-15:])
@@ -32,6 +34,7 @@ def _value(argv: list[str], flag: str) -> str | None:
 
 def _probe() -> None:  # runs inside vLLM's interpreter, where these imports resolve
     import vllm  # type: ignore[import-not-found]
+    from vllm.engine.arg_utils import EngineArgs  # type: ignore[import-not-found]
     from vllm.entrypoints.launchers.cli_args import make_arg_parser  # type: ignore[import-not-found]
     from vllm.model_executor.layers.quantization import QUANTIZATION_METHODS  # type: ignore[import-not-found]
     from vllm.reasoning import ReasoningParserManager  # type: ignore[import-not-found]
@@ -46,10 +49,17 @@ def _probe() -> None:  # runs inside vLLM's interpreter, where these imports res
         args = argv[2:] if argv[:2] == ["vllm", "serve"] else argv
         parser = make_arg_parser(FlexibleArgumentParser(exit_on_error=False))
         try:
-            parser.parse_args(args)
+            namespace = parser.parse_args(args)
         except SystemExit:  # argparse reports on stderr and exits even with exit_on_error
             errors.append(f"rejected by vLLM's parser: {' '.join(args)}")
             continue
+        if os.path.isfile(os.path.join(args[0], "config.json")):
+            # a local model: vLLM also validates the model config (context vs RoPE/YaRN)
+            namespace.model = namespace.model_tag  # what `vllm serve MODEL` does
+            try:
+                EngineArgs.from_cli_args(namespace).create_model_config()
+            except (ValueError, TypeError, OSError) as exc:  # pydantic errors are ValueErrors
+                errors.append(f"vLLM rejects the model config: {str(exc)[:400]}")
         checks = [
             ("--tool-call-parser", tools), ("--reasoning-parser", reasoning),
             ("--quantization", list(QUANTIZATION_METHODS)),

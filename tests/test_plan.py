@@ -13,6 +13,7 @@ import pytest
 from reviewbot.errors import UsageError
 from server.model import load_model
 from server.plan import PlanRefused, plan
+from server.tinymodel import build_tiny_model
 from server.vllm_flags import check_argvs
 
 MIB, GIB = 2**20, 2**30
@@ -54,9 +55,11 @@ def test_7b_bf16_on_4xT4_is_two_tp2_replicas_in_fp16() -> None:
     argv = p.instances[0].argv
     assert "--disable-custom-all-reduce" in argv and ("NCCL_P2P_DISABLE", "1") in p.instances[0].env
     assert argv[argv.index("--attention-backend") + 1] == "TRITON_ATTN"
-    overrides = json.loads(argv[argv.index("--hf-overrides") + 1])["rope_parameters"]
-    assert overrides == {"rope_type": "yarn", "factor": 2.0,
-                         "original_max_position_embeddings": 32768, "rope_theta": 1e6}
+    overrides = json.loads(argv[argv.index("--hf-overrides") + 1])
+    assert overrides == {"rope_parameters": {"rope_type": "yarn", "factor": 2.0,
+                                             "original_max_position_embeddings": 32768,
+                                             "rope_theta": 1e6},
+                         "max_position_embeddings": 65536}
     assert [i.env[0] for i in p.instances] == [("CUDA_VISIBLE_DEVICES", "0,1"),
                                                ("CUDA_VISIBLE_DEVICES", "2,3")]
 
@@ -214,3 +217,21 @@ def test_flag_probe_rejects_unknown_flags_and_parsers() -> None:
         ["vllm", "serve", "m", "--enable-auto-tool-choice", "--tool-call-parser", "nope"],
     ])
     assert len(result["errors"]) == 2, result["errors"]
+
+
+def test_yarn_override_is_what_makes_vllm_accept_the_context(tmp_path: Path) -> None:
+    """Real model config through vLLM's own ModelConfig: native 16K, planned 32K."""
+    if not Path(VLLM_PYTHON).exists():
+        pytest.fail(f"vLLM interpreter {VLLM_PYTHON} not found: set REVIEWBOT_VLLM_PYTHON")
+    model_dir = build_tiny_model(tmp_path / "tiny")
+    config = json.loads((model_dir / "config.json").read_text())
+    config["max_position_embeddings"] = 16384
+    (model_dir / "config.json").write_text(json.dumps(config))
+    p = plan("1xT4", load_model(str(model_dir)), max_model_len=32768)
+    argv = list(p.instances[0].argv)
+    assert p.hf_overrides is not None and "--hf-overrides" in argv
+    at = argv.index("--hf-overrides")
+    without = argv[:at] + argv[at + 2:]
+    result = check_argvs(VLLM_PYTHON, [argv, without])
+    assert len(result["errors"]) == 1, result["errors"]
+    assert "max_model_len" in result["errors"][0]
