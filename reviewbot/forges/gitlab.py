@@ -35,6 +35,7 @@ def client(settings: Settings) -> gitlab.Gitlab:
 
 class GitLabForge:
     name = "gitlab"
+    max_comment_chars = 1_000_000
 
     def __init__(self, gl: gitlab.Gitlab, project: str | int, iid: int,
                  policy: WritePolicy | None = None) -> None:
@@ -123,6 +124,17 @@ class GitLabForge:
             if full is not None:
                 out.append(full)
         return ChangeSet(tuple(out))
+
+    def file_content(self, path: str, ref: str) -> str | None:
+        """A file's text at `ref` (e.g. the head SHA), for extra context; None if it is absent."""
+        try:
+            raw = self.project.files.raw(file_path=path, ref=ref)
+        except GitlabError as exc:
+            if exc.response_code == 404:
+                return None
+            raise ForgeError(f"GitLab: reading {path} failed: {exc.response_code}",
+                             status=exc.response_code) from None
+        return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else None
 
     # existing comments
     def existing(self) -> list[PostedComment]:

@@ -91,10 +91,23 @@ class Poster:
         try:
             self.mr.draft_notes.bulk_publish()
         except (GitlabError, requests.exceptions.RequestException) as exc:
+            if isinstance(exc, GitlabError) and exc.response_code in REFUSED:
+                return self._publish_one_by_one(request, drafted, outcome, exc)
             error = f"publishing {len(drafted)} draft notes failed: {_describe(exc)}"
             return PostOutcome([], outcome.moved_to_summary, outcome.failed + drafted,
                                outcome.errors + [error])
         return PostOutcome(drafted, outcome.moved_to_summary, outcome.failed, outcome.errors)
+
+    def _publish_one_by_one(self, request: ChangeRequest, drafted: list[Finding],
+                            outcome: PostOutcome, exc: GitlabError) -> PostOutcome:
+        """GitLab refused the batch (one bad draft spoils it): drop our drafts and post each
+        finding as its own discussion, so only the offender is refused."""
+        log.warning("bulk publish refused (%s); posting %d discussions one by one",
+                    _describe(exc), len(drafted))
+        self._tidy_drafts(self._drafts() or [], request, set())
+        single = self._send(request, drafted, self._discussion, self._discussion_fps)
+        return PostOutcome(single.posted, outcome.moved_to_summary + single.moved_to_summary,
+                           outcome.failed + single.failed, outcome.errors + single.errors)
 
     def _send(
         self,

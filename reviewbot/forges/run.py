@@ -23,7 +23,7 @@ from reviewbot.forges.base import (
     Resolver,
     read_marker,
 )
-from reviewbot.forges.summary import SummaryInput, render_summary
+from reviewbot.forges.summary import MAX_BODY, SummaryInput, render_summary, unpack
 from reviewbot.result import ReviewResult, Stats
 
 log = logging.getLogger(__name__)
@@ -105,6 +105,8 @@ def review_change_request(
     current = merge(_with_fingerprints(result.findings, changes))
     anchored, refused = split_anchorable(current, request.changes)
     run.unanchored = list(result.unanchored) + refused
+    if since is not None:  # what earlier reviews could not anchor, on code not reviewed again
+        run.unanchored += carried(previous.get("unanchored"), changes, current + run.unanchored)
     existing = forge.existing()
     known = {c.fingerprint for c in existing}
     run.to_post = [f for f in anchored if f.fingerprint not in known]
@@ -125,7 +127,8 @@ def review_change_request(
             except ForgeError as exc:
                 run.errors.append(f"resolving outdated threads failed: {exc}")
     run.unanchored += run.outcome.moved_to_summary
-    run.summary = render_summary(_summary_input(run, previous.get("last_reviewed_sha")))
+    limit = getattr(forge, "max_comment_chars", MAX_BODY)
+    run.summary = render_summary(_summary_input(run, previous.get("last_reviewed_sha"), limit))
     if not dry_run:
         try:
             forge.write_summary(request, run.summary)
@@ -143,7 +146,7 @@ def _post(forge: Forge, request: ChangeRequest, findings: list[Finding]) -> Post
         return PostOutcome(failed=list(findings), errors=[f"posting failed: {exc}"])
 
 
-def _summary_input(run: ForgeRun, previous_sha: str | None) -> SummaryInput:
+def _summary_input(run: ForgeRun, previous_sha: str | None, max_chars: int) -> SummaryInput:
     complete = run.result.complete and not run.outcome.failed and not run.outcome.errors
     if run.dry_run:
         complete = run.result.complete
@@ -161,7 +164,15 @@ def _summary_input(run: ForgeRun, previous_sha: str | None) -> SummaryInput:
         complete=complete,
         # an incomplete run keeps the last good point, so the next run covers what this one missed
         last_reviewed_sha=run.request.head_sha if complete else previous_sha,
+        max_chars=max_chars,
     )
+
+
+def carried(packed: str | None, changes: ChangeSet, now: list[Finding]) -> list[Finding]:
+    """Unanchored findings of earlier runs on files this incremental review did not touch."""
+    touched = {p for f in changes.files for p in (f.old_path, f.new_path) if p}
+    known = {f.fingerprint for f in now}
+    return [f for f in unpack(packed) if f.path not in touched and f.fingerprint not in known]
 
 
 def _empty_result() -> ReviewResult:

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
+from reviewbot.diff import Side
 from reviewbot.findings import Finding, Severity
 from reviewbot.forges.base import ChangeRequest, marker
 from reviewbot.result import ReviewResult
 
 TITLE = "### reviewbot review"
 _MAX_ITEMS = 200  # beyond this the list is cut, and says so
-_MAX_BODY = 900_000  # GitLab allows 1,000,000 characters, GitHub 65,536 per comment (cut there)
+MAX_BODY = 60_000  # GitHub allows 65,536 characters per comment, GitLab 1,000,000
+_MAX_CARRIED = 30  # unanchored findings remembered in the marker for incremental re-runs
 
 
 @dataclass(frozen=True)
@@ -27,7 +30,7 @@ class SummaryInput:
     errors: list[str] = field(default_factory=list)
     complete: bool = True
     last_reviewed_sha: str | None = None
-    max_chars: int = _MAX_BODY
+    max_chars: int = MAX_BODY
 
 
 def render_summary(s: SummaryInput) -> str:
@@ -40,8 +43,13 @@ def render_summary(s: SummaryInput) -> str:
     if s.errors:
         parts += ["", "**Errors**", *[f"- {_one_line(e)}" for e in s.errors[:20]]]
     fields = {"last_reviewed_sha": s.last_reviewed_sha} if s.last_reviewed_sha else {}
+    if s.unanchored:
+        fields["unanchored"] = pack(s.unanchored)
     body = "\n".join(parts)
     tail = "\n\n" + marker("summary", **fields)
+    if len(tail) > s.max_chars // 3:  # the marker must never crowd out the summary itself
+        fields.pop("unanchored", None)
+        tail = "\n\n" + marker("summary", **fields)
     if len(body) + len(tail) > s.max_chars:
         body = body[: s.max_chars - len(tail) - 40] + "\n\n… (summary cut to fit the note limit)"
     return body + tail
@@ -110,3 +118,29 @@ def _findings(title: str, findings: list[Finding]) -> list[str]:
 
 def _one_line(text: str) -> str:
     return " ".join(text.split())
+
+
+def pack(findings: list[Finding]) -> str:
+    """Unanchored findings as compact JSON, for the summary marker (bounded in size)."""
+    items = [
+        {"path": f.path, "line": f.line, "side": f.side.value, "severity": f.severity.label,
+         "category": f.category[:40], "title": f.title[:120], "body": f.body[:160],
+         "fingerprint": f.fingerprint}
+        for f in findings[:_MAX_CARRIED]
+    ]
+    return json.dumps(items, separators=(",", ":"))
+
+
+def unpack(text: str | None) -> list[Finding]:
+    """The findings `pack` wrote; anything malformed is ignored (the marker is user-editable)."""
+    try:
+        items = json.loads(text or "[]")
+        return [
+            Finding(path=str(i["path"]), line=i["line"] if isinstance(i["line"], int) else None,
+                    side=Side(i["side"]), severity=Severity.parse(i["severity"]),
+                    title=str(i["title"]), body=str(i["body"]), category=str(i["category"]),
+                    fingerprint=str(i["fingerprint"]))
+            for i in items
+        ]
+    except (ValueError, KeyError, TypeError):
+        return []

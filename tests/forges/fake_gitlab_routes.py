@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import subprocess
 from typing import Any
 
 from tests.forges.fake_gitlab import State, new_discussion, paginate
@@ -149,7 +150,15 @@ def _bulk_publish(state: State, m: Any, q: Any, b: Any) -> Result:
     return 204, b"", {}
 
 
+def _file_raw(state: State, m: Any, q: Any, b: Any) -> Result:
+    try:
+        return 200, state.repo.git("show", f"{q['ref'][0]}:{m['fp']}").encode(), {}
+    except subprocess.CalledProcessError:  # no such path at that ref
+        return 404, {"message": "404 File Not Found"}, {}
+
+
 _ROUTES = [
+    ("GET", r"^/projects/(?P<pid>.+?)/repository/files/(?P<fp>.+)/raw", _file_raw),
     ("GET", _MR, _mr),
     ("GET", _MR + "/diffs", _diffs),
     ("GET", _MR + "/changes", _changes),

@@ -12,6 +12,7 @@ import pytest
 
 from reviewbot.diff import ChangeSet, Side
 from reviewbot.findings import Finding, Severity
+from reviewbot.forges.base import read_marker
 from reviewbot.forges.gitlab import GitLabForge
 from reviewbot.forges.gitlab_post import WritePolicy
 from reviewbot.result import ReviewResult, Stats
@@ -63,6 +64,12 @@ def env_fixture(tmp_path: Path) -> Iterator[Env]:
     base, head = scenario(repo)
     with FakeGitLab(repo, base=base, head=head, token=TOKEN) as state:
         yield Env(repo, state, base, head)
+
+
+def sha_marker(body: str) -> dict[str, str] | None:
+    """The summary marker without the carried unanchored findings."""
+    meta = read_marker(body)
+    return {k: v for k, v in meta.items() if k != "unanchored"} if meta else None
 
 
 def finding(path: str, line: int | None, side: Side = Side.NEW, *, end: int | None = None,

@@ -140,3 +140,9 @@ def test_tokens_never_appear_in_logs_errors_or_output(env: Env, caplog: pytest.L
                       json.dumps(run.to_dict()), run.summary, *run.errors])
     assert TOKEN not in blob and "SECRET-t0ken" not in blob
     assert "\n" not in str(err.value)  # one-line error
+
+
+def test_file_content_at_head_for_extra_context(env: Env) -> None:
+    forge = make_forge(env.gitlab)
+    assert forge.file_content("src/new_name.py", env.head).startswith("def f0():")  # type: ignore[union-attr]
+    assert forge.file_content("src/old_name.py", env.head) is None  # renamed away

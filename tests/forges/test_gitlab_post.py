@@ -9,7 +9,7 @@ from reviewbot.diff import Side
 from reviewbot.forges.base import read_marker
 from reviewbot.forges.run import review_change_request
 from tests.forges.fake_gitlab import Fault
-from tests.forges.gitlab_support import Env, env_fixture, finding, make_forge, reviewer  # noqa: F401
+from tests.forges.gitlab_support import Env, env_fixture, finding, make_forge, reviewer, sha_marker  # noqa: F401
 
 WRITES = ("POST", "PUT", "DELETE")
 
@@ -142,4 +142,12 @@ def test_every_comment_carries_the_finding_marker(env: Env) -> None:
     fps = {read_marker(n["body"])["fingerprint"] for n in env.gitlab.diff_notes()}  # type: ignore[index]
     assert fps == {f.fingerprint for f in run.to_post}
     summary = next(n["body"] for n in env.gitlab.notes() if not n.get("position"))
-    assert read_marker(summary) == {"kind": "summary", "last_reviewed_sha": env.head}
+    assert sha_marker(summary) == {"kind": "summary", "last_reviewed_sha": env.head}
+
+
+def test_a_refused_bulk_publish_falls_back_to_one_discussion_per_finding(env: Env) -> None:
+    env.gitlab.faults.append(Fault("POST", r"/bulk_publish$", 400))
+    run = review_change_request(make_forge(env.gitlab), reviewer, mode="full")
+    assert run.complete and env.gitlab.drafts == []
+    fps = [read_marker(n["body"])["fingerprint"] for n in env.gitlab.diff_notes()]  # type: ignore[index]
+    assert sorted(fps) == sorted(f.fingerprint for f in run.to_post)

@@ -14,7 +14,7 @@ from reviewbot.forges.base import read_marker
 from reviewbot.forges.run import review_change_request
 from reviewbot.result import ReviewResult
 from tests.forges.fake_gitlab import Fault
-from tests.forges.gitlab_support import APP_NEW, Env, env_fixture, make_forge, reviewer  # noqa: F401
+from tests.forges.gitlab_support import APP_NEW, Env, env_fixture, make_forge, reviewer, sha_marker  # noqa: F401
 
 POSTS = ("/draft_notes", "/discussions")
 
@@ -66,9 +66,11 @@ def test_rerun_after_a_push_reviews_only_new_commits_and_resolves_outdated_threa
     resolved = [n for n in env.gitlab.diff_notes() if n["resolved"]]
     assert [n["body"].split("\n")[0] for n in resolved] == [
         "**major** (bug): added line 5 changed"]  # its line was rewritten by the push
-    assert read_marker(_summaries(env)[0]) == {"kind": "summary",
+    assert sha_marker(_summaries(env)[0]) == {"kind": "summary",
                                                "last_reviewed_sha": env.gitlab.head}
     assert "commits since" in _summaries(env)[0]
+    # what the first review could not anchor on files this push did not touch is still listed
+    assert "`img/logo.png` line 1: binary" in _summaries(env)[0]
 
 
 def test_a_thread_a_human_resolved_is_never_raised_again(env: Env) -> None:
@@ -101,7 +103,7 @@ def test_outage_mid_posting_is_incomplete_exit_3_then_a_rerun_completes_exactly_
     assert len(env.gitlab.diff_notes()) == 5  # what was drafted got published
     summary = _summaries(env)[0]
     assert "Review incomplete" in summary and "will be retried" in summary
-    assert read_marker(summary) == {"kind": "summary"}  # no last_reviewed_sha: next run redoes it
+    assert sha_marker(summary) == {"kind": "summary"}  # no last_reviewed_sha: next run redoes it
     env.gitlab.faults.clear()
     second = review_change_request(make_forge(env.gitlab), reviewer)
     assert second.exit_code == 0 and second.mode == "full"

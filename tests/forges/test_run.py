@@ -13,6 +13,7 @@ from reviewbot.forges.base import ChangeRequest, PostedComment, PostOutcome, mar
 from reviewbot.forges.local import LocalForge
 from reviewbot.forges.run import outdated, review_change_request, split_anchorable
 from reviewbot.result import ReviewResult, SkippedFile, Stats
+from tests.forges.gitlab_support import sha_marker
 
 DIFF = """\
 --- a/app.py
@@ -135,7 +136,7 @@ def test_full_flow_posts_new_findings_only_and_records_the_head() -> None:
     assert first.exit_code == 0 and len(forge.posted) == 2
     again = review_change_request(forge, reviewer_of(f(2), f(2, Side.OLD)), mode="full")
     assert again.to_post == [] and len(forge.posted) == 2
-    assert read_marker(forge.summary or "") == {"kind": "summary", "last_reviewed_sha": "h2"}
+    assert sha_marker(forge.summary or "") == {"kind": "summary", "last_reviewed_sha": "h2"}
 
 
 def test_incremental_uses_the_incremental_diff_and_falls_back_to_full() -> None:
@@ -160,13 +161,13 @@ def test_a_forge_failure_is_exit_3_with_everything_in_the_summary_and_the_old_sh
     run = review_change_request(forge, reviewer_of(f(2, title="lost?")))
     assert run.exit_code == 3 and not run.complete
     assert "Review incomplete" in (forge.summary or "") and "lost?2" in (forge.summary or "")
-    assert read_marker(forge.summary or "") == {"kind": "summary", "last_reviewed_sha": "h1"}
+    assert sha_marker(forge.summary or "") == {"kind": "summary", "last_reviewed_sha": "h1"}
 
 
 def test_an_incomplete_review_is_exit_3_and_records_no_new_sha() -> None:
     forge = MemoryForge()
     run = review_change_request(forge, reviewer_of(f(2), complete=False), mode="full")
-    assert run.exit_code == 3 and read_marker(forge.summary or "") == {"kind": "summary"}
+    assert run.exit_code == 3 and sha_marker(forge.summary or "") == {"kind": "summary"}
 
 
 def test_forge_skipped_files_reach_the_stats_and_the_summary() -> None:
@@ -197,3 +198,17 @@ def test_local_forge_prints_comments_and_summary() -> None:
     text = out.getvalue()
     assert "app.py:2-3 (new) [minor]" in text and "fixed" in text and "### reviewbot review" in text
     assert run.exit_code == 0
+
+
+def test_summary_stays_under_the_limit_and_keeps_its_marker() -> None:
+    from reviewbot.forges.summary import SummaryInput, render_summary, unpack
+
+    many = [f(1000 + i, title="x" * 500) for i in range(400)]
+    result = ReviewResult([], many, "", Stats(), model="m")
+    body = render_summary(SummaryInput(MemoryForge().fetch(), result, "full", None, 0, 0, 0,
+                                       unanchored=many, last_reviewed_sha="h2"))
+    assert len(body) <= 60_000 and sha_marker(body) == {"kind": "summary",
+                                                        "last_reviewed_sha": "h2"}
+    carried = unpack(read_marker(body)["unanchored"])  # type: ignore[index]
+    assert 0 < len(carried) <= 30 and carried[0].path == "app.py"
+    assert unpack("not json") == [] and unpack('[{"path": 1}]') == []
