@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import importlib.util
+import itertools
 import logging
 import logging.handlers
 import os
@@ -25,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
+from typing import Self
 
 import httpx
 
@@ -142,7 +144,7 @@ def check_port_free(host: str, port: int) -> None:
 
 def redact_argv(argv: Sequence[str]) -> list[str]:
     """Register the value after --api-key as a secret so logs and errors never show it."""
-    for flag, value in zip(argv, argv[1:], strict=False):
+    for flag, value in itertools.pairwise(argv):
         if flag == "--api-key":
             register_secret(value)
     return list(argv)
@@ -324,7 +326,7 @@ class VllmProcess:
         )
 
     # -- context manager -------------------------------------------------------------------
-    def __enter__(self) -> VllmProcess:
+    def __enter__(self) -> Self:
         self.start()
         try:
             self.wait_ready()

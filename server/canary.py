@@ -1,0 +1,119 @@
+"""Is a vLLM server really serving? A real inference canary, and its load from /metrics.
+
+`/health` only checks an error flag and answers 200 while an engine hangs, so readiness and
+liveness run inference: a 1-token completion, then a forced (named) tool call, which goes
+through the chat template, guided decoding and the tool parser. Both share one deadline.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+CANARY_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "canary",
+        "description": "Answer the health check.",
+        "strict": True,  # vLLM pins argument schemas only for strict tools
+        "parameters": {
+            "type": "object",
+            "properties": {"ok": {"type": "boolean"}},
+            "required": ["ok"],
+            "additionalProperties": False,
+        },
+    },
+}
+# A random-weight model may pad whitespace up to max_tokens: keep the call short and bounded.
+CANARY_MAX_TOKENS = 24
+
+# Current names first, then names of older releases (gpu_cache_usage_perc until 0.11).
+_KV_USAGE = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
+_RUNNING = ("vllm:num_requests_running",)
+_WAITING = ("vllm:num_requests_waiting",)
+
+
+@dataclass(frozen=True)
+class CanaryResult:
+    ok: bool
+    latency_s: float
+    error: str = ""
+    tool_call_parsed: bool = False  # informative: random weights rarely finish a call
+
+
+@dataclass(frozen=True)
+class EngineLoad:
+    kv_cache_usage: float | None = None  # 0..1
+    requests_running: float | None = None
+    requests_waiting: float | None = None
+
+
+def _post(client: httpx.Client, url: str, body: dict[str, object], deadline: float) -> dict:  # type: ignore[type-arg]
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise httpx.TimeoutException("canary deadline passed")
+    resp = client.post(url, json=body, timeout=remaining)
+    resp.raise_for_status()
+    data = resp.json()
+    if not isinstance(data, dict) or not data.get("choices"):
+        raise ValueError(f"no choices in the answer from {url}")
+    return data
+
+
+def run_canary(client: httpx.Client, root_url: str, model: str, timeout: float) -> CanaryResult:
+    """One completion token and one forced tool call, within `timeout` seconds in all."""
+    start = time.monotonic()
+    deadline = start + timeout
+    try:
+        _post(client, f"{root_url}/v1/completions",
+              {"model": model, "prompt": "ping", "max_tokens": 1}, deadline)
+        data = _post(client, f"{root_url}/v1/chat/completions", {
+            "model": model,
+            "messages": [{"role": "user", "content": "Health check: call the tool."}],
+            "tools": [CANARY_TOOL],
+            "tool_choice": {"type": "function", "function": {"name": "canary"}},
+            "max_tokens": CANARY_MAX_TOKENS,
+        }, deadline)
+    except httpx.HTTPStatusError as exc:
+        return CanaryResult(False, time.monotonic() - start,
+                            f"HTTP {exc.response.status_code} from {exc.request.url.path}")
+    except httpx.TimeoutException:
+        return CanaryResult(False, time.monotonic() - start, f"no answer within {timeout:g} s")
+    except httpx.TransportError as exc:
+        return CanaryResult(False, time.monotonic() - start, f"unreachable: {exc}")
+    except ValueError as exc:  # includes JSON decode errors
+        return CanaryResult(False, time.monotonic() - start, f"bad answer: {exc}")
+    calls = data["choices"][0].get("message", {}).get("tool_calls") or []
+    return CanaryResult(True, time.monotonic() - start, tool_call_parsed=bool(calls))
+
+
+def parse_load(metrics_text: str) -> EngineLoad:
+    """Requests summed over engines (data parallel), KV usage of the fullest engine; None for
+    a metric the server does not export."""
+    values: dict[str, list[float]] = {}
+    for family in text_string_to_metric_families(metrics_text):
+        for sample in family.samples:
+            if not math.isnan(sample.value):
+                values.setdefault(sample.name, []).append(sample.value)
+
+    def pick(names: tuple[str, ...], combine: Callable[[list[float]], float]) -> float | None:
+        return next((combine(values[n]) for n in names if n in values), None)
+
+    return EngineLoad(pick(_KV_USAGE, max), pick(_RUNNING, sum), pick(_WAITING, sum))
+
+
+def fetch_load(client: httpx.Client, root_url: str, timeout: float) -> EngineLoad | None:
+    try:
+        resp = client.get(f"{root_url}/metrics", timeout=timeout)
+        resp.raise_for_status()
+    except httpx.HTTPError:
+        return None
+    try:
+        return parse_load(resp.text)
+    except ValueError:  # not Prometheus text: a fake server, a proxy error page
+        return None

@@ -1,0 +1,85 @@
+"""Shared fixtures. The real vLLM CPU server: started once per session, on demand.
+
+`vllm_server` builds the tiny random-weight model (server/tinymodel.py), starts
+`python -m vllm.entrypoints.openai.api_server` with the interpreter from
+$REVIEWBOT_VLLM_PYTHON (or this one, if it has vllm) on a free loopback port, and stops it
+at the end of the session. Tests that use it are marked `vllm` automatically; a missing
+vLLM fails them with the reason, it never skips them. Startup takes about a minute.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from reviewbot.errors import LaunchError, UsageError
+from server.launcher import LaunchSpec, VllmProcess, find_vllm_python, free_port
+from server.tinymodel import build_tiny_model
+
+TINY_MODEL_NAME = "tiny"
+TINY_MAX_MODEL_LEN = 65536
+VLLM_STARTUP_TIMEOUT_S = 600.0
+
+
+@dataclass(frozen=True)
+class VllmServer:
+    base_url: str  # ends in /v1, for openai.OpenAI(base_url=…)
+    root_url: str  # for /tokenize, /metrics, /health
+    model: str  # the served name
+    model_dir: Path
+    max_model_len: int
+    log_path: Path
+
+
+def vllm_python() -> str:
+    """The vLLM interpreter, or a test failure that says how to provide one."""
+    try:
+        return find_vllm_python()
+    except UsageError as exc:
+        pytest.fail(f"the real-vLLM tests need vLLM: {exc}", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_tiny_model(tmp_path_factory.mktemp("models") / "tiny")
+
+
+@pytest.fixture(scope="session")
+def vllm_server(
+    tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[VllmServer]:
+    spec = LaunchSpec(
+        model_dir=tiny_model_dir,
+        port=free_port(),
+        served_model_name=TINY_MODEL_NAME,
+        max_model_len=TINY_MAX_MODEL_LEN,
+    )
+    log_path = tmp_path_factory.mktemp("vllm") / "vllm.log"
+    process = VllmProcess(
+        spec, log_path=log_path, python=vllm_python(), startup_timeout=VLLM_STARTUP_TIMEOUT_S
+    )
+    try:
+        process.__enter__()
+    except LaunchError as exc:
+        pytest.fail(f"{exc}\n" + "\n".join(exc.log_tail), pytrace=False)
+    try:
+        yield VllmServer(
+            base_url=f"{spec.root_url}/v1",
+            root_url=spec.root_url,
+            model=TINY_MODEL_NAME,
+            model_dir=tiny_model_dir,
+            max_model_len=TINY_MAX_MODEL_LEN,
+            log_path=log_path,
+        )
+    finally:
+        process.stop()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test that uses `vllm_server` as `vllm`, so `-m "not vllm"` is reliable."""
+    for item in items:
+        if "vllm_server" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.vllm)

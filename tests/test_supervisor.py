@@ -1,0 +1,283 @@
+"""`reviewbot server up` as a real process: fault cases with a fake vLLM, then the real one.
+
+The fake (tests/fake_vllm.py) comes in through `--vllm-python`, exactly where the real
+interpreter would; the real-vLLM tests (marked `vllm`) start the CPU build with the tiny
+model three times in all (about a minute each on 2 cores).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from server.canary import parse_load
+from server.launcher import free_port, group_members
+from tests.conftest import vllm_python
+
+FAKE = Path(__file__).with_name("fake_vllm.py")
+FAST = ["--canary-interval", "0.5", "--canary-timeout", "2", "--canary-failures", "2",
+        "--backoff-initial", "0.2", "--backoff-max", "1", "--stop-grace", "5",
+        "--drain-timeout", "2"]
+
+
+def _fake_python(tmp_path: Path) -> str:
+    script = tmp_path / "fake-python"
+    script.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE}" "$@"\n')
+    script.chmod(0o755)
+    return str(script)
+
+
+class Up:
+    """`reviewbot server up …` in a subprocess, with its status endpoint."""
+
+    def __init__(self, args: list[str], state_dir: Path, env: dict[str, str] | None = None,
+                 port: int | None = None):
+        self.status_port = free_port()
+        self.port = port or free_port()
+        self.state_dir = state_dir
+        argv = [sys.executable, "-c", "from reviewbot.cli import main; main()", "server", "up",
+                "--port", str(self.port), "--state-dir", str(state_dir),
+                "--status-port", str(self.status_port), *args]
+        self.proc = subprocess.Popen(argv, env={**os.environ, **(env or {})},
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def status(self) -> dict[str, object] | None:
+        try:
+            resp = httpx.get(f"http://127.0.0.1:{self.status_port}/status", timeout=5)
+        except httpx.TransportError:
+            return None
+        return resp.json()  # type: ignore[no-any-return]
+
+    def instance(self) -> dict[str, object]:
+        status = self.status()
+        assert status is not None, "supervisor status endpoint is down"
+        return status["instances"][0]  # type: ignore[index,no-any-return]
+
+    def wait_for(self, what: str, check: Callable[[dict[str, object]], bool],
+                 timeout: float) -> dict[str, object]:
+        deadline = time.monotonic() + timeout
+        last: dict[str, object] | None = None
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                pytest.fail(f"supervisor exited ({self.proc.returncode}) waiting for {what}: "
+                            f"{self.proc.stderr.read() if self.proc.stderr else ''}")
+            status = self.status()
+            if status is not None:
+                last = status["instances"][0]  # type: ignore[index]
+                if check(last):  # type: ignore[arg-type]
+                    return last  # type: ignore[return-value]
+            time.sleep(0.3)
+        pytest.fail(f"timed out after {timeout} s waiting for {what}; last status: {last}")
+
+    def finish(self, timeout: float = 60) -> tuple[int, str]:
+        try:
+            _, err = self.proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            _, err = self.proc.communicate()
+            pytest.fail(f"supervisor did not exit within {timeout} s: {err}")
+        return self.proc.returncode, err
+
+    def terminate(self, timeout: float = 60) -> tuple[int, str]:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        return self.finish(timeout)
+
+
+def _gone(pid: int, timeout: float = 15) -> bool:
+    """The process and its whole group (the keeper leads one) have exited."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not group_members(pid) and not Path(f"/proc/{pid}").exists():
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def _is_ready(i: dict[str, object]) -> bool:
+    return i["state"] == "ready"
+
+
+@pytest.fixture
+def fake(tmp_path: Path) -> Callable[..., Up]:
+    started: list[Up] = []
+
+    def start(mode: str = "ok", *extra: str) -> Up:
+        up = Up(["--gpus", "cpu", "--model", str(tmp_path), "--served-model-name", "tiny",
+                 "--vllm-python", _fake_python(tmp_path), *FAST, *extra],
+                tmp_path / f"state{len(started)}", env={"FAKE_VLLM_MODE": mode})
+        started.append(up)
+        return up
+
+    yield start
+    for up in started:
+        if up.proc.poll() is None:
+            up.proc.kill()
+            up.proc.communicate()
+
+
+# -- fault cases with the fake vLLM ------------------------------------------------------------
+def test_crash_loop_is_reported_with_the_log_tail(fake: Callable[..., Up]) -> None:
+    up = fake("crash", "--crashloop-after", "3")
+    code, err = up.finish(timeout=60)
+    assert code == 3, err
+    assert "never became ready" in err
+    assert "an unsupported model config (head_dim)" in err
+    assert "Unsupported CPU attention configuration" in err  # the vLLM log line itself
+
+
+def test_crash_loop_state_on_the_status_endpoint(fake: Callable[..., Up]) -> None:
+    up = fake("crash", "--crashloop-after", "2", "--backoff-max", "30")
+    inst = up.wait_for("crashloop", lambda i: i["state"] == "crashloop", timeout=30)
+    assert inst["consecutive_failures"] == 2
+    assert "exited during startup" in str(inst["last_error"])
+    assert any("head_dim=16" in line for line in inst["last_log_lines"])  # type: ignore[attr-defined]
+    up.terminate()
+
+
+def test_never_ready_times_out_and_restarts(fake: Callable[..., Up]) -> None:
+    up = fake("never_ready", "--startup-timeout", "2", "--crashloop-after", "2")
+    code, err = up.finish(timeout=60)
+    assert code == 3
+    assert "not ready within 2 s" in err
+
+
+def test_slow_start_is_starting_then_ready(fake: Callable[..., Up]) -> None:
+    up = fake("slow:3")
+    first = up.wait_for("starting", lambda i: i["state"] == "starting", timeout=15)
+    assert first["uptime_s"] is None
+    inst = up.wait_for("ready", _is_ready, timeout=30)
+    assert inst["restarts"] == 0
+    # Load comes from the fake's /metrics, under an older KV-cache metric name.
+    inst = up.wait_for("load", lambda i: i["requests_waiting"] == 1.0, timeout=10)
+    assert inst["kv_cache_usage"] == 0.25 and inst["requests_running"] == 0.0
+    metrics = httpx.get(f"http://127.0.0.1:{up.status_port}/metrics", timeout=5).text
+    assert 'reviewbot_supervisor_instance_ready{instance="cpu0"} 1.0' in metrics
+    pid = int(inst["pid"])  # type: ignore[call-overload]
+    code, _ = up.terminate()
+    assert code == 0
+    assert _gone(pid)
+
+
+def test_kill_and_hang_of_the_fake_are_restarted(fake: Callable[..., Up]) -> None:
+    up = fake()
+    inst = up.wait_for("ready", _is_ready, timeout=30)
+    os.kill(int(inst["vllm_pid"]), signal.SIGKILL)  # type: ignore[call-overload]
+    inst = up.wait_for("restart after kill -9", lambda i: _is_ready(i) and i["restarts"] == 1,
+                       timeout=30)
+    os.kill(int(inst["vllm_pid"]), signal.SIGSTOP)  # type: ignore[call-overload]
+    inst = up.wait_for("restart after SIGSTOP", lambda i: _is_ready(i) and i["restarts"] == 2,
+                       timeout=30)
+    metrics = httpx.get(f"http://127.0.0.1:{up.status_port}/metrics", timeout=5).text
+    assert 'reviewbot_supervisor_restarts_total{instance="cpu0",reason="exited"} 1.0' in metrics
+    assert 'reviewbot_supervisor_restarts_total{instance="cpu0",reason="hung"} 1.0' in metrics
+    up.terminate()
+
+
+def test_sigkill_of_the_supervisor_leaves_no_process(fake: Callable[..., Up]) -> None:
+    up = fake()
+    inst = up.wait_for("ready", _is_ready, timeout=30)
+    up.proc.kill()
+    up.proc.communicate()
+    assert _gone(int(inst["pid"]), timeout=15)  # type: ignore[call-overload]
+
+
+def test_bad_manifest_refuses_to_start(fake: Callable[..., Up], tmp_path: Path) -> None:
+    (tmp_path / "model.safetensors").write_bytes(b"truncated")
+    (tmp_path / "SHA256SUMS").write_text(f"{'0' * 64}  model.safetensors\n")
+    up = fake()
+    code, err = up.finish(timeout=30)
+    assert code == 3
+    assert "model.safetensors" in err
+    assert not (up.state_dir / "logs" / "cpu0.log").exists()  # vLLM never started
+
+
+def test_port_in_use_is_a_clear_error(tmp_path: Path) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        up = Up(["--gpus", "cpu", "--model", str(tmp_path), "--vllm-python",
+                 _fake_python(tmp_path), *FAST], tmp_path / "state", port=port)
+        code, err = up.finish(timeout=30)
+    assert code == 2, err
+    assert f"port {port} on 127.0.0.1 is in use" in err
+
+
+def test_several_gpu_instances_behind_nginx(tmp_path: Path) -> None:
+    """2xA10: the plan gives one replica per GPU; nginx serves both on one port."""
+    from server.tinymodel import build_tiny_model
+
+    model = build_tiny_model(tmp_path / "tiny")
+    up = Up(["--gpus", "2xA10", "--model", str(model), "--served-model-name", "tiny",
+             "--vllm-python", _fake_python(tmp_path), *FAST], tmp_path / "state")
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            status = up.status()
+            if status and all(i["state"] == "ready" for i in status["instances"]):  # type: ignore[attr-defined]
+                break
+            time.sleep(0.3)
+        assert status is not None and len(status["instances"]) == 2, status  # type: ignore[arg-type]
+        resp = httpx.get(f"http://127.0.0.1:{up.port}/v1/models", timeout=10)
+        assert resp.status_code == 200 and resp.json()["data"][0]["id"] == "tiny"
+        assert "CUDA_VISIBLE_DEVICES" not in (tmp_path / "state" / "nginx.conf").read_text()
+    finally:
+        code, err = up.terminate()
+    assert code == 0, err
+
+
+# -- the real vLLM CPU build --------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def real_up(tmp_path_factory: pytest.TempPathFactory, tiny_model_dir: Path) -> Iterator[Up]:
+    state = tmp_path_factory.mktemp("supervisor")
+    up = Up(["--gpus", "cpu", "--model", str(tiny_model_dir), "--served-model-name", "tiny",
+             "--vllm-python", vllm_python(), "--canary-interval", "2", "--canary-timeout",
+             "10", "--canary-failures", "2", "--backoff-initial", "1", "--stop-grace", "10"],
+            state)
+    yield up
+    if up.proc.poll() is None:
+        up.terminate()
+
+
+@pytest.mark.vllm
+def test_real_vllm_ready_then_restarted_after_kill_and_hang(real_up: Up) -> None:
+    inst = real_up.wait_for("ready", _is_ready, timeout=600)
+    models = httpx.get(f"http://127.0.0.1:{real_up.port}/v1/models", timeout=10).json()
+    assert models["data"][0]["id"] == "tiny"
+    load = parse_load(httpx.get(f"http://127.0.0.1:{real_up.port}/metrics", timeout=10).text)
+    assert load.kv_cache_usage is not None and load.requests_running is not None
+
+    killed = int(inst["vllm_pid"])  # type: ignore[call-overload]
+    os.kill(killed, signal.SIGKILL)
+    inst = real_up.wait_for("ready after kill -9",
+                            lambda i: _is_ready(i) and i["restarts"] == 1, timeout=600)
+    assert inst["vllm_pid"] != killed
+
+    hung = int(inst["vllm_pid"])  # type: ignore[call-overload]
+    os.kill(hung, signal.SIGSTOP)  # a hang: nothing answers, the process is still there
+    inst = real_up.wait_for("ready after SIGSTOP",
+                            lambda i: _is_ready(i) and i["restarts"] == 2, timeout=600)
+    assert "hung" in real_up.state_dir.joinpath("logs", "supervisor.log").read_text()
+    assert not Path(f"/proc/{hung}").exists()
+
+
+@pytest.mark.vllm
+def test_real_vllm_sigterm_leaves_no_process(real_up: Up) -> None:
+    inst = real_up.wait_for("ready", _is_ready, timeout=600)
+    keeper = int(inst["pid"])  # type: ignore[call-overload]
+    code, err = real_up.terminate(timeout=120)
+    assert code == 0, err
+    assert _gone(keeper, timeout=5), f"left behind: {group_members(keeper)}"
+    leftovers = subprocess.run(["pgrep", "-f", f"--port {real_up.port}"], check=False,
+                               capture_output=True, text=True).stdout.split()
+    assert leftovers == []
