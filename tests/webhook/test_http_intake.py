@@ -9,6 +9,8 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from recording_runner import RecordingRunner, recorded
 from webhook_support import (
     ADMIN_TOKEN,
@@ -222,3 +224,26 @@ def test_unconfigured_forge_is_404(tmp_path: Path, runner: RecordingRunner) -> N
     with ThreadServer(settings, runner) as srv, httpx.Client(base_url=srv.url) as c:
         headers, body = gitlab_event(token="")
         assert c.post("/webhook/gitlab", content=body, headers=headers).status_code == 404
+
+
+def test_random_forgeries_never_create_a_job(tmp_path: Path, runner: RecordingRunner) -> None:
+    """Property: without the secret, no token, signature or body gets anything but 401."""
+    header_text = st.text(st.characters(min_codepoint=33, max_codepoint=126), max_size=80)
+    unthrottled = make_settings(tmp_path / "q.sqlite", rate_per_source=1e6)
+    with ThreadServer(unthrottled, runner) as srv, httpx.Client(base_url=srv.url) as c:
+
+        @settings(max_examples=150, deadline=None)
+        @given(token=header_text, signature=header_text, body=st.binary(max_size=512),
+               hexsig=st.text("0123456789abcdef", min_size=64, max_size=64))
+        def check(token: str, signature: str, body: bytes, hexsig: str) -> None:
+            _, valid = github_event()
+            for forge, headers, content in (
+                ("gitlab", {**gitlab_event()[0], "X-Gitlab-Token": token}, valid),
+                ("github", {**github_event()[0], "X-Hub-Signature-256": signature}, body),
+                ("github", {**github_event()[0], "X-Hub-Signature-256": "sha256=" + hexsig}, valid),
+            ):
+                r = c.post(f"/webhook/{forge}", content=content, headers=headers)
+                assert r.status_code == 401, (forge, r.status_code)
+
+        check()
+        assert sum(srv.queue.counts().values()) == 0
