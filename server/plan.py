@@ -226,7 +226,8 @@ def _refusal(
         smaller = weight_format(model, quant)
         fit = _search(gpus, model, smaller, context, kv_dtypes)
         if fit is not None:
-            alt = _build(gpus, model, smaller, fit, context, nodes, port)
+            checkpoint = topology.catalog_checkpoint(model, smaller)
+            alt = _build(gpus, checkpoint, smaller, fit, context, nodes, port)
             alternatives.append(f"--quantization {quant} (checkpoint: {smaller.label}): "
                                 f"TP={alt.tp}, {alt.max_concurrent_reviews} review(s) at once")
             nearest = nearest or alt
