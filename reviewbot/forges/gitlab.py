@@ -11,7 +11,7 @@ from gitlab.exceptions import GitlabError
 
 from reviewbot.config import Settings
 from reviewbot.diff import ChangeSet, FileDiff, parse
-from reviewbot.errors import DiffError, ForgeError, UsageError
+from reviewbot.errors import DiffError, ForgeError, UsageError, redact
 from reviewbot.findings import Finding
 from reviewbot.forges import gitlab_diffs
 from reviewbot.forges.base import ChangeRequest, PostedComment, PostOutcome, read_marker
@@ -105,7 +105,7 @@ class GitLabForge:
                 return []
             return list(parse(raw.content).files)
         except (GitlabError, DiffError) as exc:
-            log.info("raw_diffs unavailable: %s", exc)
+            log.info("raw_diffs unavailable: %s", redact(str(exc)))
             return []
 
     def fetch_incremental(self, since_sha: str, request: ChangeRequest) -> ChangeSet | None:

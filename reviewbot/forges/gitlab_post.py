@@ -20,7 +20,7 @@ from typing import Any
 import requests
 from gitlab.exceptions import GitlabError
 
-from reviewbot.errors import ForgeError
+from reviewbot.errors import ForgeError, redact
 from reviewbot.findings import Finding
 from reviewbot.forges.base import ChangeRequest, PostOutcome, read_marker
 from reviewbot.forges.gitlab_position import note_payload
@@ -103,7 +103,7 @@ class Poster:
         """GitLab refused the batch (one bad draft spoils it): drop our drafts and post each
         finding as its own discussion, so only the offender is refused."""
         log.warning("bulk publish refused (%s); posting %d discussions one by one",
-                    _describe(exc), len(drafted))
+                    redact(_describe(exc)), len(drafted))
         self._tidy_drafts(self._drafts() or [], request, set())
         single = self._send(request, drafted, self._discussion, self._discussion_fps)
         return PostOutcome(single.posted, outcome.moved_to_summary + single.moved_to_summary,
@@ -126,7 +126,7 @@ class Poster:
                                   lambda fp=f.fingerprint: fp in present())  # type: ignore[misc]
             except Refused as exc:
                 log.warning("GitLab refused the position of %s:%s (%s); moved to the summary",
-                            f.path, f.line, " ".join(str(exc).split())[:200])
+                            f.path, f.line, redact(" ".join(str(exc).split())[:200]))
                 out.moved_to_summary.append(f)
                 continue
             except Unavailable as exc:

@@ -147,9 +147,7 @@ def _post(forge: Forge, request: ChangeRequest, findings: list[Finding]) -> Post
 
 
 def _summary_input(run: ForgeRun, previous_sha: str | None, max_chars: int) -> SummaryInput:
-    complete = run.result.complete and not run.outcome.failed and not run.outcome.errors
-    if run.dry_run:
-        complete = run.result.complete
+    complete = run.complete
     return SummaryInput(
         request=run.request,
         result=run.result,
@@ -160,7 +158,7 @@ def _summary_input(run: ForgeRun, previous_sha: str | None, max_chars: int) -> S
         resolved=len(run.to_resolve),
         unanchored=run.unanchored,
         failed=run.outcome.failed,
-        errors=run.outcome.errors or run.errors,
+        errors=run.errors,
         complete=complete,
         # an incomplete run keeps the last good point, so the next run covers what this one missed
         last_reviewed_sha=run.request.head_sha if complete else previous_sha,
