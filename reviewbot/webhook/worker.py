@@ -111,10 +111,6 @@ class WorkerPool:
                 else:
                     entry[1].set()
 
-    def running_ids(self) -> list[int]:
-        with self._lock:
-            return sorted(self._running)
-
     # -- dispatching ---------------------------------------------------------------------
 
     def _busy_forges(self) -> frozenset[str]:
