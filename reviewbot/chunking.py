@@ -21,11 +21,16 @@ from reviewbot.tokens import TokenCounter
 class Piece:
     file: FileDiff
     hunk: Hunk
-    lines: tuple[DiffLine, ...]  # what is shown, lead-in context included
-    owned: int  # changed lines this piece is responsible for
+    lines: tuple[DiffLine, ...]  # what is shown: `lead` lines of lead-in context, then owned lines
+    lead: int
     part: tuple[int, int] | None  # (k, n) when a hunk was split
     text: str
     tokens: int = 0
+
+    @property
+    def owned(self) -> int:
+        """Changed lines this piece is responsible for (lead-in lines belong to the piece before)."""
+        return sum(1 for line in self.lines[self.lead:] if line.changed)
 
     def positions(self) -> set[tuple[Side, int]]:
         return {pos for line in self.lines for pos in line.positions()}
@@ -54,9 +59,15 @@ class Chunk:
         return out
 
 
+MAX_CONTEXT_CHARS = 2000  # a long unchanged line is context, not change: shown cut short
+
+
 def render_line(line: DiffLine) -> str:
     number = line.old if line.kind == "-" else line.new
-    return f"{line.kind} {number}| {line.text}"
+    text = line.text
+    if not line.changed and len(text) > MAX_CONTEXT_CHARS:
+        text = text[:MAX_CONTEXT_CHARS] + f" … [{len(text) - MAX_CONTEXT_CHARS} more characters]"
+    return f"{line.kind} {number}| {text}"
 
 
 def file_header(file: FileDiff) -> str:
@@ -74,52 +85,46 @@ def _piece_text(hunk: Hunk, lines: Sequence[DiffLine], part: tuple[int, int] | N
 def make_pieces(
     changes: ChangeSet,
     counter: TokenCounter,
-    max_piece_tokens: int,
+    room: int | Callable[[FileDiff], int],
     context_lines: int = 3,
 ) -> list[Piece]:
-    """One piece per hunk, or several for a hunk that alone exceeds `max_piece_tokens`."""
+    """One piece per hunk, or several for a hunk larger than `room(file)` tokens."""
     hunks = [(f, h) for f in changes.files for h in f.hunks]
     texts = [_piece_text(h, h.lines, None) for _, h in hunks]
-    counts = counter.count_texts(texts)
     pieces: list[Piece] = []
-    for (file, hunk), text, tokens in zip(hunks, texts, counts):
-        if tokens <= max_piece_tokens:
-            pieces.append(Piece(file, hunk, hunk.lines, hunk.changed_lines, None, text, tokens))
-        else:
-            pieces.extend(_split_hunk(file, hunk, counter, max_piece_tokens, context_lines))
+    for (file, hunk), text, tokens in zip(hunks, texts, counter.count_texts(texts)):
+        piece = Piece(file, hunk, hunk.lines, 0, None, text, tokens)
+        limit = room(file) if callable(room) else room
+        pieces.extend([piece] if tokens <= limit else split(piece, counter, limit, context_lines))
     return pieces
 
 
-def _split_hunk(
-    file: FileDiff, hunk: Hunk, counter: TokenCounter, limit: int, context_lines: int
-) -> list[Piece]:
-    """Consecutive slices of one hunk, each under `limit` tokens with its lead-in context."""
-    line_tokens = counter.count_texts([render_line(line) + "\n" for line in hunk.lines])
-    header_tokens = counter.count_texts([hunk.header + " (part 99 of 99)\n"])[0]
-    slices: list[tuple[int, int]] = []  # [start, end) of owned lines
-    start = 0
-    while start < len(hunk.lines):
+def split(piece: Piece, counter: TokenCounter, limit: int, context_lines: int) -> list[Piece]:
+    """Consecutive slices of a piece's owned lines, each under `limit` tokens with lead-in context."""
+    lines = piece.lines
+    line_tokens = counter.count_texts([render_line(line) + "\n" for line in lines])
+    header_tokens = counter.count_texts([piece.hunk.header + " (part 99 of 99)\n"])[0]
+    slices: list[tuple[int, int, int]] = []  # (lead-in start, owned start, end)
+    start = piece.lead
+    while start < len(lines):
         lead = max(0, start - context_lines)
         used = header_tokens + sum(line_tokens[lead:start])
         end = start
-        while end < len(hunk.lines) and used + line_tokens[end] <= limit:
+        while end < len(lines) and used + line_tokens[end] <= limit:
             used += line_tokens[end]
             end += 1
         if end == start:
-            raise DiffError(
-                f"{file.path}: line {hunk.lines[start].new or hunk.lines[start].old} alone needs "
-                f"{line_tokens[start]} tokens, more than a request can hold"
-            )
-        slices.append((start, end))
+            line = lines[start]
+            raise DiffError(f"{piece.file.path}: line {line.new or line.old} alone needs "
+                            f"{line_tokens[start]} tokens, more than a request can hold")
+        slices.append((lead, start, end))
         start = end
-    pieces = []
-    for k, (start, end) in enumerate(slices, 1):
-        lines = hunk.lines[max(0, start - context_lines):end]
-        owned = sum(1 for line in hunk.lines[start:end] if line.changed)
-        text = _piece_text(hunk, lines, (k, len(slices)))
-        pieces.append(Piece(file, hunk, lines, owned, (k, len(slices)), text))
-    counts = counter.count_texts([p.text for p in pieces])
-    return [Piece(p.file, p.hunk, p.lines, p.owned, p.part, p.text, n) for p, n in zip(pieces, counts)]
+    texts = [_piece_text(piece.hunk, lines[a:c], (k, len(slices)))
+             for k, (a, _, c) in enumerate(slices, 1)]
+    return [
+        Piece(piece.file, piece.hunk, lines[a:c], b - a, (k, len(slices)), text, tokens)
+        for k, ((a, b, c), text, tokens) in enumerate(zip(slices, texts, counter.count_texts(texts)), 1)
+    ]
 
 
 @dataclass
@@ -133,19 +138,18 @@ def pack(
     pieces: Sequence[Piece],
     budget: int,
     fixed_tokens: int,
-    file_tokens: Callable[[FileDiff], int],
-    piece_overhead: int = 0,
+    file_cost: Callable[[FileDiff], int],
+    piece_cost: Callable[[Piece], int],
 ) -> list[Chunk]:
     """First-fit: each piece goes into the first chunk with room.
 
-    `fixed_tokens` is paid once per chunk (system prompt, tool text, wrapper), `file_tokens` once
-    per file per chunk (its header and anchor schema), `piece_overhead` once per piece.
+    `fixed_tokens` is paid once per chunk (system prompt, tool text, wrapper), `file_cost` once
+    per file per chunk (its header), `piece_cost` once per piece (its text and anchor schema).
     """
     bins: list[_Bin] = []
 
     def cost(piece: Piece, b: _Bin) -> int:
-        header = 0 if piece.file.path in b.paths else file_tokens(piece.file)
-        return piece.tokens + piece_overhead + header
+        return piece_cost(piece) + (0 if piece.file.path in b.paths else file_cost(piece.file))
 
     for piece in pieces:
         target = next((b for b in bins if b.used + cost(piece, b) <= budget), None)

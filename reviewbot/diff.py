@@ -149,12 +149,29 @@ def parse(raw: bytes | str) -> ChangeSet:
         patch = PatchSet(StringIO(text))  # StringIO splits on "\n" only
     except UnidiffParseError as exc:
         raise DiffError(f"the diff could not be parsed: {exc}") from None
+    _check_trailing(text, patch)
     return ChangeSet(tuple(_file(pf) for pf in patch))
 
 
+def _check_trailing(text: str, patch: PatchSet) -> None:
+    """Changed lines after the last hunk mean its header undercounts: refuse, never drop them."""
+    last = max((line.diff_line_no or 0 for pf in patch for h in pf for line in h), default=0)
+    for line in text.split("\n")[last:]:
+        if _STRAY_LINE.match(line) and line != "-- ":  # "-- " opens format-patch's signature
+            raise DiffError(f"a hunk is longer than its @@ header says, near {line[:60]!r}")
+
+
 def _file(pf) -> FileDiff:  # type: ignore[no-untyped-def]
-    old = None if pf.is_added_file else _clean_path(pf.source_file)
-    new = None if pf.is_removed_file else _clean_path(pf.target_file)
+    info = "".join(pf.patch_info or ())
+    stray = _STRAY_LINE.search(info)
+    if stray:
+        raise DiffError(f"a hunk is longer than its @@ header says, near {stray.group(0)[:60]!r}")
+    # git says "new file mode"/"deleted file mode"; an empty file that gains or loses all its
+    # lines is still the same file (unidiff would call it added/removed from the @@ -0,0 range)
+    added = "\nnew file mode " in "\n" + info or pf.source_file == "/dev/null"
+    removed = "\ndeleted file mode " in "\n" + info or pf.target_file == "/dev/null"
+    old = None if added else _clean_path(pf.source_file)
+    new = None if removed else _clean_path(pf.target_file)
     # unidiff leaves the paths of hunk-less entries (binary, mode-only, pure rename) as parsed from
     # the "diff --git" line; fall back to them
     if old is None and new is None or (old == "/dev/null" and new == "/dev/null"):
@@ -189,6 +206,8 @@ def _hunk(h) -> Hunk:  # type: ignore[no-untyped-def]
                 h.section_header, lines)
 
 
+# a "+"/"-" line between files: a hunk ran past the length its header announced
+_STRAY_LINE = re.compile(r"^[-+](?![-+]{2} ).*$", re.M)
 _MODE = re.compile(r"^(old|new|new file|deleted file) mode (\d+)$", re.M)
 
 
@@ -210,15 +229,21 @@ def _clean_path(path: str | None) -> str | None:
 def _unquote(path: str) -> str:
     """Undo git's C-style quoting of unusual paths: "a/\\303\\251.txt" → a/é.txt."""
     if len(path) >= 2 and path[0] == path[-1] == '"':
-        raw = codecs.escape_decode(path[1:-1].encode("utf-8"))[0]
+        try:
+            raw = codecs.escape_decode(path[1:-1].encode("utf-8"))[0]
+        except ValueError:  # a malformed escape: keep the path as written
+            return path[1:-1]
         return raw.decode("utf-8", errors="replace")
     return path
 
 
 def from_git(range_: str, cwd: str | None = None) -> bytes:
     """`git diff RANGE` in the current repository, with stable, unquoted output and renames found."""
-    argv = ["git", "-c", "core.quotePath=false", "diff", "--no-color", "--no-ext-diff",
-            "--find-renames", "--binary", range_]
+    # pin every setting that changes the output format, whatever the user's git config says
+    argv = ["git", "-c", "core.quotePath=false", "-c", "diff.noprefix=false",
+            "-c", "diff.mnemonicPrefix=false", "-c", "diff.submodule=short", "diff", "--no-color",
+            "--no-ext-diff", "--no-textconv", "--src-prefix=a/", "--dst-prefix=b/",
+            "--submodule=short", "--find-renames", "--binary", range_]
     try:
         proc = subprocess.run(argv, cwd=cwd, capture_output=True, check=False, timeout=300)
     except FileNotFoundError:

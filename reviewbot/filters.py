@@ -42,11 +42,13 @@ def skip_reason(file: FileDiff, exclude: Iterable[str] = ()) -> str | None:
         return "vendored path"
     if _GENERATED.search(path):
         return "generated or minified file"
-    longest = max((len(line.text) for h in file.hunks for line in h.lines), default=0)
+    longest = max((len(line.text) for h in file.hunks for line in h.lines if line.changed),
+                  default=0)
     if longest > MAX_LINE_CHARS:
         return f"minified or generated (a line of {longest:,} characters)"
-    first = file.hunks[0].lines[:5] if file.hunks else ()
-    if any(_GENERATED_MARK.search(line.text) for line in first if line.kind == "+"):
+    # a generator's marker sits in the first lines of the file, shown as added or context
+    top = (line for h in file.hunks for line in h.lines if line.new is not None and line.new <= 5)
+    if any(_GENERATED_MARK.search(line.text) for line in top):
         return "generated file (marked as generated in its header)"
     if file.changed_lines == 0:
         if file.status == "renamed":

@@ -8,18 +8,18 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any
 
 import httpx
 
 from reviewbot import filters, templates, tools
-from reviewbot.chunking import Chunk, file_header, make_pieces, pack
+from reviewbot.chunking import Chunk, Piece, file_header, make_pieces, pack, split
 from reviewbot.config import Settings
-from reviewbot.diff import ChangeSet, FileDiff
+from reviewbot.diff import ChangeSet, FileDiff, Side
 from reviewbot.findings import Finding, merge, with_fingerprints
 from reviewbot.report.progress import ChunkProgress, NoProgress
 from reviewbot.llm import ContextTooLong, ModelClient, RequestFailed
@@ -62,33 +62,45 @@ class Engine:
 
     # -- chunking ---------------------------------------------------------------------------
     def chunks(self, changes: ChangeSet, title: str) -> list[Chunk]:
-        empty = Chunk(0, ())
-        fixed = self.counter.count_request(*self._as_pair(self.request(empty, 1, title)))
-        branch = json.dumps(tools.tool_schema(empty, 1)["function"]["parameters"]["properties"]
-                            ["findings"]["items"]["properties"]["location"]) + " " * 120
-        branch_tokens = self.counter.count_texts([branch])[0]
+        """Pack with per-part estimates, then check every chunk's exact count and repair."""
+        fixed = self._exact((), title)
+        count = self.counter.count_texts
 
-        def file_tokens(f: FileDiff) -> int:
-            return self.counter.count_texts([file_header(f) + "\n"])[0] + 2 * branch_tokens
+        wide = 999999  # line numbers as wide as they get, for an upper bound
+        one_range = count([json.dumps(tools.line_range(wide, wide)) + ", "])[0]
 
-        room = self.budget - fixed - 4 * branch_tokens - 64
+        @lru_cache(maxsize=None)
+        def header_cost(file: FileDiff) -> int:
+            """The file header, plus its anchor branch on each side (ranges counted per piece)."""
+            anchor = json.dumps(tools.branch(file.path, Side.NEW, [(wide, wide)] * 2)) + ", "
+            return count([file_header(file) + "\n"])[0] + 2 * count([anchor])[0]
+
+        def piece_cost(piece: Piece) -> int:
+            return piece.tokens + 1 + 2 * one_range  # a hunk adds one line range per side
+
+        def room(file: FileDiff) -> int:
+            return self.budget - fixed - header_cost(file) - 2 * one_range - 8
+
         pieces = make_pieces(changes, self.counter, room, self.settings.context_lines)
-        packed = pack(pieces, self.budget, fixed, file_tokens, piece_overhead=2 * branch_tokens)
-        return self._fit(packed, title)
+        packed = pack(pieces, self.budget, fixed, header_cost, piece_cost)
+        fitted: list[tuple[Piece, ...]] = []
+        while packed:
+            leftovers: list[Piece] = []
+            for chunk in packed:
+                kept = list(chunk.pieces)
+                while (over := self._exact(kept, title) - self.budget) > 0:
+                    if len(kept) > 1:  # the estimate let one piece too many in: move it on
+                        leftovers.insert(0, kept.pop())
+                    else:  # one piece alone is too big: cut it finer
+                        parts = split(kept[0], self.counter, kept[0].tokens - over - 32,
+                                      self.settings.context_lines)
+                        kept, leftovers[:0] = parts[:1], parts[1:]
+                fitted.append(tuple(kept))
+            packed = pack(leftovers, self.budget, fixed, header_cost, piece_cost)
+        return [Chunk(i, pieces) for i, pieces in enumerate(fitted, 1)]
 
-    def _fit(self, chunks: list[Chunk], title: str) -> list[Chunk]:
-        """Check each chunk's exact size; halve any that the estimate let through too big."""
-        out: list[Chunk] = []
-        todo = list(chunks)
-        while todo:
-            chunk = todo.pop(0)
-            size = self.counter.count_request(*self._as_pair(self.request(chunk, len(chunks), title)))
-            if size <= self.budget or len(chunk.pieces) == 1:
-                out.append(chunk)
-            else:
-                half = len(chunk.pieces) // 2
-                todo[:0] = [Chunk(0, chunk.pieces[:half]), Chunk(0, chunk.pieces[half:])]
-        return [Chunk(i, c.pieces) for i, c in enumerate(out, 1)]
+    def _exact(self, pieces: Sequence[Piece], title: str) -> int:
+        return self.counter.count_request(*self._as_pair(self.request(Chunk(0, tuple(pieces)), 1, title)))
 
     @staticmethod
     def _as_pair(req: tuple[list[dict[str, Any]], dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

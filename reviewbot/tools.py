@@ -22,7 +22,6 @@ from reviewbot.findings import SEVERITIES, Finding, Severity
 
 TOOL_NAME = "report_findings"
 CATEGORIES = ("bug", "security", "performance", "error-handling", "concurrency", "maintainability")
-MAX_BRANCHES = 96  # above this many line ranges, ranges are merged per file and side
 
 _DESCRIPTION = (
     "Report the problems found in this part of the change. Call it exactly once; "
@@ -40,37 +39,43 @@ def _ranges(lines: set[int]) -> list[tuple[int, int]]:
     return out
 
 
-def anchor_ranges(chunk: Chunk) -> list[tuple[str, Side, int, int]]:
-    """(path, side, first, last) for every run of shown lines, merged per file/side if too many."""
-    spans = []
+def anchor_ranges(chunk: Chunk) -> list[tuple[str, Side, list[tuple[int, int]]]]:
+    """(path, side, runs of shown lines) for every file and side the chunk shows."""
+    out = []
     for path, positions in chunk.positions().items():
         for side in Side:
-            lines = {n for s, n in positions if s is side}
-            spans.extend((path, side, lo, hi) for lo, hi in _ranges(lines))
-    if len(spans) > MAX_BRANCHES:
-        merged: dict[tuple[str, Side], tuple[int, int]] = {}
-        for path, side, lo, hi in spans:
-            old = merged.get((path, side), (lo, hi))
-            merged[(path, side)] = (min(old[0], lo), max(old[1], hi))
-        spans = [(p, s, lo, hi) for (p, s), (lo, hi) in merged.items()]
-    return spans
+            runs = _ranges({n for s, n in positions if s is side})
+            if runs:
+                out.append((path, side, runs))
+    return out
+
+
+def line_range(lo: int, hi: int) -> dict[str, int]:
+    return {"minimum": lo, "maximum": hi}
+
+
+def branch(path: str, side: Side, runs: list[tuple[int, int]]) -> dict[str, Any]:
+    """The schema of the anchors in one file and side: this path, this side, a shown line."""
+    line: dict[str, Any] = {"type": "integer"}
+    if len(runs) == 1:
+        line.update(line_range(*runs[0]))
+    else:
+        line["anyOf"] = [line_range(lo, hi) for lo, hi in runs]
+    return {
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "enum": [path]},
+            "side": {"type": "string", "enum": [side.value]},
+            "line": line,
+            "end_line": {"type": "integer"},
+        },
+        "required": ["path", "side", "line"],
+        "additionalProperties": False,
+    }
 
 
 def tool_schema(chunk: Chunk, max_findings: int) -> dict[str, Any]:
-    branches = [
-        {
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "enum": [path]},
-                "side": {"type": "string", "enum": [side.value]},
-                "line": {"type": "integer", "minimum": lo, "maximum": hi},
-                "end_line": {"type": "integer", "minimum": lo, "maximum": hi},
-            },
-            "required": ["path", "side", "line"],
-            "additionalProperties": False,
-        }
-        for path, side, lo, hi in anchor_ranges(chunk)
-    ]
+    branches = [branch(*span) for span in anchor_ranges(chunk)]
     finding = {
         "type": "object",
         "properties": {
@@ -149,7 +154,7 @@ def _finding(item: Any, shown: dict[str, set[tuple[Side, int]]]) -> tuple[Findin
     if not isinstance(loc, dict) or not isinstance(title, str) or not title.strip():
         return None, False
     path, line = loc.get("path"), loc.get("line")
-    if path not in shown or not isinstance(line, int) or isinstance(line, bool):
+    if not isinstance(path, str) or path not in shown or not isinstance(line, int) or isinstance(line, bool):
         return None, False
     try:
         severity = Severity.parse(str(item.get("severity", "minor")))

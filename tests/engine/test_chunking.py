@@ -97,11 +97,22 @@ def big_hunk_diff(lines: int = 1500) -> ChangeSet:
     return diff.parse("diff --git a/big/module.py b/big/module.py\n" + text)
 
 
+def lead_of(piece: Piece, context_lines: int) -> int:
+    """How many lead-in lines a piece shows before its own (`Piece.lead` where the model has it)."""
+    lead = getattr(piece, "lead", None)
+    if lead is None:
+        lead = min(context_lines, len(piece.lines)) if piece.part and piece.part[0] > 1 else 0
+    assert 0 <= lead <= context_lines
+    return lead
+
+
 def owned_lines(pieces: list[Piece], context_lines: int) -> list:
-    """The lines each hunk's pieces own: all shown lines minus the lead-in of parts after the first."""
-    out = []
+    """The lines the pieces own, in order: all shown lines minus each piece's lead-in context."""
+    out: list = []
     for piece in pieces:
-        lead = context_lines if piece.part and piece.part[0] > 1 else 0
+        lead = lead_of(piece, context_lines)
+        if lead:  # the lead-in is the lines just before, already owned by the piece before
+            assert list(piece.lines[:lead]) == out[-lead:]
         out.extend(piece.lines[lead:])
     return out
 
@@ -143,7 +154,7 @@ def test_an_oversized_hunk_is_split_into_parts_under_the_limit(
     assert owned_lines(pieces, 3) == list(hunk.lines)
     assert sum(p.owned for p in pieces) == hunk.changed_lines == file.changed_lines
     assert [p.owned for p in pieces] == [
-        sum(1 for l in piece.lines[(3 if k > 1 else 0):] if l.changed)
+        sum(1 for l in piece.lines[lead_of(piece, 3):] if l.changed)
         for k, piece in enumerate(pieces, 1)]
 
 
@@ -193,7 +204,7 @@ def test_pack_keeps_every_chunk_under_the_budget(many_files: ChangeSet, counter:
         return counter.count_texts([file_header(f) + "\n"])[0] + 10
 
     pieces = make_pieces(many_files, counter, budget - fixed - overhead - 200)
-    chunks = pack(pieces, budget, fixed, file_tokens, piece_overhead=overhead)
+    chunks = pack(pieces, budget, fixed, file_tokens, lambda p: p.tokens + overhead)
     assert [c.index for c in chunks] == list(range(1, len(chunks) + 1))
     for chunk in chunks:
         assert chunk.pieces

@@ -195,10 +195,22 @@ def test_commentable_sets_match_the_lines(pairs: list[tuple[str, list[str], list
 
 # -- the chunker -----------------------------------------------------------------------------
 
+def lead_of(piece: Piece, context_lines: int) -> int:
+    """How many lead-in lines a piece shows before its own (`Piece.lead` where the model has it)."""
+    lead = getattr(piece, "lead", None)
+    if lead is None:
+        lead = min(context_lines, len(piece.lines)) if piece.part and piece.part[0] > 1 else 0
+    assert 0 <= lead <= context_lines
+    return lead
+
+
 def owned(pieces: list[Piece], context_lines: int) -> list:
-    out = []
+    """The lines the pieces own, in order: all shown lines minus each piece's lead-in context."""
+    out: list = []
     for piece in pieces:
-        lead = context_lines if piece.part and piece.part[0] > 1 else 0
+        lead = lead_of(piece, context_lines)
+        if lead:  # the lead-in is the lines just before, already owned by the piece before
+            assert list(piece.lines[:lead]) == out[-lead:]
         out.extend(piece.lines[lead:])
     return out
 
@@ -235,7 +247,7 @@ def test_chunker_limits_hold_and_coverage_is_complete(
         return counter.count_texts([file_header(f) + "\n"])[0]
 
     budget = limit + fixed + overhead + 40
-    chunks = pack(pieces, budget, fixed, file_tokens, piece_overhead=overhead)
+    chunks = pack(pieces, budget, fixed, file_tokens, lambda p: p.tokens + overhead)
     assert sum(c.changed_lines for c in chunks) == changes.changed_lines
     assert sorted(id(p) for c in chunks for p in c.pieces) == sorted(map(id, pieces))
     for chunk in chunks:

@@ -31,10 +31,15 @@ def make_diff(files: int = 3, hunks: int = 2, lines: int = 4) -> bytes:
     return "".join(out).encode()
 
 
+def line_ranges(line_schema: dict) -> list[tuple[int, int]]:
+    spans = line_schema.get("anyOf", [line_schema])
+    return [(s["minimum"], s["maximum"]) for s in spans]
+
+
 def first_anchor(body: dict) -> dict:
     branch = anchors(body)[0]["properties"]
     return {"path": branch["path"]["enum"][0], "side": branch["side"]["enum"][0],
-            "line": branch["line"]["minimum"]}
+            "line": line_ranges(branch["line"])[0][0]}
 
 
 def finding(location: dict, title: str = "Unchecked result", severity: str = "major") -> dict:
@@ -92,8 +97,9 @@ def test_anchor_schema_only_admits_lines_shown_in_the_chunk() -> None:
         p = branch["properties"]
         file = changes.file(p["path"]["enum"][0])
         side = Side(p["side"]["enum"][0])
-        for line in range(p["line"]["minimum"], p["line"]["maximum"] + 1):
-            assert (side, line) in file.commentable
+        for lo, hi in line_ranges(p["line"]):
+            for line in range(lo, hi + 1):
+                assert (side, line) in file.commentable
 
 
 @pytest.mark.parametrize("reply", [

@@ -1,0 +1,98 @@
+"""End to end against the real vLLM (CPU build) with the tiny random-weight model.
+
+A random model's findings are noise; what these tests prove is the path: the server's own token
+counts, chunks that fit its real context, forced tool calls under guided decoding, anchoring.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+from reviewbot import filters
+from reviewbot.config import resolve
+from reviewbot.diff import parse
+from reviewbot.review import make_engine
+
+pytestmark = pytest.mark.vllm
+
+
+def big_diff(files: int = 12, funcs: int = 6) -> bytes:
+    """A many-file, many-hunk change, shaped like real Python edits."""
+    out = []
+    for f in range(files):
+        out.append(f"diff --git a/pkg/mod{f}.py b/pkg/mod{f}.py\n--- a/pkg/mod{f}.py\n+++ b/pkg/mod{f}.py\n")
+        for k in range(funcs):
+            start = 1 + 20 * k
+            out.append(f"@@ -{start},4 +{start},5 @@ class Service{f}:\n")
+            out.append(f"     def handler_{k}(self, request):\n")
+            out.append(f"-        data = request.json()\n")
+            out.append(f"+        data = request.json() or {{}}\n")
+            out.append(f"+        self.log.debug('handler_{k} %s', data)\n")
+            out.append(f"         return self.store.save(data['id'], data)\n")
+            out.append(f"     # end handler_{k}\n")
+    return "".join(out).encode()
+
+
+def test_review_json_end_to_end(vllm_server, tmp_path: Path) -> None:
+    diff_file = tmp_path / "change.diff"
+    raw = resources.files("reviewbot").joinpath("data/sample.diff").read_bytes() + big_diff()
+    diff_file.write_bytes(raw)
+    proc = subprocess.run(
+        [sys.executable, "-m", "reviewbot", "review", "--diff", str(diff_file),
+         "--base-url", vllm_server.base_url, "--output", "json", "--max-context", "4096",
+         "--config", "/dev/null", "--concurrency", "4"],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode in (0, 1), proc.stderr
+    out = json.loads(proc.stdout)
+    stats = out["stats"]
+    changes = parse(raw)
+    reviewed, _ = filters.split(changes)
+    assert stats["complete"] is True, stats["errors"]
+    assert stats["changed_lines_sent"] == stats["changed_lines"] == reviewed.changed_lines
+    assert stats["chunks"] > 1, "a 4K context must force several chunks"
+    assert stats["requests"] == stats["chunks"], "exact counting: no request was refused as too long"
+    for f in out["findings"]:
+        file = changes.file(f["path"])
+        assert file is not None
+        assert (f["side"], f["line"]) in {(s.value, n) for s, n in file.commentable}
+
+
+def test_counts_match_the_servers_own_prompt_tokens(vllm_server) -> None:
+    settings = resolve({"base_url": vllm_server.base_url, "max_context": 4096,
+                        "max_output_tokens": 128}, env={}, config_path="/dev/null")
+    engine = make_engine(settings)
+    assert engine.counter.name == "vllm /tokenize"
+    assert engine.context == 4096
+    changes, _ = filters.split(parse(big_diff(files=4)))
+    chunks = engine.chunks(changes, "")
+    for chunk in chunks[:3]:
+        messages, tool = engine.request(chunk, len(chunks), "")
+        counted = engine.counter.count_request(messages, [tool])
+        reply = engine.client.call_tool(engine.model, messages, tool, 16, 0.0)
+        assert reply.prompt_tokens == counted
+        assert counted + settings.max_output_tokens <= 4096
+
+
+def test_guided_tool_call_is_valid_json_for_the_schema(vllm_server) -> None:
+    settings = resolve({"base_url": vllm_server.base_url, "max_output_tokens": 256},
+                       env={}, config_path="/dev/null")
+    engine = make_engine(settings)
+    changes, _ = filters.split(parse(big_diff(files=1, funcs=2)))
+    (chunk,) = engine.chunks(changes, "")
+    messages, tool = engine.request(chunk, 1, "")
+    finished = 0
+    for _ in range(3):
+        reply = engine.client.call_tool(engine.model, messages, tool, 256, 0.7)
+        assert [name for name, _ in reply.calls] in ([], ["report_findings"])
+        if not reply.truncated and reply.calls:
+            args = json.loads(reply.calls[0][1])
+            assert set(args) <= {"summary", "findings"}
+            finished += 1
+    assert finished >= 1, "guided decoding must let the tiny model finish a call"
