@@ -1,0 +1,54 @@
+"""End to end: `reviewbot review --mr` as a real process, the real engine against a scripted
+OpenAI-compatible server, posting to the strict fake GitLab."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from tests.fake_openai import FakeOpenAI, Reply, anchors
+from tests.forges.gitlab_support import TOKEN, Env, env_fixture  # noqa: F401
+
+
+def one_finding_per_anchor(body: dict[str, Any], attempt: int) -> Reply:
+    findings = []
+    for branch in anchors(body):
+        props = branch["properties"]
+        line = props["line"].get("minimum") or props["line"]["anyOf"][0]["minimum"]
+        path, side = props["path"]["enum"][0], props["side"]["enum"][0]
+        findings.append({"severity": "major", "category": "bug",
+                         "title": f"check {path} {side} {line}", "body": "Explained.",
+                         "location": {"path": path, "side": side, "line": line}})
+    return Reply(tool_args={"summary": "reviewed", "findings": findings})
+
+
+def _cli(env: Env, server: FakeOpenAI, *extra: str) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items()
+             if not k.startswith(("CI_", "GITLAB", "GITHUB", "REVIEWBOT_"))}
+    args = ["review", "--mr", "7", "--project", "grp/proj", "--gitlab-url", env.gitlab.url,
+            "--gitlab-token", TOKEN, "--base-url", server.base_url, "--no-progress",
+            "--mode", "full", *extra]
+    return subprocess.run([sys.executable, "-m", "reviewbot", *args], capture_output=True,
+                          text=True, timeout=300, env=clean, cwd=Path(__file__).parents[2])
+
+
+def test_review_mr_posts_every_anchored_finding_once_with_zero_400s(env: Env) -> None:
+    with FakeOpenAI(one_finding_per_anchor, max_model_len=16000) as server:
+        first = _cli(env, server, "--output", "json")
+        assert first.returncode == 0, first.stderr
+        notes = env.gitlab.diff_notes()
+        reported = json.loads(first.stdout)["findings"]
+        assert len(notes) == len(reported) >= 6 and 400 not in env.gitlab.statuses()
+        assert {n["position"]["old_path"] for n in notes} >= {"src/old_name.py", "docs/removed.md"}
+        assert env.gitlab.violations == []
+        second = _cli(env, server)
+        assert second.returncode == 0, second.stderr
+        assert len(env.gitlab.diff_notes()) == len(notes)  # nothing new the second time
+    summaries = [n for n in env.gitlab.notes() if not n.get("position")]
+    assert len(summaries) == 1 and "Review complete" in summaries[0]["body"]
+    for proc in (first, second):
+        assert TOKEN not in proc.stdout + proc.stderr
