@@ -58,10 +58,9 @@ class GitLabForge:
         if not all(refs.get(k) for k in ("base_sha", "start_sha", "head_sha")):
             raise ForgeError(f"merge request !{self.iid} has no complete diff_refs yet "
                              "(GitLab is still preparing its diff); try again in a minute")
-        objects = _call(lambda: self.gl.http_list(self._mr_path("diffs"), get_all=True,
-                                                  per_page=100), "listing the diffs")
+        objects, overflow = self._diff_objects()
         files, missing, skipped = gitlab_diffs.convert(objects)
-        overflow = str(meta.attributes.get("changes_count") or "").endswith("+")
+        overflow = overflow or str(meta.attributes.get("changes_count") or "").endswith("+")
         if missing or overflow:
             extra, skipped_more = self._refetch(missing, {f.path for f in files}, overflow)
             files += extra
@@ -73,6 +72,17 @@ class GitLabForge:
             changes=ChangeSet(tuple(files)), skipped=tuple(skipped),
             web_url=str(meta.attributes.get("web_url", "")),
         )
+
+    def _diff_objects(self) -> tuple[list[dict[str, Any]], bool]:
+        """The paginated `/diffs` (GitLab 15.7+), else the older `/changes`; and its overflow."""
+        try:
+            return list(self.gl.http_list(self._mr_path("diffs"), get_all=True,
+                                          per_page=100)), False
+        except GitlabError as exc:
+            if exc.response_code != 404:
+                raise _forge_error(exc, "listing the diffs") from None
+        changes = _call(lambda: self.mr.changes(access_raw_diffs="true"), "reading the changes")
+        return list(changes.get("changes", [])), bool(changes.get("overflow"))
 
     def _refetch(self, missing: list[dict[str, Any]], have: set[str],
                  overflow: bool) -> tuple[list[FileDiff], list[SkippedFile]]:
@@ -210,13 +220,17 @@ class GitLabForge:
         return f"/projects/{self.project.encoded_id}/merge_requests/{self.iid}/{tail}"
 
 
+def _forge_error(exc: GitlabError, what: str) -> ForgeError:
+    message = " ".join(str(exc.error_message).split())[:300]
+    return ForgeError(f"GitLab: {what} failed: {exc.response_code} {message}",
+                      status=exc.response_code)
+
+
 def _call(fn: Any, what: str) -> Any:
     """Run one python-gitlab call (already retried on 429/5xx); failures become ForgeError."""
     try:
         return fn()
     except GitlabError as exc:
-        message = " ".join(str(exc.error_message).split())[:300]
-        raise ForgeError(f"GitLab: {what} failed: {exc.response_code} {message}",
-                         status=exc.response_code) from None
+        raise _forge_error(exc, what) from None
     except requests.exceptions.RequestException as exc:
         raise ForgeError(f"GitLab: {what} failed: {type(exc).__name__}") from None

@@ -146,3 +146,10 @@ def test_file_content_at_head_for_extra_context(env: Env) -> None:
     forge = make_forge(env.gitlab)
     assert forge.file_content("src/new_name.py", env.head).startswith("def f0():")  # type: ignore[union-attr]
     assert forge.file_content("src/old_name.py", env.head) is None  # renamed away
+
+
+def test_an_older_gitlab_without_the_diffs_endpoint_uses_changes(env: Env) -> None:
+    env.gitlab.faults.append(Fault("GET", r"/diffs$", 404))
+    req = make_forge(env.gitlab).fetch()
+    assert {f.path for f in req.changes.files} >= {"src/app.py", "src/new_name.py", "img/logo.png"}
+    assert req.skipped == ()
