@@ -104,7 +104,7 @@ class Poster:
         finding as its own discussion, so only the offender is refused."""
         log.warning("bulk publish refused (%s); posting %d discussions one by one",
                     redact(_describe(exc)), len(drafted))
-        self._tidy_drafts(self._drafts() or [], request, set())
+        self._tidy_drafts(self._drafts() or [], None, set())
         single = self._send(request, drafted, self._discussion, self._discussion_fps)
         return PostOutcome(single.posted, outcome.moved_to_summary + single.moved_to_summary,
                            outcome.failed + single.failed, outcome.errors + single.errors)
@@ -173,18 +173,22 @@ class Poster:
                 return None
             raise ForgeError(f"listing draft notes failed: {_describe(exc)}",
                              status=exc.response_code) from None
-        if any(_fingerprint(d.attributes.get("note", "")) is None for d in drafts):
+        ours = [d for d in drafts if _fingerprint(d.attributes.get("note", ""))]
+        if len(ours) < len(drafts):
             log.info("this user has unpublished drafts of its own; posting discussions directly")
+            # drop the bot's leftovers, or the user's next "submit review" would publish them
+            self._tidy_drafts(ours, None, set())
             return None
         return drafts
 
-    def _tidy_drafts(self, drafts: list[Any], request: ChangeRequest, wanted: set[str]) -> set[str]:
+    def _tidy_drafts(self, drafts: list[Any], request: ChangeRequest | None,
+                     wanted: set[str]) -> set[str]:
         """Keep this run's drafts left by an interrupted run; delete stale ones. Returns kept fps."""
         keep: set[str] = set()
         for d in drafts:
             fp = _fingerprint(d.attributes.get("note", ""))
             head = (d.attributes.get("position") or {}).get("head_sha")
-            if fp in wanted and fp not in keep and head == request.head_sha:
+            if request and fp in wanted and fp not in keep and head == request.head_sha:
                 keep.add(fp)
                 continue
             try:

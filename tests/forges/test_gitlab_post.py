@@ -6,7 +6,7 @@ import hashlib
 import json
 
 from reviewbot.diff import Side
-from reviewbot.forges.base import read_marker
+from reviewbot.forges.base import marker, read_marker
 from reviewbot.forges.run import review_change_request
 from tests.forges.fake_gitlab import Fault
 from tests.forges.gitlab_support import Env, env_fixture, finding, make_forge, reviewer, sha_marker  # noqa: F401
@@ -130,7 +130,9 @@ def test_without_draft_notes_it_posts_discussions_directly(env: Env) -> None:
 
 
 def test_a_humans_own_pending_drafts_are_never_published_by_the_bot(env: Env) -> None:
+    leftover = marker("finding", fingerprint="from-a-crashed-run")
     env.gitlab.drafts.append({"id": 1, "note": "my private draft", "position": None})
+    env.gitlab.drafts.append({"id": 2, "note": f"old\n{leftover}", "position": None})
     run = review_change_request(make_forge(env.gitlab), reviewer, mode="full")
     assert run.complete
     assert env.gitlab.drafts == [{"id": 1, "note": "my private draft", "position": None}]
