@@ -183,3 +183,11 @@ def build_tiny_model(dest: Path) -> Path:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return dest
+
+
+# How to serve the tiny model so that forced tool calls finish. A random model pads JSON with
+# whitespace until max_tokens under guided decoding; vLLM 0.32's structural-tag tool grammar
+# allows that whitespace, its JSON-schema path honours disable_any_whitespace. Real models need
+# neither setting.
+SERVE_ENV = {"VLLM_ENFORCE_STRICT_TOOL_CALLING": "0"}
+SERVE_ARGS = ("--structured-outputs-config", '{"backend": "xgrammar", "disable_any_whitespace": true}')

@@ -9,6 +9,8 @@ vLLM fails them with the reason, it never skips them. Startup takes about a minu
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +19,7 @@ import pytest
 
 from reviewbot.errors import LaunchError, UsageError
 from server.launcher import LaunchSpec, VllmProcess, find_vllm_python, free_port
-from server.tinymodel import build_tiny_model
+from server.tinymodel import SERVE_ARGS, SERVE_ENV, build_tiny_model
 
 TINY_MODEL_NAME = "tiny"
 TINY_MAX_MODEL_LEN = 65536
@@ -47,16 +49,29 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_tiny_model(tmp_path_factory.mktemp("models") / "tiny")
 
 
-@pytest.fixture(scope="session")
-def vllm_server(
-    tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[VllmServer]:
-    spec = LaunchSpec(
-        model_dir=tiny_model_dir,
+def tiny_spec(model_dir: Path) -> LaunchSpec:
+    return LaunchSpec(
+        model_dir=model_dir,
         port=free_port(),
         served_model_name=TINY_MODEL_NAME,
         max_model_len=TINY_MAX_MODEL_LEN,
+        env=SERVE_ENV,
+        extra_args=SERVE_ARGS,
     )
+
+
+@pytest.fixture(scope="session")
+def vllm_server(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[VllmServer]:
+    info = os.environ.get("REVIEWBOT_TEST_VLLM_INFO")
+    if info:  # started by .ci/run (tests/serve_tiny.py) and shared by the session
+        data = json.loads(Path(info).read_text())
+        yield VllmServer(**{k: Path(v) if k.endswith(("_dir", "_path")) else v
+                            for k, v in data.items()})
+        return
+    tiny_model_dir = build_tiny_model(tmp_path_factory.mktemp("models") / "tiny")
+    spec = tiny_spec(tiny_model_dir)
     log_path = tmp_path_factory.mktemp("vllm") / "vllm.log"
     process = VllmProcess(
         spec, log_path=log_path, python=vllm_python(), startup_timeout=VLLM_STARTUP_TIMEOUT_S

@@ -35,14 +35,14 @@ def demo(state_dir: Path, diff_path: str | None, output: str) -> None:
     from reviewbot.report.progress import progress
     from reviewbot.review import make_engine
     from server.launcher import LaunchSpec, VllmProcess, free_port
-    from server.tinymodel import build_tiny_model
+    from server.tinymodel import SERVE_ARGS, SERVE_ENV, build_tiny_model
 
     raw = (Path(diff_path).read_bytes() if diff_path
            else resources.files("reviewbot").joinpath("data/sample.diff").read_bytes())
     changes = diff.parse(raw)
     model_dir = build_tiny_model(state_dir / "tiny-model")
     spec = LaunchSpec(model_dir=model_dir, port=free_port(), max_model_len=16384,
-                      env=GUIDED_JSON_ENV, extra_args=GUIDED_JSON_ARGS)
+                      env=SERVE_ENV, extra_args=SERVE_ARGS)
     click.echo(f"Starting vLLM (CPU build) on {spec.root_url}; this takes a minute or two "
                f"(log: {state_dir / 'vllm.log'}) ...", err=True)
     with VllmProcess(spec, log_path=state_dir / "vllm.log"):
@@ -54,10 +54,3 @@ def demo(state_dir: Path, diff_path: str | None, output: str) -> None:
     click.echo("\n" + NOISE, err=True)
     raise SystemExit(0 if result.complete else 3)
 
-
-# A random model pads JSON with whitespace until max_tokens under guided decoding. vLLM 0.32's
-# structural-tag tool grammar allows that whitespace; its JSON-schema path honours
-# disable_any_whitespace, so the demo (and the tests) select that path.
-GUIDED_JSON_ENV = {"VLLM_ENFORCE_STRICT_TOOL_CALLING": "0"}
-GUIDED_JSON_ARGS = ("--structured-outputs-config",
-                    '{"backend": "xgrammar", "disable_any_whitespace": true}')
