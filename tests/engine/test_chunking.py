@@ -13,8 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
 from conftest import GitRepo
+
 from reviewbot import diff, filters
 from reviewbot.chunking import Chunk, Piece, file_header, make_pieces, pack, render_line
 from reviewbot.config import Settings
@@ -22,8 +22,9 @@ from reviewbot.diff import ChangeSet, FileDiff
 from reviewbot.review import Engine
 from reviewbot.tokens import EstimateTokenCounter, LocalTokenCounter, TokenCounter
 
-WORDS = ("account user order total price item cache retry limit config path value result buffer "
-         "index count name token session request response handler queue batch").split()
+WORDS = ("account", "user", "order", "total", "price", "item", "cache", "retry", "limit", "config",
+         "path", "value", "result", "buffer", "index", "count", "name", "token", "session",
+         "request", "response", "handler", "queue", "batch")
 
 
 def py_source(rng: random.Random, functions: int) -> str:

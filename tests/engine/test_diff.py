@@ -7,13 +7,12 @@ b"\\n" only, which is what diff line numbers count).
 
 from __future__ import annotations
 
-import os
 import subprocess
 from collections.abc import Callable
 
 import pytest
-
 from conftest import GitRepo
+
 from reviewbot import diff, filters
 from reviewbot.diff import ChangeSet, DiffLine, FileDiff, Side
 from reviewbot.errors import DiffError
@@ -497,14 +496,52 @@ def test_format_patch_series_keeps_every_commit(git_repo: GitRepo) -> None:
     git_repo.write("one.py", numbered(5))
     base = git_repo.commit("base")
     git_repo.write("one.py", numbered(5).replace("line 2", "two"))
-    git_repo.commit("first")
+    git_repo.commit("first\n\n- a bullet list\n+ with plus\n---\n-- \n")
     git_repo.write("two.py", "new\n")
-    head = git_repo.commit("second")
+    head = git_repo.commit("second\n\n- fixed the thing\n- and another\n+1 from review\n")
     patch = git_repo.format_patch(base, head)
     assert patch.decode().count("Subject: [PATCH ") == 2
     changes = diff.parse(patch)
     assert [f.path for f in changes.files] == ["one.py", "two.py"]
     assert changes.changed_lines == 3
+
+
+@pytest.mark.parametrize("last", ["mode-only", "pure-rename", "empty-new-file"])
+def test_format_patch_whose_last_file_has_no_hunks(git_repo: GitRepo, last: str) -> None:
+    """The signature ("-- ", version) follows a hunk-less entry directly: it is not a hunk line."""
+    git_repo.write("a.py", numbered(5))
+    git_repo.write("z_tool.sh", "echo\n", executable=False)
+    git_repo.write("z_old.txt", numbered(20))
+    base = git_repo.commit("base")
+    git_repo.write("a.py", numbered(5).replace("line 3", "three"))
+    if last == "mode-only":
+        git_repo.chmod("z_tool.sh", True)
+    elif last == "pure-rename":
+        git_repo.move("z_old.txt", "zz_new.txt")
+    else:
+        git_repo.write("zzz_empty.txt", "")
+    head = git_repo.commit("change")
+    patch = git_repo.format_patch(base, head)
+    assert patch.rstrip(b"\n").rsplit(b"\n", 2)[-2] == b"-- "  # the signature
+    changes = diff.parse(patch)
+    assert changes == diff.parse(git_repo.diff(base, head))
+    status = {"mode-only": "mode-changed", "pure-rename": "renamed", "empty-new-file": "added"}
+    assert [f.status for f in changes.files] == ["modified", status[last]]
+
+
+def test_format_patch_series_with_a_hunkless_file_between_commits(git_repo: GitRepo) -> None:
+    """Commit messages of a series (bullet lists, "---") follow the previous patch's last file."""
+    git_repo.write("one.py", numbered(5))
+    git_repo.write("tool.sh", "echo\n", executable=False)
+    base = git_repo.commit("base")
+    git_repo.write("one.py", numbered(5).replace("line 2", "two"))
+    git_repo.chmod("tool.sh", True)
+    git_repo.commit("make the tool executable")
+    git_repo.write("two.py", "new\n")
+    head = git_repo.commit("second\n\n- fixed the thing\n- and another\n+1 from review\n")
+    changes = diff.parse(git_repo.format_patch(base, head))
+    assert [(f.path, f.status) for f in changes.files] == [
+        ("one.py", "modified"), ("tool.sh", "mode-changed"), ("two.py", "added")]
 
 
 # -- git RANGE -------------------------------------------------------------------------------
@@ -559,6 +596,20 @@ def test_from_git_range_ignores_the_users_diff_settings(git_repo: GitRepo, key: 
     changes = diff.parse(diff.from_git(f"{base}..{head}", cwd=str(git_repo.root)))
     assert sorted((f.old_path or "", f.new_path or "") for f in changes.files) == [
         ("a/inner.py", "a/inner.py"), ("old name.txt", 'new "name".txt'), ("plain.py", "plain.py")]
+
+
+def test_from_git_in_a_subdirectory_with_diff_relative(git_repo: GitRepo) -> None:
+    # `reviewbot review --git RANGE` run from a subdirectory: diff.relative=true would drop the
+    # files outside it and shorten the paths of the others
+    git_repo.write("sub/a.py", numbered(3))
+    git_repo.write("top.py", numbered(3))
+    base = git_repo.commit()
+    git_repo.write("sub/a.py", numbered(3).replace("line 2", "two"))
+    git_repo.write("top.py", numbered(3).replace("line 2", "two"))
+    head = git_repo.commit()
+    git_repo.git("config", "diff.relative", "true")
+    changes = diff.parse(diff.from_git(f"{base}..{head}", cwd=str(git_repo.root / "sub")))
+    assert sorted(f.path for f in changes.files) == ["sub/a.py", "top.py"]
 
 
 def test_from_git_against_the_work_tree_with_mnemonic_prefixes(git_repo: GitRepo) -> None:

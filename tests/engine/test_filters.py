@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-
 from conftest import GitRepo
+
 from reviewbot import diff, filters
 from reviewbot.diff import ChangeSet
 
