@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -95,7 +96,10 @@ def review(diff_path: str | None, git_range: str | None, mr: int | None, project
         engine = make_engine(settings, progress)
         run, code = run_forge(settings, mr=mr, pr=pr, project=project, repo=repo,
                               dry_run=dry_run, reviewer=engine.review)
-        emit(render(run.result, settings.output), settings.output_file)
+        if dry_run and settings.output == "json":  # exactly what would be posted
+            emit(json.dumps(run.to_dict(), indent=2, ensure_ascii=False) + "\n", settings.output_file)
+        else:
+            emit(render(run.result, settings.output, color=_tty(settings)), settings.output_file)
         raise SystemExit(code)
     changes = diff.parse(_read_diff(diff_path, git_range))
     result = make_engine(settings, progress).review(changes)
