@@ -103,7 +103,8 @@ def review_change_request(
     run = ForgeRun(request, result, used_mode, since, dry_run=dry_run)
 
     current = merge(_with_fingerprints(result.findings, changes))
-    anchored, refused = split_anchorable(current, request.changes)
+    # incremental: old-side numbers refer to the previous head, not to the MR's base
+    anchored, refused = split_anchorable(current, request.changes, new_side_only=since is not None)
     run.unanchored = list(result.unanchored) + refused
     if since is not None:  # what earlier reviews could not anchor, on code not reviewed again
         run.unanchored += carried(previous.get("unanchored"), changes, current + run.unanchored)
@@ -190,7 +191,7 @@ def _with_fingerprints(findings: list[Finding], changes: ChangeSet) -> list[Find
 
 
 def split_anchorable(
-    findings: list[Finding], changes: ChangeSet
+    findings: list[Finding], changes: ChangeSet, *, new_side_only: bool = False
 ) -> tuple[list[Finding], list[Finding]]:
     """(findings with a valid position in `changes`, findings that belong in the summary).
 
@@ -202,7 +203,8 @@ def split_anchorable(
     refused: list[Finding] = []
     for f in findings:
         file = changes.file(f.path)
-        if file is None or f.line is None or file.binary or (f.side, f.line) not in file.commentable:
+        if (file is None or f.line is None or file.binary or (new_side_only and f.side is Side.OLD)
+                or (f.side, f.line) not in file.commentable):
             refused.append(f)
             continue
         ok.append(_narrow(f, file))

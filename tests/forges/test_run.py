@@ -212,3 +212,12 @@ def test_summary_stays_under_the_limit_and_keeps_its_marker() -> None:
     carried = unpack(read_marker(body)["unanchored"])  # type: ignore[index]
     assert 0 < len(carried) <= 30 and carried[0].path == "app.py"
     assert unpack("not json") == [] and unpack('[{"path": 1}]') == []
+
+
+def test_incremental_old_side_findings_go_to_the_summary_not_to_a_wrong_line() -> None:
+    # line 2 of the old side exists in the MR diff too, but in an incremental review the old
+    # side is the previous head: posting there would point at different code
+    forge = MemoryForge(summary=marker("summary", last_reviewed_sha="h1"), incremental=CHANGES)
+    run = review_change_request(forge, reviewer_of(f(2), f(2, Side.OLD)))
+    assert [(x.line, x.side) for x in run.to_post] == [(2, Side.NEW)]
+    assert [(x.line, x.side) for x in run.unanchored] == [(2, Side.OLD)]
