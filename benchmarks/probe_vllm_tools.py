@@ -64,6 +64,9 @@ def _schema(variant: str) -> dict[str, object]:
     elif variant == "pattern":  # no newline, bounded by the regex itself
         item["properties"]["title"]["pattern"] = r"^[A-Za-z0-9 ,.:'()_-]{1,80}$"
         item["properties"]["body"]["pattern"] = r"^[^\n]{1,400}$"
+    elif variant == "pattern_unanchored":
+        item["properties"]["title"]["pattern"] = r"[A-Za-z0-9 ,.:'()_-]{1,80}"
+        item["properties"]["body"]["pattern"] = r"[^\n]{1,400}"
     elif variant == "maxitems1":
         schema["properties"]["findings"]["maxItems"] = 1  # type: ignore[index]
     return schema
@@ -160,6 +163,7 @@ VARIANTS = [
     ("auto", None, "base"), ("auto", True, "base"),
     ("named", True, "nolimits"), ("named", True, "pattern"), ("named", True, "maxitems1"),
     ("response_format", None, "base"), ("response_format", None, "pattern"),
+    ("named", True, "pattern_unanchored"), ("response_format", None, "pattern_unanchored"),
 ]
 
 
@@ -171,15 +175,19 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=512)
     parser.add_argument("--temperatures", default="0,1", help="comma list; 'default' = unset")
     parser.add_argument("--output", type=Path)
+    parser.add_argument("--only", default="", help="comma list of substrings of variant names")
     args = parser.parse_args()
     url = args.base_url.rstrip("/")
     temps = [None if t == "default" else float(t) for t in args.temperatures.split(",")]
     results: list[Result] = []
     with httpx.Client(timeout=300) as client:
         model = args.model or client.get(f"{url}/v1/models").json()["data"][0]["id"]
+        only = [o for o in args.only.split(",") if o]
         for mode, strict, variant in VARIANTS:
             for temp in temps:
                 name = f"{mode}/strict={strict}/{variant}/T={temp}"
+                if only and not any(o in name for o in only):
+                    continue
                 body = _request(mode, strict, variant)
                 for _ in range(args.reps):
                     r = _measure(client, url, model, name, body, _schema(variant),

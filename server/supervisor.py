@@ -248,6 +248,8 @@ class Instance:
             delay = self.settings.backoff_max_s
         self._set(state="crashloop" if crashloop else "restarting", ready_since=None,
                   next_start_at=time.time() + delay, pid=None, vllm_pid=None)
+        log.warning("%s: %s; next start in %.1f s", self.name, self.status.last_error or reason,
+                    delay)
         if crashloop:
             log.error("%s: crash loop (%d failures in a row): %s\n%s", self.name, failed,
                       self.status.last_error, "\n".join(self.status.last_log_lines))
