@@ -149,30 +149,51 @@ def check_latency(s: Server) -> Result:
     return Result("latency", status, f"1-token chat completion in {seconds:.2f} s")
 
 
-def _tool_call(s: Server, choice: Any) -> tuple[Any, str]:
+def _tool_call(s: Server, choice: Any, temperature: float = 0.0,
+               seed: int | None = None) -> tuple[Any, str]:
     messages: list[ChatCompletionMessageParam] = [{"role": "user", "content": TOOL_PROMPT}]
     resp = s.client().chat.completions.create(
         model=s.model or "", messages=messages, tools=[TOOL], tool_choice=choice,
-        max_tokens=TOOL_MAX_TOKENS, temperature=0)
+        max_tokens=TOOL_MAX_TOKENS, temperature=temperature, seed=seed)
     choice0 = resp.choices[0]
     return choice0.message.tool_calls, choice0.finish_reason or ""
 
 
+def _json_object(text: str) -> bool:
+    try:
+        return isinstance(json.loads(text), dict)
+    except ValueError:
+        return False
+
+
+# Greedy first; a random-weight model can loop until max_tokens, so two seeded samples follow.
+FORCED_ATTEMPTS = ((0.0, None), (0.8, 1), (0.8, 2))
+
+
 def check_tool_forced(s: Server) -> Result:
+    """vLLM 0.32 forces the tool name; the arguments follow the schema only for tools
+    with `strict: true`, so JSON arguments are checked, not assumed."""
     name = "tool call (forced)"
     start = time.monotonic()
-    try:
-        calls, finish = _tool_call(s, FORCED)
-    except openai.OpenAIError as exc:
-        return Result(name, "FAIL", f"named tool_choice rejected: {exc}")
-    if not calls or calls[0].function.name != "report_finding":
-        return Result(name, "FAIL", f"no report_finding call came back (finish={finish})")
-    try:
-        json.loads(calls[0].function.arguments)
-    except ValueError:
-        return Result(name, "WARN", f"report_finding called, arguments not valid JSON "
-                      f"(finish={finish}, {TOOL_MAX_TOKENS}-token cap; random-weight model?)")
-    return Result(name, "PASS", f"report_finding called with JSON arguments ({_ms(start)})")
+    finishes = []
+    for temperature, seed in FORCED_ATTEMPTS:
+        try:
+            calls, finish = _tool_call(s, FORCED, temperature, seed)
+        except openai.OpenAIError as exc:
+            return Result(name, "FAIL", f"named tool_choice rejected: {exc}")
+        finishes.append(finish)
+        if calls and calls[0].function.name == "report_finding":
+            if _json_object(calls[0].function.arguments):
+                return Result(name, "PASS", f"report_finding called with JSON arguments "
+                              f"({_ms(start)})")
+            return Result(name, "WARN", "report_finding called, but its arguments are not a "
+                          "JSON object (random-weight model? `strict: true` tools constrain "
+                          "them)")
+        if finish != "length":
+            return Result(name, "FAIL", f"no report_finding call came back (finish={finish})")
+    return Result(name, "WARN", f"every attempt ran into the {TOOL_MAX_TOKENS}-token cap "
+                  f"without a complete call ({', '.join(finishes)}): expected from a "
+                  "random-weight test model, not from a real one")
 
 
 def check_tool_auto(s: Server) -> Result:
