@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from reviewbot.cli import main
 from reviewbot.errors import UsageError
 from server.model import load_model
 from server.plan import PlanRefused, plan
@@ -235,3 +236,25 @@ def test_yarn_override_is_what_makes_vllm_accept_the_context(tmp_path: Path) -> 
     result = check_argvs(VLLM_PYTHON, [argv, without])
     assert len(result["errors"]) == 1, result["errors"]
     assert "max_model_len" in result["errors"][0]
+
+
+def _cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as info:
+        main(["server", "plan", *args])
+    out = capsys.readouterr()
+    return int(info.value.code or 0), out.out, out.err
+
+
+def test_cli_text_json_and_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _cli(["--gpus", "t4-quad", "--model", "Qwen2.5-Coder-7B"], capsys)
+    assert code == 0 and "KV tokens per replica = 183,600" in out
+    code, out, _ = _cli(["--gpus", "2xA10", "--model", "Qwen2.5-Coder-7B", "--output", "json"],
+                        capsys)
+    assert code == 0 and json.loads(out)["max_concurrent_reviews"] == 2
+    code, out, err = _cli(["--gpus", "1xRTX4090", "--model", "Qwen2.5-Coder-32B",
+                           "--quantization", "awq", "--output", "json"], capsys)
+    body = json.loads(out)
+    assert code == 1 and "12,288" in body["error"] and body["nearest"]["max_model_len"] == 12288
+    assert "nearest plan that works" in err
+    code, _, err = _cli(["--gpus", "2xB300", "--model", "Qwen2.5-Coder-7B"], capsys)
+    assert code == 2 and err.count("\n") == 1 and "unknown GPU type" in err
