@@ -15,7 +15,6 @@ import time
 import traceback
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass
 from functools import partial
 
@@ -62,6 +61,7 @@ class WorkerPool:
         self._metrics = metrics
         self._clock = clock
         self._lock = threading.Lock()
+        self._settled = threading.Condition(self._lock)  # notified when a job leaves _running
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._running: dict[int, tuple[Job, threading.Event, Future[Outcome]]] = {}
@@ -90,11 +90,13 @@ class WorkerPool:
         self._wake.set()
         if self._dispatcher is not None:
             self._dispatcher.join()
-        with self._lock:
-            running = list(self._running.values())
-        for _, cancel, _ in running:
-            cancel.set()
-        wait_futures([f for _, _, f in running], timeout=self._limits.shutdown_grace_s)
+        deadline = time.monotonic() + self._limits.shutdown_grace_s
+        with self._settled:
+            for _, cancel, _ in self._running.values():
+                cancel.set()
+            # wait for the outcomes to be recorded, not only for the runners to return
+            while self._running and (left := deadline - time.monotonic()) > 0:
+                self._settled.wait(left)
         if self._executor is not None:
             self._executor.shutdown(wait=False, cancel_futures=True)
 
@@ -170,7 +172,7 @@ class WorkerPool:
 
     def _settle(self, job: Job, future: Future[Outcome]) -> None:
         with self._lock:
-            _, cancel, _ = self._running.pop(job.id)
+            _, cancel, _ = self._running[job.id]
         try:
             if future.cancelled():
                 return  # executor shut down before it started: still `running`, requeued at start
@@ -182,6 +184,9 @@ class WorkerPool:
         except sqlite3.Error as exc:  # the row stays `running`; the next start requeues it
             log.error("cannot record the outcome of job %d: %s", job.id, exc)
         finally:
+            with self._settled:
+                del self._running[job.id]
+                self._settled.notify_all()
             self._wake.set()
 
     def _settle_outcome(self, job: Job, outcome: Outcome, cancel: threading.Event) -> None:
