@@ -33,6 +33,7 @@ from reviewbot.webhook.jobs import Job, Outcome
 GITLAB_SECRET = "bench-gitlab-secret"
 GITHUB_SECRET = "bench-github-secret"
 ADMIN_TOKEN = "bench-admin-token"
+IDLE_REUSE_S = 2.0  # uvicorn closes keep-alive connections idle for 5 s
 
 
 def stand_in_runner(job: Job, cancel: threading.Event) -> Outcome:
@@ -77,12 +78,18 @@ class RawClient:
     def __init__(self, port: int, keepalive: bool) -> None:
         self._port = port
         self._keepalive = keepalive
-        self._idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+        self._idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter, float]] = []
+
+    async def _connection(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        while self._idle:
+            reader, writer, since = self._idle.pop()
+            if time.monotonic() - since < IDLE_REUSE_S:
+                return reader, writer
+            writer.close()  # the listener may be closing it (keep-alive timeout): do not race
+        return await asyncio.open_connection("127.0.0.1", self._port)
 
     async def post(self, path: str, headers: dict[str, str], body: bytes) -> int:
-        conn = self._idle.pop() if self._idle else await asyncio.open_connection(
-            "127.0.0.1", self._port)
-        reader, writer = conn
+        reader, writer = await self._connection()
         lines = [f"POST {path} HTTP/1.1", f"Host: 127.0.0.1:{self._port}",
                  f"Content-Length: {len(body)}",
                  "Connection: " + ("keep-alive" if self._keepalive else "close")]
@@ -96,30 +103,31 @@ class RawClient:
                 length = int(line.split(b":", 1)[1])
         await reader.readexactly(length)
         if self._keepalive:
-            self._idle.append(conn)
+            self._idle.append((reader, writer, time.monotonic()))
         else:
             writer.close()
         return status
 
     def close(self) -> None:
-        for _, writer in self._idle:
+        for _, writer, _ in self._idle:
             writer.close()
 
 
 async def load(port: int, requests: int, rate: float, max_seconds: float, keepalive: bool
-               ) -> tuple[list[float], dict[int, int], float, float]:
+               ) -> tuple[list[float], dict[int | str, int], float, float]:
     prepared = [request_for(i) for i in range(requests)]
     latencies: list[float] = []
-    statuses: dict[int, int] = {}
+    statuses: dict[int | str, int] = {}
     lag = 0.0
     client = RawClient(port, keepalive)
 
     async def one(path: str, headers: dict[str, str], body: bytes) -> None:
         start = time.perf_counter()
+        code: int | str
         try:
             code = await client.post(path, headers, body)
-        except (OSError, asyncio.IncompleteReadError, ValueError):
-            code = 0
+        except (OSError, asyncio.IncompleteReadError, ValueError) as exc:
+            code = type(exc).__name__
         latencies.append(time.perf_counter() - start)
         statuses[code] = statuses.get(code, 0) + 1
 
@@ -198,7 +206,13 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--review-seconds", type=float, default=0.1)
     parser.add_argument("--no-keepalive", action="store_true", help="a new connection per request")
+    parser.add_argument("--nice", type=int, default=None,
+                        help="scheduling niceness for the listener and this generator (negative"
+                             " values need root): shows the listener when it has CPU priority"
+                             " over other work on a shared machine (systemd Nice=/CPUWeight=)")
     args = parser.parse_args()
+    if args.nice is not None:
+        os.setpriority(os.PRIO_PROCESS, 0, args.nice)  # inherited by the listener
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     with tempfile.TemporaryDirectory() as tmp:
@@ -225,6 +239,7 @@ def main() -> None:
     print(f"server-side enqueue time (body read to job committed): {server_side}")
     print(f"listener CPU: {cpu_used:.2f} s for {len(ms)} requests"
           f" ({1000 * cpu_used / max(1, len(ms)):.2f} ms/request, workers included)")
+    print(f"niceness of listener and generator: {os.getpriority(os.PRIO_PROCESS, 0)}")
     print(f"1-min load average before/after: {load_before}/{load_after} on {os.cpu_count()} CPUs")
     print(f"jobs in the queue database: {sum(counts.values())} {counts}")
     if set(statuses) != {202}:
