@@ -26,7 +26,7 @@ _QUANT_ALIASES = {
     "fp8": "fp8",
     "awq": "awq4", "awq_marlin": "awq4", "awq-int4": "awq4", "int4": "awq4", "4bit": "awq4",
     "gptq": "gptq4", "gptq_marlin": "gptq4", "gptq-int4": "gptq4", "moe_wna16": "gptq4",
-    "gptq-int8": "gptq8", "gptq8": "gptq8", "int8": "gptq8", "8bit": "gptq8",
+    "gptq-int8": "gptq8", "gptq8": "gptq8", "int8": "gptq8", "8bit": "gptq8", "awq-int8": "awq8",
 }
 
 

@@ -131,6 +131,28 @@ def _kv_dtypes(gpu: GpuType, requested: str | None) -> tuple[str, ...]:
     return ("auto", "fp8") if gpu.fp8 else ("auto",)
 
 
+@dataclass(frozen=True)
+class _Ask:
+    """One planning request, so that refusals can re-plan it with a change or two."""
+
+    spec: str
+    model: ModelSpec
+    max_model_len: int
+    quantization: str | None
+    kv_cache_dtype: str | None
+    nodes: int
+    base_port: int
+
+    def nearest(self, **changes: int | str | None) -> Plan | None:
+        again = replace(self, **changes)  # type: ignore[arg-type]
+        try:
+            return plan(again.spec, again.model, max_model_len=again.max_model_len,
+                        quantization=again.quantization, kv_cache_dtype=again.kv_cache_dtype,
+                        nodes=again.nodes, base_port=again.base_port)
+        except PlanRefused as refused:
+            return refused.nearest
+
+
 def plan(
     gpus_spec: str,
     model: ModelSpec,
@@ -143,38 +165,24 @@ def plan(
 ) -> Plan:
     gpus = parse_gpus(gpus_spec)
     fmt = weight_format(model, quantization)
+    ask = _Ask(gpus_spec, model, max_model_len, quantization, kv_cache_dtype, nodes, base_port)
     model = topology.catalog_checkpoint(model, fmt)
     topology.check_inputs(gpus, model, fmt, max_model_len, nodes, kv_cache_dtype)
-    again = {"quantization": quantization, "kv_cache_dtype": kv_cache_dtype, "nodes": nodes,
-             "base_port": base_port}
     limit = topology.context_limit(model)
     if max_model_len > limit:
         raise PlanRefused(
             f"{max_model_len:,} tokens exceed {model.name}'s native context "
             f"{model.native_context:,} × YaRN {topology.MAX_YARN_FACTOR:g} = {limit:,}",
-            _nearest(gpus_spec, model, {**again, "max_model_len": limit}),
-            (f"--max-model-len {limit}",),
-        )
+            ask.nearest(max_model_len=limit), (f"--max-model-len {limit}",))
     if fmt.method == "fp8" and gpus.gpu.compute_capability < (8, 0):
-        raise PlanRefused(
-            f"{gpus.gpu.name} (sm_75) has no FP8 weight kernels in vLLM",
-            _nearest(gpus_spec, model, {**again, "max_model_len": max_model_len,
-                                        "quantization": "awq"}),
-            ("--quantization awq (an AWQ 4-bit checkpoint)",),
-        )
+        raise PlanRefused(f"{gpus.gpu.name} (sm_75) has no FP8 weight kernels in vLLM",
+                          ask.nearest(quantization="awq"),
+                          ("--quantization awq (an AWQ 4-bit checkpoint)",))
     kv_dtypes = _kv_dtypes(gpus.gpu, kv_cache_dtype)
     fit = _search(gpus, model, fmt, max_model_len, kv_dtypes)
     if fit is None:
-        raise _refusal(gpus_spec, gpus, model, fmt, max_model_len, kv_dtypes, nodes=nodes,
-                       kv_cache_dtype=kv_cache_dtype, base_port=base_port)
+        raise _refusal(ask, gpus, model, fmt, kv_dtypes)
     return _build(gpus, model, fmt, fit, max_model_len, nodes, base_port)
-
-
-def _nearest(spec: str, model: ModelSpec, kwargs: dict[str, object]) -> Plan | None:
-    try:
-        return plan(spec, model, **kwargs)  # type: ignore[arg-type]
-    except PlanRefused as refused:
-        return refused.nearest
 
 
 def _build(
@@ -202,20 +210,17 @@ def _build(
 
 
 def _refusal(
-    spec: str, gpus: GpuSpec, model: ModelSpec, fmt: WeightFormat, context: int,
-    kv_dtypes: tuple[str, ...], **kw: object,
+    ask: _Ask, gpus: GpuSpec, model: ModelSpec, fmt: WeightFormat, kv_dtypes: tuple[str, ...]
 ) -> PlanRefused:
     """Explain why nothing fits, and find the nearest plan: shorter context or smaller weights."""
-    nodes, kv_req, port = int(kw["nodes"]), kw["kv_cache_dtype"], int(kw["base_port"])  # type: ignore[call-overload]
-    where = f"{gpus.count}x{gpus.gpu.name}"
+    context, where = ask.max_model_len, f"{gpus.count}x{gpus.gpu.name}"
     largest = _largest_context(gpus, model, fmt, kv_dtypes)
     alternatives: list[str] = []
     nearest: Plan | None = None
     if largest >= REVIEW_CHUNK:
         reason = (f"a {context:,}-token context does not fit {model.name} ({fmt.label}) on "
                   f"{where}: the largest context that fits is {largest:,} tokens")
-        nearest = plan(spec, model, max_model_len=largest, quantization=_quant_arg(fmt),
-                       kv_cache_dtype=kv_req, nodes=nodes, base_port=port)  # type: ignore[arg-type]
+        nearest = ask.nearest(max_model_len=largest, quantization=_quant_arg(fmt))
         alternatives.append(f"--max-model-len {largest}")
     else:
         spread = f" even with TP across all {gpus.count} GPUs" if gpus.count > 1 else ""
@@ -227,16 +232,14 @@ def _refusal(
         fit = _search(gpus, model, smaller, context, kv_dtypes)
         if fit is not None:
             checkpoint = topology.catalog_checkpoint(model, smaller)
-            alt = _build(gpus, checkpoint, smaller, fit, context, nodes, port)
+            alt = _build(gpus, checkpoint, smaller, fit, context, ask.nodes, ask.base_port)
             alternatives.append(f"--quantization {quant} (checkpoint: {smaller.label}): "
                                 f"TP={alt.tp}, {alt.max_concurrent_reviews} review(s) at once")
             nearest = nearest or alt
             break
         ctx = _largest_context(gpus, model, smaller, kv_dtypes)
         if reduced is None and ctx >= REVIEW_CHUNK:
-            reduced = _nearest(spec, model, {"max_model_len": ctx, "quantization": quant,
-                                             "kv_cache_dtype": kv_req, "nodes": nodes,
-                                             "base_port": port})
+            reduced = ask.nearest(max_model_len=ctx, quantization=quant)
             alternatives.append(f"--quantization {quant} --max-model-len {ctx} "
                                 f"(checkpoint: {smaller.label})")
     nearest = nearest or reduced

@@ -114,6 +114,30 @@ def test_30b_a3b_on_1xH200_bf16() -> None:
     assert p.max_concurrent_reviews == 11
 
 
+def test_7b_bf16_on_rtx4090() -> None:
+    p = plan("1xRTX4090", load_model("Qwen2.5-Coder-7B"))
+    kv = int(24217 * MIB * 0.90) - P7B * 2 - reserve(4096, 18944, 3584, 152064)
+    assert p.memory.kv_tokens == kv // (56 * 1024) // 16 * 16 == 104_032
+    assert (p.tp, p.max_concurrent_reviews, p.memory.kv_dtype) == (1, 1, "auto")
+
+
+def test_30b_a3b_awq_on_4xT4_is_two_tp2_replicas() -> None:
+    p = plan("4xT4", load_model("Qwen3-Coder-30B-A3B"), quantization="awq")
+    weights = int(MOE_LINEAR * (0.5 + 2.5 / 128)) + MOE_EMBED * 2
+    assert weights // 2 > 0.5 * 15095 * MIB  # does not fit one T4 even at 4 bit
+    kv = int(15095 * MIB * 0.90) - weights // 2 - reserve(2048, 8 * 768 // 2, 2048, 151936)
+    per_token = 2 * 48 * (4 // 2) * 128 * 2
+    assert (p.tp, p.replicas_per_node) == (2, 2) and not p.expert_parallel  # 384 % 128 == 0
+    assert p.memory.kv_tokens == kv // per_token // 16 * 16
+    assert p.max_concurrent_reviews == 2
+
+
+def test_mixed_cards_plan_as_the_smallest() -> None:
+    p = plan("2xA10,1xRTX4090", load_model("Qwen2.5-Coder-7B"), quantization="awq")
+    assert p.gpu.name == "A10" and p.replicas_per_node == 3
+    assert any("mixed GPU types" in w for w in p.warnings)
+
+
 def test_moe_4bit_tp4_gets_expert_parallel() -> None:
     p = plan("4xT4", load_model("Qwen3-Coder-30B-A3B"), quantization="gptq",
              max_model_len=131072)
