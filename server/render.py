@@ -149,8 +149,11 @@ WantedBy=multi-user.target
 
 
 def systemd_text(plan: Plan, vllm_bin: str = VLLM_BIN) -> str:
+    header = (f"# {len(plan.instances) // plan.nodes} unit(s) for /etc/systemd/system/"
+              + (f"; install the same units on each of the {plan.nodes} machines"
+                 if plan.nodes > 1 else "") + "\n")
     parts = [f"# --- {name} ---\n{body}" for name, body in systemd_units(plan, vllm_bin).items()]
-    return "\n".join(parts)
+    return header + "\n".join(parts)
 
 
 def helm_values(plan: Plan) -> str:
