@@ -179,6 +179,7 @@ def start_server(db: Path, port: int, workers: int, review_seconds: float) -> su
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent),
            "REVIEWBOT_GITLAB_WEBHOOK_SECRET": GITLAB_SECRET,
            "REVIEWBOT_GITHUB_WEBHOOK_SECRET": GITHUB_SECRET, "REVIEWBOT_ADMIN_TOKEN": ADMIN_TOKEN,
+           "REVIEWBOT_WEBHOOK_FORGE_URLS": "https://gitlab.example.com",
            "BENCH_REVIEW_SECONDS": str(review_seconds)}
     cmd = [str(Path(sys.executable).parent / "reviewbot"), "webhook", "--host", "127.0.0.1",
            "--port", str(port), "--db", str(db), "--workers", str(workers),

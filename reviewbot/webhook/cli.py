@@ -22,6 +22,10 @@ from reviewbot.webhook.settings import resolve_settings
 @click.option("--allow", multiple=True, metavar="PROJECT",
               help="Allowed project (GitLab id or path, GitHub owner/repo; glob patterns "
                    "such as 'group/*'). Repeatable. Default: $REVIEWBOT_WEBHOOK_ALLOW, else all.")
+@click.option("--forge-url", multiple=True, metavar="URL",
+              help="A self-hosted forge jobs may point at: GitLab instance URL or GitHub "
+                   "Enterprise API URL (https://HOST/api/v3). Repeatable; adds to "
+                   "$REVIEWBOT_WEBHOOK_FORGE_URLS, https://gitlab.com and https://api.github.com.")
 @click.option("--rate-limit", type=float, default=None,
               help="Requests/s per client address (burst twice that) [default: 100].")
 @click.option("--max-body", type=int, default=None, help="Largest body in bytes [default: 2 MiB].")
@@ -40,6 +44,7 @@ def webhook(
     workers: int | None,
     per_forge: int | None,
     allow: tuple[str, ...],
+    forge_url: tuple[str, ...],
     rate_limit: float | None,
     max_body: int | None,
     max_attempts: int | None,
@@ -62,6 +67,7 @@ def webhook(
         workers=workers,
         per_forge=per_forge,
         allow=allow,
+        forge_url=forge_url,
         rate_limit=rate_limit,
         max_body=max_body,
         max_attempts=max_attempts,

@@ -5,7 +5,7 @@ the request and write the reply. Order of checks: rate limit → body size → a
 → event/JSON/action → allow-list → enqueue. Unauthenticated requests learn nothing else.
 
 Answers: 202 queued (new job) · 200 duplicate (delivery seen) · 200 ignored (event, action
-or project not reviewed: 200 so the forge does not disable the hook) · 400 malformed ·
+project or forge URL not allowed: 200 so the forge does not disable the hook) · 400 malformed ·
 401 bad token/signature · 404 forge not configured · 413 body too large · 429 rate
 limited · 503 queue unavailable (the forge may retry; nothing was acknowledged).
 """
@@ -113,6 +113,10 @@ class Intake:
     def _enqueue(self, forge: Forge, accepted: Accepted, started: float) -> Reply:
         if not self._settings.allows(*accepted.names):
             return self._ignore(forge, "not_allowed", "project not in the allow-list")
+        if not self._settings.forge_allowed(accepted.request.base_url):
+            log.warning("ignored an event for forge %s (not in the forge URLs)",
+                        accepted.request.base_url)
+            return self._ignore(forge, "forge_not_allowed", "forge URL not allowed")
         try:
             queued = self._queue.enqueue(accepted.request)
         except sqlite3.Error as exc:

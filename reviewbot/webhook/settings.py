@@ -4,7 +4,9 @@ Environment keys:
     REVIEWBOT_GITLAB_WEBHOOK_SECRET  the "Secret token" set on the GitLab hook
     REVIEWBOT_GITHUB_WEBHOOK_SECRET  the "Secret" set on the GitHub webhook / App
     REVIEWBOT_ADMIN_TOKEN            bearer token for GET /jobs (unset: /jobs refuses everyone)
-    REVIEWBOT_WEBHOOK_ALLOW          allow-list, comma or space separated (--allow adds to none)
+    REVIEWBOT_WEBHOOK_ALLOW          allow-list, comma or space separated (--allow replaces it)
+    REVIEWBOT_WEBHOOK_FORGE_URLS     forge base URLs jobs may point at, besides gitlab.com and
+                                     api.github.com (--forge-url adds to them)
     REVIEWBOT_BASE_URL               the vLLM OpenAI base URL (…/v1) probed by /readyz
     REVIEWBOT_WEBHOOK_RUNNER         test hook: "module:function" replacing the review runner
 """
@@ -19,6 +21,7 @@ from pathlib import Path
 from reviewbot.errors import UsageError, register_secret
 
 MIB = 1024 * 1024
+PUBLIC_FORGES = ("https://gitlab.com", "https://api.github.com")
 
 
 @dataclass(frozen=True)
@@ -29,6 +32,9 @@ class WebhookSettings:
     workers: int = 2  # concurrent reviews against the backend (the one vLLM server)
     per_forge: int = 2  # concurrent reviews against one forge
     allow: tuple[str, ...] = ()  # empty: every project whose hook authenticates
+    # The review runs against the forge URL named in the payload, with our forge token:
+    # only these base URLs are accepted, so a payload cannot send the token elsewhere.
+    forge_urls: tuple[str, ...] = PUBLIC_FORGES
     gitlab_secret: str | None = field(default=None, repr=False)
     github_secret: str | None = field(default=None, repr=False)
     admin_token: str | None = field(default=None, repr=False)
@@ -40,6 +46,10 @@ class WebhookSettings:
     retry_backoff_max_s: float = 300.0
     shutdown_grace_s: float = 10.0
     runner: str | None = None  # "module:function"; None means the real review
+
+    def forge_allowed(self, base_url: str) -> bool:
+        wanted = base_url.rstrip("/").lower()
+        return any(wanted == u.rstrip("/").lower() for u in self.forge_urls)
 
     def allows(self, *names: str) -> bool:
         """True if the allow-list is empty or a pattern matches one of the project's names."""
@@ -67,6 +77,7 @@ def resolve_settings(
     workers: int | None = None,
     per_forge: int | None = None,
     allow: Sequence[str] = (),
+    forge_url: Sequence[str] = (),
     rate_limit: float | None = None,
     max_body: int | None = None,
     max_attempts: int | None = None,
@@ -82,6 +93,7 @@ def resolve_settings(
         workers=d.workers if workers is None else workers,
         per_forge=d.per_forge if per_forge is None else per_forge,
         allow=tuple(allow) or _split(env.get("REVIEWBOT_WEBHOOK_ALLOW")),
+        forge_urls=(*PUBLIC_FORGES, *_split(env.get("REVIEWBOT_WEBHOOK_FORGE_URLS")), *forge_url),
         gitlab_secret=env.get("REVIEWBOT_GITLAB_WEBHOOK_SECRET") or None,
         github_secret=env.get("REVIEWBOT_GITHUB_WEBHOOK_SECRET") or None,
         admin_token=env.get("REVIEWBOT_ADMIN_TOKEN") or None,
@@ -100,6 +112,9 @@ def resolve_settings(
         ("--max-attempts", s.max_attempts),
     ):
         _positive(name, value)
+    for url in s.forge_urls:
+        if not url.startswith(("https://", "http://")):
+            raise UsageError(f"forge URL must start with https:// or http://, got {url!r}")
     if s.retry_backoff_s < 0:
         raise UsageError(f"--retry-backoff must not be negative, got {s.retry_backoff_s}")
     if not (s.gitlab_secret or s.github_secret):

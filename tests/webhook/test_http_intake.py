@@ -219,6 +219,19 @@ def test_allow_list_ignores_other_projects_with_200(tmp_path: Path, runner: Reco
     assert (no_gh.status_code, no_gh.json()["status"]) == (200, "ignored")
 
 
+def test_payloads_naming_another_forge_are_ignored(client: httpx.Client) -> None:
+    """The review would use our forge token against the payload's URL: only known forges."""
+    headers, body = gitlab_event()
+    evil = body.replace(b"https://gitlab.example.com", b"https://collector.invalid")
+    r = client.post("/webhook/gitlab", content=evil, headers=headers)
+    assert (r.status_code, r.json()) == (200, {"status": "ignored", "reason": "forge URL not allowed"})
+    headers, body = github_event()
+    evil = body.replace(b"https://api.github.com", b"https://ghe.invalid/api/v3")
+    headers["X-Hub-Signature-256"] = github_signature(GITHUB_SECRET, evil)
+    assert client.post("/webhook/github", content=evil, headers=headers).json()["status"] == "ignored"
+    assert job_count(client) == 0
+
+
 def test_unconfigured_forge_is_404(tmp_path: Path, runner: RecordingRunner) -> None:
     settings = make_settings(tmp_path / "q.sqlite", gitlab_secret=None)
     with ThreadServer(settings, runner) as srv, httpx.Client(base_url=srv.url) as c:

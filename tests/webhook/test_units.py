@@ -80,6 +80,13 @@ def test_settings_resolution_and_secrets() -> None:
     assert redact("token gh-settings-secret") == "token ***"
     assert s.allows("C/D") and not s.allows("a/c")
     assert WebhookSettings().allows("anything")
+    assert s.forge_allowed("https://gitlab.com/") and s.forge_allowed("https://API.github.com")
+    assert not s.forge_allowed("https://gitlab.example.com")
+    extra = resolve_settings({**env, "REVIEWBOT_WEBHOOK_FORGE_URLS": "https://git.corp"},
+                             forge_url=["https://ghe.corp/api/v3"])
+    assert extra.forge_allowed("https://git.corp") and extra.forge_allowed("https://ghe.corp/api/v3")
+    with pytest.raises(UsageError, match="forge URL"):
+        resolve_settings(env, forge_url=["git.corp"])
     with pytest.raises(UsageError, match="no webhook secret"):
         resolve_settings({})
     with pytest.raises(UsageError, match="--workers"):

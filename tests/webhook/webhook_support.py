@@ -90,6 +90,7 @@ def make_settings(db: Path, **overrides: object) -> WebhookSettings:
     base: dict[str, object] = {
         "db_path": db, "gitlab_secret": GITLAB_SECRET, "github_secret": GITHUB_SECRET,
         "admin_token": ADMIN_TOKEN, "retry_backoff_s": 0.05, "shutdown_grace_s": 5.0,
+        "forge_urls": ("https://gitlab.example.com", "https://api.github.com"),
     }
     base.update(overrides)
     return WebhookSettings(**base)  # type: ignore[arg-type]
@@ -154,6 +155,7 @@ class WebhookProcess:
             "REVIEWBOT_GITLAB_WEBHOOK_SECRET": GITLAB_SECRET,
             "REVIEWBOT_GITHUB_WEBHOOK_SECRET": GITHUB_SECRET,
             "REVIEWBOT_ADMIN_TOKEN": ADMIN_TOKEN,
+            "REVIEWBOT_WEBHOOK_FORGE_URLS": "https://gitlab.example.com",
             **env,
         }
         self.log = db.with_suffix(".log")
