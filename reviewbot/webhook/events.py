@@ -93,7 +93,7 @@ def parse_gitlab(event: str | None, payload: object, delivery_id: str) -> Accept
     action = attrs.get("action")
     if action not in GITLAB_ACTIONS:
         return Ignored(f"action {action!r} is not reviewed", "action")
-    if action == "update" and "oldrev" not in attrs:
+    if action == "update" and not attrs.get("oldrev"):
         return Ignored("update without oldrev (not a push) is not reviewed", "action")
     project = payload.get("project")
     path = project.get("path_with_namespace") if isinstance(project, dict) else None
