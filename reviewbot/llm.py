@@ -7,6 +7,8 @@ becomes ContextTooLong so the caller can re-split the chunk.
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -105,8 +107,7 @@ class ModelClient:
         calls = [(c.function.name, c.function.arguments or "")
                  for c in (choice.message.tool_calls or []) if c.type == "function"]
         if not calls and choice.message.content:
-            # a server without tool parsing returns the arguments as plain JSON content
-            calls = [(name, choice.message.content)]
+            calls = [(name, _arguments_from_content(choice.message.content))]
         usage = response.usage
         return Reply(
             calls=calls,
@@ -114,6 +115,24 @@ class ModelClient:
             completion_tokens=usage.completion_tokens if usage else 0,
             truncated=choice.finish_reason == "length",
         )
+
+
+_TOOL_CALL = re.compile(r"<tool_call>\s*(\{.*\})\s*(?:</tool_call>)?", re.S)
+
+
+def _arguments_from_content(content: str) -> str:
+    """A call the server did not parse: plain JSON arguments (a server without tool parsing),
+    or a hermes `<tool_call>{"name", "arguments"}` block its parser refused (vLLM's parser is
+    strict about raw control characters in strings; the validator here is not)."""
+    match = _TOOL_CALL.search(content)
+    if match is None:
+        return content
+    try:
+        call = json.loads(match.group(1), strict=False)
+    except json.JSONDecodeError:
+        return content
+    args = call.get("arguments") if isinstance(call, dict) else None
+    return json.dumps(args) if isinstance(args, dict) else content
 
 
 def _short(exc: openai.APIError) -> str:

@@ -127,7 +127,7 @@ def parse_calls(calls: list[tuple[str, str]], chunk: Chunk) -> Parsed:
             out.invalid += 1
             continue
         try:
-            args = json.loads(arguments)
+            args = json.loads(arguments, strict=False)  # raw control chars in strings are fine
         except (json.JSONDecodeError, TypeError):
             out.invalid += 1
             continue

@@ -200,3 +200,14 @@ def test_skipped_files_are_reported_with_reasons() -> None:
     reasons = {s.path: s.reason for s in result.stats.files_skipped}
     assert reasons == {"package-lock.json": "lock file", "logo.png": "binary file"}
     assert result.stats.files_total == 3 and result.stats.files_reviewed == 1
+
+
+def test_an_unparsed_hermes_call_in_content_is_still_read() -> None:
+    def script(body: dict, n: int) -> Reply:
+        args = {"summary": "s\x06", "findings": [finding(first_anchor(body))]}
+        raw = json.dumps({"name": "report_findings", "arguments": args}).replace("\\u0006", "\x06")
+        return Reply(tool_args=None, content=f"<tool_call>{raw}</tool_call>", finish_reason="stop")
+
+    with FakeOpenAI(script, max_model_len=8000) as server:
+        result = engine_for(server).review(parse(make_diff(files=1)))
+    assert len(result.findings) == 1 and result.stats.tool_calls_invalid == 0
