@@ -167,7 +167,7 @@ def plan(
     fmt = weight_format(model, quantization)
     ask = _Ask(gpus_spec, model, max_model_len, quantization, kv_cache_dtype, nodes, base_port)
     model = topology.catalog_checkpoint(model, fmt)
-    topology.check_inputs(gpus, model, fmt, max_model_len, nodes, kv_cache_dtype)
+    topology.check_inputs(max_model_len, nodes, kv_cache_dtype)
     limit = topology.context_limit(model)
     if max_model_len > limit:
         raise PlanRefused(

@@ -11,7 +11,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from reviewbot.errors import UsageError
-from server.hardware import GpuSpec, GpuType
+from server.hardware import GpuType
 from server.memory import WeightFormat
 from server.model import ModelSpec, Quant
 
@@ -45,17 +45,14 @@ def context_limit(model: ModelSpec) -> int:
     return max(model.effective_context, int(model.native_context * MAX_YARN_FACTOR))
 
 
-def check_inputs(
-    gpus: GpuSpec, model: ModelSpec, fmt: WeightFormat, context: int, nodes: int,
-    kv_cache_dtype: str | None,
-) -> None:
+def check_inputs(context: int, nodes: int, kv_cache_dtype: str | None) -> None:
+    """Bad input is a usage error (exit 2); what does not fit is a refusal (server.plan)."""
     if not 1 <= nodes <= 64:
         raise UsageError(f"--nodes {nodes}: between 1 and 64")
     if context < 1024:
         raise UsageError(f"--max-model-len {context}: at least 1024 tokens for a review")
     if kv_cache_dtype is not None and kv_cache_dtype not in KV_DTYPES:
         raise UsageError(f"--kv-cache-dtype {kv_cache_dtype!r}: one of {', '.join(KV_DTYPES)}")
-    del gpus, fmt  # hardware/format refusals have a nearest plan: see server.plan
 
 
 def tool_parser(model: ModelSpec) -> str | None:
