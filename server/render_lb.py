@@ -22,6 +22,7 @@ class LbSettings:
     burst: int = 10
     pid_file: str = "/run/reviewbot-nginx.pid"
     timeout_s: int = 900  # a 60K-token review can take minutes on small GPUs
+    require_key: bool = True  # False only for a loopback-only balancer (the CPU demo)
 
 
 def _servers(plan: Plan) -> list[tuple[str, str]]:
@@ -33,6 +34,13 @@ def nginx_conf(plan: Plan, lb: LbSettings = LbSettings()) -> str:
     passive health checks: a server failing twice is skipped for 10 s."""
     upstream = "\n".join(f"        server {addr} max_fails=2 fail_timeout=10s;"
                          for _, addr in _servers(plan))
+    key_map = (f"""map $http_authorization $reviewbot_key_ok {{
+        default 0;
+        include {lb.nginx_keys};
+    }}""" if lb.require_key else "# no API key check: loopback-only balancer")
+    key_check = ("""if ($reviewbot_key_ok = 0) {
+                return 401 '{"error": "missing or invalid API key"}\\n';
+            }""" if lb.require_key else "")
     return f"""\
 # reviewbot server plan --output nginx: {plan.model.name}, {len(plan.instances)} instance(s)
 # API keys: {lb.nginx_keys}, one line per key:  "Bearer <key>" 1;
@@ -44,10 +52,7 @@ events {{
 }}
 http {{
     access_log off;  # request bodies are source code; the Authorization header is a secret
-    map $http_authorization $reviewbot_key_ok {{
-        default 0;
-        include {lb.nginx_keys};
-    }}
+    {key_map}
     limit_req_zone $binary_remote_addr zone=reviewbot_per_client:10m rate={lb.rate}r/s;
     limit_req_status 429;
     upstream reviewbot_vllm {{
@@ -63,9 +68,7 @@ http {{
             proxy_pass http://reviewbot_vllm;
         }}
         location / {{
-            if ($reviewbot_key_ok = 0) {{
-                return 401 '{{"error": "missing or invalid API key"}}\\n';
-            }}
+            {key_check}
             limit_req zone=reviewbot_per_client burst={lb.burst} nodelay;
             proxy_pass http://reviewbot_vllm;
             proxy_http_version 1.1;
@@ -92,6 +95,13 @@ def haproxy_cfg(plan: Plan, lb: LbSettings = LbSettings()) -> str:
                         separators=(",", ":"))
     servers = "\n".join(f"    server {name} {addr} check" for name, addr in _servers(plan))
     burst_limit = lb.rate + lb.burst
+    unauthorized = _haproxy_str('{"error": "missing or invalid API key"}')
+    auth = (f"""    acl is_health path /health
+    acl has_bearer req.hdr(authorization) -m beg "Bearer "
+    acl key_ok req.hdr(authorization),word(2,' ') -m str -f {lb.haproxy_keys}
+    http-request return status 401 content-type application/json string {unauthorized} \
+if !is_health !has_bearer || !is_health !key_ok""" if lb.require_key
+            else "    # no API key check: loopback-only balancer")
     return f"""\
 # reviewbot server plan --output haproxy: {plan.model.name}, {len(plan.instances)} instance(s)
 # API keys: {lb.haproxy_keys}, one key per line.
@@ -125,10 +135,7 @@ frontend reviewbot
     http-request track-sc1 src table rate_10s
     http-request deny deny_status 429 if {{ sc_http_req_rate(0) gt {burst_limit} }}
     http-request deny deny_status 429 if {{ sc_http_req_rate(1) gt {lb.rate * 10} }}
-    acl is_health path /health
-    acl has_bearer req.hdr(authorization) -m beg "Bearer "
-    acl key_ok req.hdr(authorization),word(2,' ') -m str -f {lb.haproxy_keys}
-    http-request return status 401 content-type application/json string {_haproxy_str('{"error": "missing or invalid API key"}')} if !is_health !has_bearer || !is_health !key_ok
+{auth}
     default_backend vllm
 
 backend vllm

@@ -201,3 +201,19 @@ def test_helm_values_carry_the_flags() -> None:
     values = helm_values(plan("1xH100", load_model("Qwen3-Coder-30B-A3B"), quantization="fp8"))
     assert "tensorParallelSize: 1" in values and "--tool-call-parser=qwen3_coder" in values
     assert '"--quantization=fp8"' in values and "modelURL:" in values
+
+
+def test_keyless_variant_for_loopback_demo_is_valid(tmp_path: Path) -> None:
+    p = one_instance_plan(18001)
+    lb = LbSettings(listen="127.0.0.1:18000", require_key=False,
+                    pid_file=str(tmp_path / "nginx.pid"))
+    conf, cfg = tmp_path / "nginx.conf", tmp_path / "haproxy.cfg"
+    conf.write_text(nginx_conf(p, lb))
+    cfg.write_text(haproxy_cfg(p, lb))
+    assert "401" not in conf.read_text() and "401" not in cfg.read_text()
+    nginx = subprocess.run([binary("nginx"), "-t", "-p", str(tmp_path), "-e", "stderr", "-c",
+                            str(conf)], capture_output=True, text=True, check=False)
+    assert nginx.returncode == 0, nginx.stderr
+    haproxy = subprocess.run([binary("haproxy"), "-c", "-f", str(cfg)], capture_output=True,
+                             text=True, check=False)
+    assert haproxy.returncode == 0, haproxy.stdout + haproxy.stderr
