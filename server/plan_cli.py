@@ -59,16 +59,17 @@ def _refuse(refused: PlanRefused, output: str) -> None:
 @click.option("--quantization", default=None,
               help="Weights: bf16, fp8, awq, gptq (4-bit), gptq-int8. Default: the checkpoint's.")
 @click.option("--kv-cache-dtype", default=None, help="auto or fp8. Default: fp8 only if needed.")
-@click.option("--nodes", type=int, default=1, show_default=True,
+@click.option("--nodes", type=click.IntRange(1, 64), default=1, show_default=True,
               help="Identical machines behind one load balancer.")
 @click.option("--output", type=click.Choice(OUTPUTS), default="text", show_default=True)
 @click.option("--vllm-bin", default=VLLM_BIN, show_default=True,
               help="vllm executable for --output systemd.")
 @click.option("--listen", default="0.0.0.0:8000", show_default=True,
               help="Load balancer address for --output nginx|haproxy.")
-@click.option("--rate-limit", type=int, default=5, show_default=True,
+@click.option("--rate-limit", type=click.IntRange(1, 10_000), default=5, show_default=True,
               help="Requests/s per client address at the load balancer.")
-@click.option("--burst", type=int, default=10, show_default=True)
+@click.option("--burst", type=click.IntRange(0, 10_000), default=10, show_default=True,
+              help="Requests above the rate a client may send at once.")
 def plan_command(gpus_spec: str, model_ref: str, max_model_len: int, quantization: str | None,
                  kv_cache_dtype: str | None, nodes: int, output: str, vllm_bin: str,
                  listen: str, rate_limit: int, burst: int) -> None:
