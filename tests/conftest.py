@@ -3,7 +3,9 @@
 `vllm_server` builds the tiny random-weight model (server/tinymodel.py), starts
 `python -m vllm.entrypoints.openai.api_server` with the interpreter from
 $REVIEWBOT_VLLM_PYTHON (or this one, if it has vllm) on a free loopback port, and stops it
-at the end of the session. Tests that use it are marked `vllm` automatically; a missing
+at the end of the session; with $REVIEWBOT_TEST_VLLM_INFO it uses the server that .ci/run
+started (tests/serve_tiny.py) instead. Both serve with `tiny_spec`, which adds the tiny
+model's SERVE_ENV/SERVE_ARGS (JSON-schema tool path without whitespace padding). Tests that use it are marked `vllm` automatically; a missing
 vLLM fails them with the reason, it never skips them. Startup takes about a minute.
 """
 
@@ -66,6 +68,9 @@ def vllm_server(
 ) -> Iterator[VllmServer]:
     info = os.environ.get("REVIEWBOT_TEST_VLLM_INFO")
     if info:  # started by .ci/run (tests/serve_tiny.py) and shared by the session
+        if not Path(info).is_file():
+            pytest.fail(f"REVIEWBOT_TEST_VLLM_INFO={info} does not exist: is tests/serve_tiny.py "
+                        "running?", pytrace=False)
         data = json.loads(Path(info).read_text())
         yield VllmServer(**{k: Path(v) if k.endswith(("_dir", "_path")) else v
                             for k, v in data.items()})
