@@ -411,6 +411,25 @@ def test_quote_path_setting_does_not_change_the_parsed_diff(git_repo: GitRepo) -
     assert quoted == plain
 
 
+@pytest.mark.parametrize("args,prefixes", [((), (b"i/", b"w/")), (("HEAD",), (b"c/", b"w/")),
+                                           (("--cached",), (b"c/", b"i/"))])
+def test_a_saved_diff_with_mnemonic_prefixes(git_repo: GitRepo, args: tuple[str, ...],
+                                             prefixes: tuple[bytes, bytes]) -> None:
+    """`git diff > change.diff` by a user with diff.mnemonicPrefix=true, then `--diff change.diff`."""
+    git_repo.write("app.py", numbered(5))
+    git_repo.write("tool.sh", "echo\n", executable=False)
+    git_repo.commit()
+    git_repo.write("app.py", numbered(5).replace("line 3", "three"))
+    git_repo.chmod("tool.sh", True)
+    if "--cached" in args:
+        git_repo.git("add", "-A")
+    raw = git_repo.git("diff", *args, config=("diff.mnemonicPrefix=true",))
+    assert b"diff --git " + prefixes[0] + b"app.py " + prefixes[1] + b"app.py" in raw
+    changes = diff.parse(raw)
+    assert [(f.old_path, f.new_path, f.status) for f in changes.files] == [
+        ("app.py", "app.py", "modified"), ("tool.sh", "tool.sh", "mode-changed")]
+
+
 # -- submodules ------------------------------------------------------------------------------
 
 def test_submodule_added_and_updated(make_repo: Callable[[str], GitRepo]) -> None:
