@@ -15,11 +15,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import httpx
 import pytest
 
+from reviewbot.cli import main
 from server.model import load_model
 from server.plan import Plan, plan
 from server.render import helm_values, plan_json, plan_text, systemd_units
@@ -217,3 +218,33 @@ def test_keyless_variant_for_loopback_demo_is_valid(tmp_path: Path) -> None:
     haproxy = subprocess.run([binary("haproxy"), "-c", "-f", str(cfg)], capture_output=True,
                              text=True, check=False)
     assert haproxy.returncode == 0, haproxy.stdout + haproxy.stderr
+
+
+@pytest.mark.vllm
+def test_check_through_rendered_nginx_in_front_of_real_vllm(
+    vllm_server: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The rendered balancer passes the key through and streams; a wrong key is refused."""
+    nginx = binary("nginx")
+    keys = tmp_path / "keys.map"
+    keys.write_text(f'"Bearer {KEY}" 1;\n')
+    port = httpx.URL(vllm_server.root_url).port
+    listen = free_port()
+    lb = LbSettings(listen=f"127.0.0.1:{listen}", nginx_keys=str(keys), rate=50, burst=100,
+                    pid_file=str(tmp_path / "nginx.pid"))
+    conf = tmp_path / "nginx.conf"
+    conf.write_text(nginx_conf(one_instance_plan(port), lb))
+    with running([nginx, "-p", str(tmp_path), "-e", "stderr", "-c", str(conf), "-g",
+                  "daemon off;"]):
+        wait_ready(f"http://127.0.0.1:{listen}/health", {})
+        base = f"http://127.0.0.1:{listen}/v1"
+        args = ["server", "check", "--base-url", base, "--model", vllm_server.model,
+                "--min-context", "1024"]
+        with pytest.raises(SystemExit) as ok:
+            main([*args, "--api-key", KEY])
+        out = capsys.readouterr().out
+        assert ok.value.code == 0, out
+        with pytest.raises(SystemExit) as refused:
+            main([*args, "--api-key", "sk-wrong-key"])
+        out = capsys.readouterr().out
+        assert refused.value.code == 1 and "401" in out and "sk-wrong-key" not in out, out
