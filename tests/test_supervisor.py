@@ -163,10 +163,18 @@ def test_slow_start_is_starting_then_ready(fake: Callable[..., Up]) -> None:
     assert inst["kv_cache_usage"] == 0.25 and inst["requests_running"] == 0.0
     metrics = httpx.get(f"http://127.0.0.1:{up.status_port}/metrics", timeout=5).text
     assert 'reviewbot_supervisor_instance_ready{instance="cpu0"} 1.0' in metrics
+    cli = [sys.executable, "-c", "from reviewbot.cli import main; main()", "server", "status"]
+    shown = subprocess.run([*cli, "--state-dir", str(up.state_dir)], capture_output=True,
+                           text=True, check=False)  # finds the URL in supervisor.json
+    assert shown.returncode == 0, shown.stderr
+    assert "cpu0" in shown.stdout and "ready" in shown.stdout and "25.00%" in shown.stdout
     pid = int(inst["pid"])  # type: ignore[call-overload]
     code, _ = up.terminate()
     assert code == 0
     assert _gone(pid)
+    down = subprocess.run([*cli, "--url", f"http://127.0.0.1:{up.status_port}"],
+                          capture_output=True, text=True, check=False)
+    assert down.returncode == 3 and "no supervisor answers" in down.stderr
 
 
 def test_kill_and_hang_of_the_fake_are_restarted(fake: Callable[..., Up]) -> None:
