@@ -36,6 +36,7 @@ CANARY_MAX_TOKENS = 24
 _KV_USAGE = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
 _RUNNING = ("vllm:num_requests_running",)
 _WAITING = ("vllm:num_requests_waiting",)
+_TOKENS = ("vllm:generation_tokens_total", "vllm:prompt_tokens_total")
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,7 @@ class EngineLoad:
     kv_cache_usage: float | None = None  # 0..1
     requests_running: float | None = None
     requests_waiting: float | None = None
+    tokens_total: float | None = None  # prompt + generated, a counter: grows while it works
 
 
 def _post(client: httpx.Client, url: str, body: dict[str, object], deadline: float) -> dict:  # type: ignore[type-arg]
@@ -104,7 +106,9 @@ def parse_load(metrics_text: str) -> EngineLoad:
     def pick(names: tuple[str, ...], combine: Callable[[list[float]], float]) -> float | None:
         return next((combine(values[n]) for n in names if n in values), None)
 
-    return EngineLoad(pick(_KV_USAGE, max), pick(_RUNNING, sum), pick(_WAITING, sum))
+    counted = [sum(values[n]) for n in _TOKENS if n in values]
+    return EngineLoad(pick(_KV_USAGE, max), pick(_RUNNING, sum), pick(_WAITING, sum),
+                      sum(counted) if counted else None)
 
 
 def fetch_load(client: httpx.Client, root_url: str, timeout: float) -> EngineLoad | None:

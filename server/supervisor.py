@@ -40,8 +40,11 @@ class SupervisorSettings:
 
     state_dir: Path
     startup_timeout_s: float = 900.0  # model load + compile; minutes on big models
-    canary_interval_s: float = 15.0
-    canary_timeout_s: float = 30.0
+    # A hang is detected within 2 × (interval + timeout) = 50 s, so a hung engine serves again
+    # within about two minutes on the CPU build. A slow canary on an engine whose token
+    # counters still grow (a saturated server) does not count as a failure.
+    canary_interval_s: float = 10.0
+    canary_timeout_s: float = 15.0
     canary_failures: int = 2  # consecutive failed canaries before a restart
     backoff_initial_s: float = 2.0
     backoff_max_s: float = 120.0
@@ -228,6 +231,10 @@ class Instance:
                 self._set(state="ready", canary_latency_s=round(result.latency_s, 3),
                           canary_tool_call_parsed=result.tool_call_parsed, load=load)
                 continue
+            load = fetch_load(client, self.spec.root_url, min(5.0, self.settings.canary_timeout_s))
+            if _made_progress(self.status.load, load):  # saturated, not hung: wait
+                self._set(state="ready", load=load, last_error=f"busy: {result.error}")
+                continue
             failures += 1
             self._set(state="unhealthy", last_error=f"canary failed: {result.error}")
             if failures >= self.settings.canary_failures:
@@ -276,6 +283,14 @@ class Instance:
             if load is None or not (load.requests_running or load.requests_waiting):
                 return
             time.sleep(0.5)
+
+
+def _made_progress(before: EngineLoad | None, now: EngineLoad | None) -> bool:
+    """A canary can time out behind long prompts; token counters that grow mean a busy
+    engine, not a hung one. A stopped process does not even answer /metrics."""
+    if before is None or now is None or before.tokens_total is None:
+        return False
+    return now.tokens_total is not None and now.tokens_total > before.tokens_total
 
 
 def _reason_label(reason: str) -> str:

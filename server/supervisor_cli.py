@@ -18,7 +18,7 @@ from reviewbot.errors import BackendUnreachable, LaunchError, UsageError
 from server.launcher import LaunchSpec, check_port_free, find_vllm_python
 from server.status_app import Metrics, StatusServer, build_app
 from server.supervisor import Supervisor, SupervisorSettings
-from server.supervisor_specs import gpu_specs, nginx_for
+from server.supervisor_specs import Nginx, gpu_specs, nginx_for
 
 DEFAULT_STATUS_PORT = 8089
 STATE_FILE = "supervisor.json"
@@ -64,8 +64,8 @@ def _verify_model(model_dir: Path) -> None:
 @click.option("--vllm-python", default=None,
               help="Interpreter with vLLM; default $REVIEWBOT_VLLM_PYTHON, else this one.")
 @click.option("--startup-timeout", type=float, default=900.0, show_default=True)
-@click.option("--canary-interval", type=float, default=15.0, show_default=True)
-@click.option("--canary-timeout", type=float, default=30.0, show_default=True)
+@click.option("--canary-interval", type=float, default=10.0, show_default=True)
+@click.option("--canary-timeout", type=float, default=15.0, show_default=True)
 @click.option("--canary-failures", type=int, default=2, show_default=True,
               help="Failed canaries in a row that count as a hang.")
 @click.option("--backoff-initial", type=float, default=2.0, show_default=True)
@@ -110,7 +110,7 @@ def up(gpus: str, model_dir: Path, port: int, state_dir: Path, served_model_name
 
 
 def _run(specs: dict[str, LaunchSpec], settings: SupervisorSettings, status_port: int,
-         lb: object | None) -> int:
+         lb: Nginx | None) -> int:
     metrics = Metrics()
     supervisor = Supervisor(specs, settings, metrics)
     http = StatusServer(build_app(supervisor.status, metrics), status_port)
@@ -131,7 +131,7 @@ def _run(specs: dict[str, LaunchSpec], settings: SupervisorSettings, status_port
     code = 0
     try:
         if lb is not None:
-            lb.start()  # type: ignore[attr-defined]
+            lb.start()
         supervisor.start()
         while not supervisor.shutdown.wait(1.0):
             if supervisor.given_up():
@@ -143,7 +143,7 @@ def _run(specs: dict[str, LaunchSpec], settings: SupervisorSettings, status_port
     finally:
         stopped = supervisor.stop()
         if lb is not None:
-            lb.stop()  # type: ignore[attr-defined]
+            lb.stop()
         http.stop()
         state_file.unlink(missing_ok=True)
         log.info("stopped%s", "" if stopped else " (some instances did not stop in time)")

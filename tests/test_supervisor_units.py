@@ -1,0 +1,68 @@
+"""Pure parts of the supervisor: vLLM metrics parsing, progress, backoff."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from server.canary import EngineLoad, parse_load
+from server.launcher import likely_cause
+from server.supervisor import SupervisorSettings, _made_progress, backoff_delay
+
+NEW = """\
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{engine="0",model_name="m"} 2.0
+vllm:num_requests_running{engine="1",model_name="m"} 1.0
+# TYPE vllm:num_requests_waiting gauge
+vllm:num_requests_waiting{engine="0",model_name="m"} 4.0
+# TYPE vllm:kv_cache_usage_perc gauge
+vllm:kv_cache_usage_perc{engine="0",model_name="m"} 0.5
+vllm:kv_cache_usage_perc{engine="1",model_name="m"} 0.75
+# TYPE vllm:prompt_tokens counter
+vllm:prompt_tokens_total{engine="0",model_name="m"} 100.0
+# TYPE vllm:generation_tokens counter
+vllm:generation_tokens_total{engine="0",model_name="m"} 20.0
+"""
+OLD = """\
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{model_name="m"} 0.0
+# TYPE vllm:gpu_cache_usage_perc gauge
+vllm:gpu_cache_usage_perc{model_name="m"} 0.1
+"""
+
+
+def test_parse_load_current_names_sums_requests_and_takes_the_fullest_cache() -> None:
+    assert parse_load(NEW) == EngineLoad(0.75, 3.0, 4.0, 120.0)
+
+
+def test_parse_load_older_names() -> None:
+    assert parse_load(OLD) == EngineLoad(0.1, 0.0, None, None)
+
+
+def test_progress_only_when_token_counters_grow() -> None:
+    before = EngineLoad(tokens_total=100.0)
+    assert _made_progress(before, EngineLoad(tokens_total=101.0))
+    assert not _made_progress(before, EngineLoad(tokens_total=100.0))
+    assert not _made_progress(before, None)  # /metrics did not answer: hung
+    assert not _made_progress(None, EngineLoad(tokens_total=5.0))
+
+
+@pytest.mark.parametrize(("failures", "base"), [(1, 2.0), (2, 4.0), (3, 8.0), (10, 120.0)])
+def test_backoff_is_exponential_capped_and_jittered(failures: int, base: float) -> None:
+    settings = SupervisorSettings(state_dir=Path("."))
+    delays = {backoff_delay(failures, settings, random.Random(seed)) for seed in range(20)}
+    assert all(base * 0.75 <= d <= base * 1.25 for d in delays)
+    assert len(delays) > 1  # jitter: instances do not restart in step
+
+
+@pytest.mark.parametrize(("line", "cause"), [
+    ("torch.OutOfMemoryError: CUDA out of memory.", "out of memory"),
+    ("api_server.py: error: unrecognized arguments: --bogus", "a bad vLLM flag"),
+    ("ValueError: Model architectures ['Foo'] are not supported for now.",
+     "an unsupported model architecture"),
+    ("OSError: [Errno 98] Address already in use", "the port is in use"),
+])
+def test_likely_cause(line: str, cause: str) -> None:
+    assert likely_cause(["INFO starting", line, "INFO shutting down"], 1) == cause
