@@ -47,7 +47,8 @@ def cli() -> None:
 def main(argv: list[str] | None = None) -> None:
     """Entry point: every ReviewbotError becomes one line on stderr and its exit code."""
     try:
-        cli.main(args=argv, prog_name="reviewbot", standalone_mode=False)
+        # outside standalone mode click returns ctx.exit(n)'s code instead of exiting
+        code = cli.main(args=argv, prog_name="reviewbot", standalone_mode=False)
     except ReviewbotError as exc:
         click.echo(f"reviewbot: error: {exc}", err=True)
         sys.exit(exc.exit_code)
@@ -59,4 +60,4 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Abort:
         click.echo("reviewbot: aborted", err=True)
         sys.exit(130)
-    sys.exit(0)
+    sys.exit(code if isinstance(code, int) else 0)
