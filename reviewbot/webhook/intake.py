@@ -128,7 +128,8 @@ class Intake:
         superseded = queued.superseded_running + queued.superseded_queued
         if superseded:
             self._metrics.reviews.labels("superseded").inc(len(superseded))
-        self._pool.cancel(queued.superseded_running)
+        if queued.superseded_running:
+            self._pool.cancel(queued.superseded_running)
         self._pool.wake()
         self._metrics.accepted.labels(forge, "created").inc()
         self._metrics.ack_seconds.labels(forge).observe(time.perf_counter() - started)

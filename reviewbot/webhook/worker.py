@@ -101,7 +101,10 @@ class WorkerPool:
             self._executor.shutdown(wait=False, cancel_futures=True)
 
     def wake(self) -> None:
-        self._wake.set()
+        """A job was queued. A saturated pool is not woken (a finishing job wakes it): that
+        keeps the dispatcher thread off the GIL while the listener acknowledges a burst."""
+        if len(self._running) < self._limits.workers:
+            self._wake.set()
 
     def cancel(self, job_ids: tuple[int, ...]) -> None:
         """Set the cancel event of these jobs (superseded while running)."""
