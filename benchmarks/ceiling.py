@@ -55,7 +55,7 @@ import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
-sys.path.insert(0, str(ROOT))
+sys.path.append(str(ROOT))  # after $PYTHONPATH: a pinned snapshot of the code can win
 
 from reviewbot import diff as diffmod
 from reviewbot.config import Settings
@@ -179,6 +179,10 @@ def metrics_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, An
     t_cnt = _delta(before, after, name + "_count")
     seconds = after["t"] - before["t"]
     return {
+        "seconds": seconds,
+        "ttft_sum": t_sum,
+        "ttft_count": t_cnt,
+        "ttft_buckets": cum,
         "prompt_tokens": _delta(before, after, "vllm:prompt_tokens"),
         "generation_tokens": gen,
         "requests_finished": _delta(before, after, "vllm:request_success"),
@@ -323,6 +327,7 @@ def run_bot(
     phase.completion_tokens_usage = st.completion_tokens
     phase.errors = len(st.errors)
     phase.first_request_s = min((r.t for r in recorded), default=None)
+    sends = [r.t for r in recorded]
     phase.extra = {
         "model": engine.model,
         "context": engine.context,
@@ -335,6 +340,8 @@ def run_bot(
         "tool_calls_invalid": st.tool_calls_invalid,
         "error_samples": st.errors[:3],
         "requests_recorded": len(recorded),
+        # all chunks in flight at once when chunks <= concurrency: the spread is ~0
+        "send_spread_s": (max(sends) - min(sends)) if sends else None,
     }
     if prof:
         prof.dump_stats(profile)
@@ -435,6 +442,12 @@ def table(report: dict[str, Any]) -> str:
         out.append(f"| {label:30} | {_fmt(a):>12} | {_fmt(b):>12} |")
     r = report["ratios"]
     out.append("")
+    for b, p in zip(report["bot_phases"], report["replay_phases"], strict=False):
+        out.append(
+            f"pair: bot {b['wall_s']:.1f} s ({b['completion_tokens_usage']} generated, first request at "
+            f"{b['first_request_s']:.2f} s, sends spread {b['extra'].get('send_spread_s') or 0:.2f} s)"
+            f" / replay {p['wall_s']:.1f} s ({p['completion_tokens_usage']} generated)"
+        )
     out.append(
         f"bot wall / replay wall = {r['wall_ratio']:.3f} (target <= 1.25: "
         f"{'met' if r['wall_ratio'] <= 1.25 else 'MISSED'}); bot CPU = "
@@ -467,10 +480,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-context", type=int, default=Settings.max_context)
     ap.add_argument("--max-output-tokens", type=int, default=Settings.max_output_tokens)
     ap.add_argument(
-        "--order",
-        choices=("bot-first", "replay-first"),
-        default="bot-first",
-        help="replay-first runs the bot once as a recorder, then replay, then the bot",
+        "--pairs",
+        type=int,
+        default=1,
+        help="bot/replay pairs; the first records, later ones alternate the order",
     )
     ap.add_argument(
         "--no-grammar-nonce",
@@ -513,6 +526,56 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def combine(name: str, phases: list[Phase]) -> Phase:
+    """Sums over phases; rates and TTFT recomputed from the summed counters and buckets."""
+    out = Phase(name)
+    for ph in phases:
+        out.wall_s += ph.wall_s
+        out.cpu_s += ph.cpu_s
+        out.requests += ph.requests
+        out.prompt_tokens_usage += ph.prompt_tokens_usage
+        out.completion_tokens_usage += ph.completion_tokens_usage
+        out.errors += ph.errors
+        out.first_request_s = (out.first_request_s or 0.0) + (ph.first_request_s or 0.0)
+    keys = (
+        "prompt_tokens",
+        "generation_tokens",
+        "requests_finished",
+        "prefix_cache_hits",
+        "prefix_cache_queries",
+        "preemptions",
+        "seconds",
+        "ttft_sum",
+        "ttft_count",
+    )
+    m: dict[str, Any] = {}
+    for k in keys:
+        vals = [ph.metrics.get(k) for ph in phases]
+        m[k] = None if any(v is None for v in vals) else sum(vals)
+    buckets: dict[float, float] = {}
+    for ph in phases:
+        for le, n in ph.metrics.get("ttft_buckets") or []:
+            buckets[le] = buckets.get(le, 0.0) + n
+    cum = sorted(buckets.items())
+    m["prefix_cache_hit_rate"] = (
+        m["prefix_cache_hits"] / m["prefix_cache_queries"]
+        if m["prefix_cache_hits"] is not None and m["prefix_cache_queries"]
+        else None
+    )
+    m["ttft_mean_s"] = (
+        m["ttft_sum"] / m["ttft_count"] if m["ttft_sum"] is not None and m["ttft_count"] else None
+    )
+    m["ttft_p50_s"] = _quantile(cum, 0.5)
+    m["ttft_p95_s"] = _quantile(cum, 0.95)
+    m["generation_tokens_per_s"] = (
+        m["generation_tokens"] / m["seconds"]
+        if m["generation_tokens"] is not None and m["seconds"]
+        else None
+    )
+    out.metrics = m
+    return out
+
+
 def measure(args: argparse.Namespace, base_url: str, raw: bytes) -> dict[str, Any]:
     root_url = base_url.removesuffix("/v1")
     settings = Settings(
@@ -527,37 +590,58 @@ def measure(args: argparse.Namespace, base_url: str, raw: bytes) -> dict[str, An
     changes = diffmod.parse(raw)
     parse_cpu = time.process_time() - cpu0
     run_id = uuid.uuid4().hex[:12]
-    bot_nonce, replay_nonce = f"{run_id}-bot", f"{run_id}-replay"
     replay_conc = args.replay_concurrency or args.concurrency
-    warm: Phase | None = None
-    if args.order == "replay-first":  # record with a throwaway nonce, replay, then the bot
-        warm, recorded, _ = run_bot(
-            settings, changes, f"{run_id}-rec", root_url, None, args.grammar_nonce
-        )
-        bodies = [swap_nonce(r.body, f"{run_id}-rec", replay_nonce) for r in recorded]
-        replay = run_replay(base_url, root_url, bodies, replay_conc, args.api_key)
-        bot, _, _ = run_bot(
-            settings, changes, bot_nonce, root_url, args.profile, args.grammar_nonce
-        )
-    else:
-        bot, recorded, _ = run_bot(
-            settings, changes, bot_nonce, root_url, args.profile, args.grammar_nonce
-        )
-        bodies = [swap_nonce(r.body, bot_nonce, replay_nonce) for r in recorded]
-        replay = run_replay(base_url, root_url, bodies, replay_conc, args.api_key)
-    bot.cpu_s += parse_cpu  # parsing the diff is the bot's work too
-    bot.wall_s += parse_cpu  # (single-threaded: its wall time is its CPU time)
-    sample = json.loads(bodies[0]) if bodies else {}
+    bots: list[Phase] = []
+    replays: list[Phase] = []
+    sequence: list[str] = []
+    recorded: list[Recorded] = []
+    rec_nonce = ""
+    for i in range(args.pairs):
+        # pair 1 records (bot first); then the order alternates: replay-bot, bot-replay, ...
+        for which in ("bot", "replay") if i % 2 == 0 else ("replay", "bot"):
+            nonce = f"{run_id}-{which}{i + 1}"
+            sequence.append(which)
+            if which == "bot":
+                ph, rec, _ = run_bot(
+                    settings,
+                    changes,
+                    nonce,
+                    root_url,
+                    args.profile if i == 0 else None,
+                    args.grammar_nonce,
+                )
+                ph.cpu_s += parse_cpu  # parsing the diff is the bot's work too (and
+                ph.wall_s += parse_cpu  # single-threaded: its wall time is its CPU time)
+                bots.append(ph)
+                if not recorded:
+                    recorded, rec_nonce = rec, nonce
+                print(
+                    f"bot {i + 1}: {ph.wall_s:.1f} s, {ph.completion_tokens_usage} generated",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            else:
+                bodies = [swap_nonce(r.body, rec_nonce, nonce) for r in recorded]
+                ph = run_replay(base_url, root_url, bodies, replay_conc, args.api_key)
+                replays.append(ph)
+                print(
+                    f"replay {i + 1}: {ph.wall_s:.1f} s, {ph.completion_tokens_usage} generated",
+                    file=sys.stderr,
+                    flush=True,
+                )
+    bot, replay = combine("bot", bots), combine("replay", replays)
+    first = bots[0]
+    sample = json.loads(recorded[0].body) if recorded else {}
     n_lines = raw.count(b"\n")
     header = (
-        f"diff: {len(raw):,} bytes, {n_lines:,} lines; model {bot.extra['model']} at "
-        f"{base_url}; context {bot.extra['context']}, max_tokens {args.max_output_tokens}, "
-        f"concurrency bot {args.concurrency} / replay {replay_conc}; order {args.order}; "
-        f"nonce per phase ({bot_nonce} / {replay_nonce}) in the system prompt"
-        f"{' and the tool schema' if args.grammar_nonce else ''}; chunks {bot.extra['chunks']}; "
-        f"changed lines sent {bot.extra['changed_lines_sent']}/{bot.extra['changed_lines']}"
+        f"diff: {len(raw):,} bytes, {n_lines:,} lines; model {first.extra['model']} at "
+        f"{base_url}; context {first.extra['context']}, max_tokens {args.max_output_tokens}, "
+        f"concurrency bot {args.concurrency} / replay {replay_conc}; {args.pairs} pair(s), "
+        f"order {' '.join(sequence)}; a fresh nonce per phase in the system prompt"
+        f"{' and the tool schema' if args.grammar_nonce else ''}; chunks {first.extra['chunks']}; "
+        f"changed lines sent {first.extra['changed_lines_sent']}/{first.extra['changed_lines']}"
     )
-    report: dict[str, Any] = {
+    return {
         "header": header,
         "diff_bytes": len(raw),
         "diff_lines": n_lines,
@@ -565,16 +649,22 @@ def measure(args: argparse.Namespace, base_url: str, raw: bytes) -> dict[str, An
         "request_keys": sorted(sample),
         "tool_choice": sample.get("tool_choice"),
         "max_tokens": sample.get("max_tokens"),
+        "sequence": sequence,
         "bot": bot.to_dict(),
         "replay": replay.to_dict(),
+        "bot_phases": [p.to_dict() for p in bots],
+        "replay_phases": [p.to_dict() for p in replays],
         "ratios": {
             "wall_ratio": bot.wall_s / replay.wall_s if replay.wall_s else math.inf,
             "bot_cpu_share": bot.cpu_s / bot.wall_s if bot.wall_s else 0.0,
+            "per_pair_wall_ratio": [
+                b.wall_s / r.wall_s for b, r in zip(bots, replays, strict=False)
+            ],
+            # the part of the gap that is the bot's own pre-request work (parse+filter+chunk,
+            # incl. its /tokenize round trips), summed over its phases
+            "bot_pre_request_s": sum(b.first_request_s or 0.0 for b in bots),
         },
     }
-    if warm is not None:
-        report["recorder_run"] = warm.to_dict()
-    return report
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+    sys.path.append(str(ROOT))  # after $PYTHONPATH (a pinned snapshot of the code)
 
 import tests.forges.fake_gitlab_routes as _routes
 from tests.forges.fake_gitlab import FakeGitLab, State

@@ -48,7 +48,7 @@ import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
-sys.path.insert(0, str(ROOT))
+sys.path.append(str(ROOT))  # after $PYTHONPATH: a pinned snapshot of the code can win
 
 import ceiling
 from fake_gitlab_for_pragent import TOKEN, fake_gitlab_for, mr_url, posted_positions
@@ -66,6 +66,7 @@ class Relay:
 
     def __init__(self, upstream_root: str) -> None:
         self.upstream = upstream_root.rstrip("/")
+        self.scripted = False  # when set, answers are replaced by scripted_answer()
         self.log: list[dict[str, Any]] = []
         self.lock = threading.Lock()
         self.http = httpx.Client(timeout=1800, limits=httpx.Limits(max_connections=64))
@@ -101,10 +102,22 @@ class Relay:
                     if k.lower() not in ("host", "content-length", "connection", "accept-encoding")
                 }
                 t0 = time.monotonic()
+                if relay.scripted and self.path.endswith("/chat/completions") and body:
+                    # the answer is replaced anyway: do not wait for a random model's tokens
+                    req = json.loads(body)
+                    req["max_tokens"] = 1
+                    req.pop("max_completion_tokens", None)
+                    body = json.dumps(req).encode()
                 r = relay.http.request(
                     method, relay.upstream + self.path, content=body, headers=headers
                 )
                 data = r.content
+                if (
+                    relay.scripted
+                    and self.path.endswith("/chat/completions")
+                    and r.status_code == 200
+                ):
+                    data = scripted_answer(json.loads(body), json.loads(data))
                 entry: dict[str, Any] = {
                     "method": method,
                     "path": self.path,
@@ -142,6 +155,93 @@ class Relay:
                 self._relay("POST")
 
         return Handler
+
+
+# -- scripted answers: well-formed findings on lines the prompt showed -------------------------
+
+SCRIPTED_PER_REQUEST = 3
+
+
+def scripted_answer(req: dict[str, Any], resp: dict[str, Any]) -> bytes:
+    """Replace the model's answer by up to 3 well-formed findings, each on a line the request
+    itself showed (the first line of each of the first anchor branches for reviewbot; the first
+    added line of each of the first files for PR-Agent). A random-weight model rarely produces a
+    finding at all; this pass isolates how each bot maps a finding to a GitLab position."""
+    choice = resp["choices"][0]
+    tools = req.get("tools") or []
+    if tools and tools[0].get("function", {}).get("name") == "report_findings":
+        params = tools[0]["function"]["parameters"]
+        props = params["properties"]["findings"]["items"]["properties"]
+        findings = []
+        base = {
+            "severity": "major",
+            "category": "bug",
+            "title": "Scripted finding",
+            "body": "Placed on a line this request showed.",
+        }
+        if "location" in props:  # anchors: one anyOf branch per (path, side) with line ranges
+            for b in props["location"]["anyOf"][:SCRIPTED_PER_REQUEST]:
+                line = b["properties"]["line"]
+                lo = line.get("minimum", (line.get("anyOf") or [{}])[0].get("minimum", 1))
+                loc = {
+                    "path": b["properties"]["path"]["enum"][0],
+                    "side": b["properties"]["side"]["enum"][0],
+                    "line": lo,
+                }
+                findings.append({**base, "location": loc})
+        else:  # any other integer anchor (e.g. a row of the shown diff): its first ranges
+            key = next(
+                k
+                for k, v in props.items()
+                if k not in ("end_row",)
+                and isinstance(v, dict)
+                and ("minimum" in v or "anyOf" in v)
+            )
+            spans = props[key].get("anyOf") or [props[key]]
+            for span in spans[:SCRIPTED_PER_REQUEST]:
+                findings.append({**base, key: span["minimum"]})
+        args = json.dumps({"summary": "scripted", "findings": findings})
+        choice["message"] = {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": f"call_{time.monotonic_ns()}",
+                    "type": "function",
+                    "function": {"name": "report_findings", "arguments": args},
+                }
+            ],
+        }
+        choice["finish_reason"] = "tool_calls"
+    else:  # PR-Agent's review: YAML with key issues
+        text = prompt_text(req)
+        picks: list[tuple[str, int]] = []
+        current = None
+        for line in text.split("\n"):
+            m = re.match(r"^## File: '(.+)'$", line)
+            if m:
+                current = m.group(1)
+                continue
+            m = re.match(r"^(\d+) \+", line)
+            if m and current and all(p != current for p, _ in picks):
+                picks.append((current, int(m.group(1))))
+                if len(picks) == SCRIPTED_PER_REQUEST:
+                    break
+        issues = "".join(
+            f"    - relevant_file: |\n        {path}\n      issue_header: |\n        Possible Bug\n"
+            f"      issue_content: |\n        Placed on a line this request showed.\n"
+            f"      start_line: {n}\n      end_line: {n}\n"
+            for path, n in picks
+        )
+        yaml = (
+            "```yaml\nreview:\n  estimated_effort_to_review_[1-5]: |\n    2\n"
+            "  relevant_tests: |\n    No\n  key_issues_to_review:\n"
+            + issues
+            + "  security_concerns: |\n    No\n```\n"
+        )
+        choice["message"] = {"role": "assistant", "content": yaml}
+        choice["finish_reason"] = "stop"
+    return json.dumps(resp).encode()
 
 
 # -- the diffs --------------------------------------------------------------------------------
@@ -350,6 +450,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--pragent-python", default=PRAGENT_PYTHON)
     ap.add_argument("--timeout", type=float, default=1200)
+    ap.add_argument(
+        "--positions-pass",
+        action="store_true",
+        help="also run each bot once more with scripted findings (see scripted_answer)",
+    )
     ap.add_argument("--workdir", type=Path)
     ap.add_argument("--output", choices=("text", "json"), default="text")
     args = ap.parse_args(argv)
@@ -413,6 +518,22 @@ def main(argv: list[str] | None = None) -> int:
                 res["share_valid_positions"] = pos["accepted"] / posted if posted else None
                 entry["bots"][bot] = res
                 print(f"[{label}] {bot}: {json.dumps(res)}", file=sys.stderr, flush=True)
+                if args.positions_pass:
+                    relay.scripted = True
+                    try:
+                        sub = work / (label.replace(" ", "_") + "-scripted")
+                        scripted = run_bot(bot, old, new, relay, args, sub)
+                    finally:
+                        relay.scripted = False
+                    scripted.pop("_prompts")
+                    pos = scripted["positions"]
+                    posted = pos["accepted"] + pos["refused"] + pos["other"]
+                    res["scripted_positions"] = pos
+                    res["scripted_share_valid"] = pos["accepted"] / posted if posted else None
+                    res["scripted_exit_code"] = scripted["exit_code"]
+                    print(
+                        f"[{label}] {bot} scripted: {json.dumps(pos)}", file=sys.stderr, flush=True
+                    )
             report["diffs"].append(entry)
     (work / "report.json").write_text(json.dumps(report, indent=2))
     if args.output == "json":
@@ -458,6 +579,8 @@ def table(report: dict[str, Any]) -> str:
             ("positioned comments accepted", None, None),
             ("positioned comments refused (400)", None, None),
             ("share at valid positions", "share_valid_positions", ".1%"),
+            ("scripted pass: accepted/refused", None, None),
+            ("scripted pass: share at valid positions", "scripted_share_valid", ".1%"),
         ]
         for label, key, spec in rows:
             cells = []
@@ -467,6 +590,9 @@ def table(report: dict[str, Any]) -> str:
                     v: Any = r["positions"]["accepted"]
                 elif label.startswith("positioned comments refused"):
                     v = r["positions"]["refused"]
+                elif label.startswith("scripted pass: accepted"):
+                    sp = r.get("scripted_positions")
+                    v = f"{sp['accepted']}/{sp['refused']}" if sp else None
                 else:
                     v = r.get(key)
                 cells.append("n/a" if v is None else (format(v, spec) if spec else str(v)))
