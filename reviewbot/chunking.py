@@ -1,7 +1,9 @@
 """Packing the change into as few requests as fit the model's context, with exact token counts.
 
 The unit is a whole hunk; a hunk is split only when it alone exceeds the budget, and every piece
-of it carries the file header and a few lines of lead-in context. Every changed line is owned by
+of it carries the file header and a few lines of lead-in context. Every diff line gets a row
+number, unique across the whole review and the same in every chunk that shows it; the model
+anchors findings to rows, and a row knows its (path, side, line). Every changed line is owned by
 exactly one piece, so coverage is 100% by construction (`changed_lines` of the pieces add up to
 the change's). Packing is first-fit in diff order: pieces are small next to a 64K budget, so
 first-fit stays within a few percent of the minimum number of chunks.
@@ -18,6 +20,25 @@ from reviewbot.tokens import TokenCounter
 
 
 @dataclass(frozen=True)
+class Row:
+    """Where a row of the rendered diff sits: a comment on it lands on (path, side, line)."""
+
+    file: FileDiff
+    hunk: Hunk
+    line: DiffLine
+
+    @property
+    def side(self) -> Side:
+        return Side.OLD if self.line.kind == "-" else Side.NEW
+
+    @property
+    def number(self) -> int:
+        n = self.line.old if self.line.kind == "-" else self.line.new
+        assert n is not None
+        return n
+
+
+@dataclass(frozen=True)
 class Piece:
     file: FileDiff
     hunk: Hunk
@@ -26,14 +47,15 @@ class Piece:
     part: tuple[int, int] | None  # (k, n) when a hunk was split
     text: str
     tokens: int = 0
+    first_row: int = 1  # the row number of lines[0]
 
     @property
     def owned(self) -> int:
         """Changed lines this piece is responsible for (lead-in lines belong to the piece before)."""
         return sum(1 for line in self.lines[self.lead:] if line.changed)
 
-    def positions(self) -> set[tuple[Side, int]]:
-        return {pos for line in self.lines for pos in line.positions()}
+    def rows(self) -> dict[int, Row]:
+        return {self.first_row + i: Row(self.file, self.hunk, line) for i, line in enumerate(self.lines)}
 
 
 @dataclass(frozen=True)
@@ -52,22 +74,28 @@ class Chunk:
             groups.setdefault(piece.file.path, (piece.file, []))[1].append(piece)
         return list(groups.values())
 
-    def positions(self) -> dict[str, set[tuple[Side, int]]]:
-        out: dict[str, set[tuple[Side, int]]] = {}
+    def rows(self) -> dict[int, Row]:
+        out: dict[int, Row] = {}
         for piece in self.pieces:
-            out.setdefault(piece.file.path, set()).update(piece.positions())
+            out.update(piece.rows())
+        return out
+
+    def positions(self) -> dict[str, set[tuple[Side, int]]]:
+        """Every (side, line) a comment may be anchored to, per path."""
+        out: dict[str, set[tuple[Side, int]]] = {}
+        for row in self.rows().values():
+            out.setdefault(row.file.path, set()).update(row.line.positions())
         return out
 
 
 MAX_CONTEXT_CHARS = 2000  # a long unchanged line is context, not change: shown cut short
 
 
-def render_line(line: DiffLine) -> str:
-    number = line.old if line.kind == "-" else line.new
+def render_line(line: DiffLine, row: int) -> str:
     text = line.text
     if not line.changed and len(text) > MAX_CONTEXT_CHARS:
         text = text[:MAX_CONTEXT_CHARS] + f" … [{len(text) - MAX_CONTEXT_CHARS} more characters]"
-    return f"{line.kind} {number}| {text}"
+    return f"{line.kind} {row}| {text}"
 
 
 def file_header(file: FileDiff) -> str:
@@ -77,9 +105,10 @@ def file_header(file: FileDiff) -> str:
     return f"=== {file.path} ({status})"
 
 
-def _piece_text(hunk: Hunk, lines: Sequence[DiffLine], part: tuple[int, int] | None) -> str:
+def _piece_text(hunk: Hunk, lines: Sequence[DiffLine], part: tuple[int, int] | None,
+                first_row: int) -> str:
     header = hunk.header + (f" (part {part[0]} of {part[1]})" if part else "")
-    return header + "\n" + "\n".join(render_line(line) for line in lines)
+    return header + "\n" + "\n".join(render_line(line, first_row + i) for i, line in enumerate(lines))
 
 
 def make_pieces(
@@ -90,10 +119,14 @@ def make_pieces(
 ) -> list[Piece]:
     """One piece per hunk, or several for a hunk larger than `room(file)` tokens."""
     hunks = [(f, h) for f in changes.files for h in f.hunks]
-    texts = [_piece_text(h, h.lines, None) for _, h in hunks]
+    first_rows, row = [], 1
+    for _, h in hunks:
+        first_rows.append(row)
+        row += len(h.lines)
+    texts = [_piece_text(h, h.lines, None, r) for (_, h), r in zip(hunks, first_rows)]
     pieces: list[Piece] = []
-    for (file, hunk), text, tokens in zip(hunks, texts, counter.count_texts(texts)):
-        piece = Piece(file, hunk, hunk.lines, 0, None, text, tokens)
+    for (file, hunk), text, tokens, first in zip(hunks, texts, counter.count_texts(texts), first_rows):
+        piece = Piece(file, hunk, hunk.lines, 0, None, text, tokens, first)
         limit = room(file) if callable(room) else room
         pieces.extend([piece] if tokens <= limit else split(piece, counter, limit, context_lines))
     return pieces
@@ -102,7 +135,8 @@ def make_pieces(
 def split(piece: Piece, counter: TokenCounter, limit: int, context_lines: int) -> list[Piece]:
     """Consecutive slices of a piece's owned lines, each under `limit` tokens with lead-in context."""
     lines = piece.lines
-    line_tokens = counter.count_texts([render_line(line) + "\n" for line in lines])
+    first = piece.first_row
+    line_tokens = counter.count_texts([render_line(line, first + i) + "\n" for i, line in enumerate(lines)])
     header_tokens = counter.count_texts([piece.hunk.header + " (part 99 of 99)\n"])[0]
     slices: list[tuple[int, int, int]] = []  # (lead-in start, owned start, end)
     start = piece.lead
@@ -119,10 +153,10 @@ def split(piece: Piece, counter: TokenCounter, limit: int, context_lines: int) -
                             f"{line_tokens[start]} tokens, more than a request can hold")
         slices.append((lead, start, end))
         start = end
-    texts = [_piece_text(piece.hunk, lines[a:c], (k, len(slices)))
+    texts = [_piece_text(piece.hunk, lines[a:c], (k, len(slices)), first + a)
              for k, (a, _, c) in enumerate(slices, 1)]
     return [
-        Piece(piece.file, piece.hunk, lines[a:c], b - a, (k, len(slices)), text, tokens)
+        Piece(piece.file, piece.hunk, lines[a:c], b - a, (k, len(slices)), text, tokens, first + a)
         for k, ((a, b, c), text, tokens) in enumerate(zip(slices, texts, counter.count_texts(texts)), 1)
     ]
 

@@ -154,18 +154,19 @@ def parse(raw: bytes | str) -> ChangeSet:
 
 
 def _check_trailing(text: str, patch: PatchSet) -> None:
-    """Changed lines after the last hunk mean its header undercounts: refuse, never drop them."""
-    last = max((line.diff_line_no or 0 for pf in patch for h in pf for line in h), default=0)
-    for line in text.split("\n")[last:]:
-        if _STRAY_LINE.match(line) and line != "-- ":  # "-- " opens format-patch's signature
-            raise DiffError(f"a hunk is longer than its @@ header says, near {line[:60]!r}")
+    """A changed line right after a hunk means its header undercounts: refuse, never drop it."""
+    lines = text.split("\n")
+    for pf in patch:
+        if not len(pf):
+            continue
+        last = max((line.diff_line_no or 0 for line in pf[-1]), default=0)
+        after = lines[last] if 0 < last < len(lines) else ""
+        if _STRAY_LINE.match(after) and after != "-- ":  # "-- " opens format-patch's signature
+            raise DiffError(f"a hunk is longer than its @@ header says, near {after[:60]!r}")
 
 
 def _file(pf) -> FileDiff:  # type: ignore[no-untyped-def]
     info = "".join(pf.patch_info or ())
-    stray = _STRAY_LINE.search(info)
-    if stray:
-        raise DiffError(f"a hunk is longer than its @@ header says, near {stray.group(0)[:60]!r}")
     # git says "new file mode"/"deleted file mode"; an empty file that gains or loses all its
     # lines is still the same file (unidiff would call it added/removed from the @@ -0,0 range)
     added = "\nnew file mode " in "\n" + info or pf.source_file == "/dev/null"
@@ -216,14 +217,14 @@ def _modes(info: str) -> tuple[str | None, str | None]:
     return (found.get("old") or found.get("deleted file"), found.get("new") or found.get("new file"))
 
 
+# git's prefixes: a/ b/, the mnemonic ones (c/ i/ o/ w/) and 1/ 2/ of `git diff --no-index`
+_PREFIX = re.compile(r"^[abciow12]/")
+
+
 def _clean_path(path: str | None) -> str | None:
     if path is None or path == "/dev/null":
         return None
-    path = _unquote(path.strip())
-    for prefix in ("a/", "b/"):
-        if path.startswith(prefix):
-            return path[len(prefix):]
-    return path
+    return _PREFIX.sub("", _unquote(path.strip()), count=1)
 
 
 def _unquote(path: str) -> str:
@@ -243,7 +244,7 @@ def from_git(range_: str, cwd: str | None = None) -> bytes:
     argv = ["git", "-c", "core.quotePath=false", "-c", "diff.noprefix=false",
             "-c", "diff.mnemonicPrefix=false", "-c", "diff.submodule=short", "diff", "--no-color",
             "--no-ext-diff", "--no-textconv", "--src-prefix=a/", "--dst-prefix=b/",
-            "--submodule=short", "--find-renames", "--binary", range_]
+            "--submodule=short", "--no-relative", "--find-renames", "--binary", range_]
     try:
         proc = subprocess.run(argv, cwd=cwd, capture_output=True, check=False, timeout=300)
     except FileNotFoundError:

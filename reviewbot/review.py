@@ -5,13 +5,12 @@ It receives its parts (model client, token counter, progress) and wires them; no
 
 from __future__ import annotations
 
-import json
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
+from functools import cached_property
 from typing import Any
 
 import httpx
@@ -19,7 +18,7 @@ import httpx
 from reviewbot import filters, templates, tools
 from reviewbot.chunking import Chunk, Piece, file_header, make_pieces, pack, split
 from reviewbot.config import Settings
-from reviewbot.diff import ChangeSet, FileDiff, Side
+from reviewbot.diff import ChangeSet, FileDiff
 from reviewbot.findings import Finding, merge, with_fingerprints
 from reviewbot.report.progress import ChunkProgress, NoProgress
 from reviewbot.llm import ContextTooLong, ModelClient, RequestFailed
@@ -28,6 +27,7 @@ from reviewbot.tokens import (EstimateTokenCounter, LocalTokenCounter, TokenCoun
                               VllmTokenCounter)
 
 SAFETY_TOKENS = 16  # slack for tokenizer merges across piece boundaries
+ROW_RANGES_TOKENS = 48
 MAX_RESPLITS = 6
 
 
@@ -63,26 +63,27 @@ class Engine:
     # -- chunking ---------------------------------------------------------------------------
     def chunks(self, changes: ChangeSet, title: str) -> list[Chunk]:
         """Pack with per-part estimates, then check every chunk's exact count and repair."""
-        fixed = self._exact((), title)
+        # the row ranges in the tool schema: a chunk holds a few runs of consecutive rows
+        fixed = self._exact((), title) + ROW_RANGES_TOKENS
         count = self.counter.count_texts
 
-        wide = 999999  # line numbers as wide as they get, for an upper bound
-        one_range = count([json.dumps(tools.line_range(wide, wide)) + ", "])[0]
+        headers: dict[str, int] = {}  # by path: hashing a FileDiff hashes all its lines
 
-        @lru_cache(maxsize=None)
         def header_cost(file: FileDiff) -> int:
-            """The file header, plus its anchor branch on each side (ranges counted per piece)."""
-            anchor = json.dumps(tools.branch(file.path, Side.NEW, [(wide, wide)] * 2)) + ", "
-            return count([file_header(file) + "\n"])[0] + 2 * count([anchor])[0]
+            if file.path not in headers:
+                headers[file.path] = count([file_header(file) + "\n"])[0] + 1
+            return headers[file.path]
 
         def piece_cost(piece: Piece) -> int:
-            return piece.tokens + 1 + 2 * one_range  # a hunk adds one line range per side
+            return piece.tokens + 1
 
         def room(file: FileDiff) -> int:
-            return self.budget - fixed - header_cost(file) - 2 * one_range - 8
+            return self.budget - fixed - header_cost(file) - 8
 
         pieces = make_pieces(changes, self.counter, room, self.settings.context_lines)
         packed = pack(pieces, self.budget, fixed, header_cost, piece_cost)
+        if not self.counter.exact:  # the same counter made the estimates: nothing to check
+            return packed
         fitted: list[tuple[Piece, ...]] = []
         while packed:
             leftovers: list[Piece] = []

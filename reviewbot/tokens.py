@@ -15,6 +15,7 @@ import hashlib
 import json
 import math
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
 import httpx
@@ -27,6 +28,7 @@ Tools = list[dict[str, Any]]
 
 class TokenCounter(Protocol):
     name: str
+    exact: bool  # True when count_request is what the server itself will count
 
     def count_texts(self, texts: Sequence[str]) -> list[int]:
         """Tokens of each text on its own (no special tokens)."""
@@ -58,6 +60,7 @@ class EstimateTokenCounter:
     """Never below the real count for code-like text: about 2 bytes per token, rounded up."""
 
     name = "estimate"
+    exact = False
     BYTES_PER_TOKEN = 2.0
     PER_MESSAGE = 8
 
@@ -73,6 +76,7 @@ class LocalTokenCounter:
     """A tokenizer.json; the chat template is approximated by a per-message allowance."""
 
     name = "tokenizer.json"
+    exact = False
     PER_MESSAGE = 8
     TEMPLATE_ALLOWANCE = 64
 
@@ -100,6 +104,7 @@ class VllmTokenCounter:
     """vLLM's /tokenize: exact, chat template and tool schemas included."""
 
     name = "vllm /tokenize"
+    exact = True
 
     def __init__(self, root_url: str, model: str, client: httpx.Client) -> None:
         self._url = root_url.rstrip("/") + "/tokenize"
@@ -113,10 +118,16 @@ class VllmTokenCounter:
         return int(response.json()["count"])
 
     def count_texts(self, texts: Sequence[str]) -> list[int]:
-        return self._cache.get_many(
-            texts,
-            lambda todo: [self._post({"prompt": t, "add_special_tokens": False}) for t in todo],
-        )
+        def post(text: str) -> int:
+            return self._post({"prompt": text, "add_special_tokens": False})
+
+        def many(todo: list[str]) -> list[int]:
+            if len(todo) == 1:
+                return [post(todo[0])]
+            with ThreadPoolExecutor(max_workers=8) as pool:  # the server tokenizes in parallel
+                return list(pool.map(post, todo))
+
+        return self._cache.get_many(texts, many)
 
     def count_request(self, messages: Messages, tools: Tools) -> int:
         return self._post({"messages": messages, "tools": tools, "add_generation_prompt": True})

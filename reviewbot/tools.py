@@ -1,22 +1,23 @@
 """The `report_findings` tool: its schema for one chunk, and turning its calls into Findings.
 
-The schema is valid-by-construction: `location` only admits the (path, side, line) ranges that
-the chunk shows, so guided decoding cannot produce an anchor outside the chunk. Everything that
-is the same for every chunk (name, description, finding fields) comes first and `location`, the
-only part that changes, comes last, so the rendered tool text shares the longest possible prefix
-across chunks and vLLM's prefix cache reuses it.
+The schema is valid-by-construction: a finding names a `row` of the rendered diff, and `row`
+only admits the rows this chunk shows. Every row is a commentable position (added → new side,
+removed → old side, context → new side), so guided decoding cannot produce an anchor outside
+the chunk, whatever the model. Everything but the row ranges is the same for every chunk and
+comes first, so chunks share the longest possible prefix for vLLM's prefix cache.
 
-Calls are still validated: bad JSON, unknown tools, missing fields and out-of-chunk anchors are
-dropped or re-anchored to the nearest shown line of the same file, and counted.
+Calls are still validated: bad JSON, unknown tools, missing fields and rows outside the chunk
+are dropped or re-anchored to the nearest shown row of the same file, and counted.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from reviewbot.chunking import Chunk
+from reviewbot.chunking import Chunk, Row
 from reviewbot.diff import Side
 from reviewbot.findings import SEVERITIES, Finding, Severity
 
@@ -29,9 +30,9 @@ _DESCRIPTION = (
 )
 
 
-def _ranges(lines: set[int]) -> list[tuple[int, int]]:
+def _ranges(numbers: Iterable[int]) -> list[tuple[int, int]]:
     out: list[tuple[int, int]] = []
-    for n in sorted(lines):
+    for n in sorted(numbers):
         if out and n == out[-1][1] + 1:
             out[-1] = (out[-1][0], n)
         else:
@@ -39,43 +40,15 @@ def _ranges(lines: set[int]) -> list[tuple[int, int]]:
     return out
 
 
-def anchor_ranges(chunk: Chunk) -> list[tuple[str, Side, list[tuple[int, int]]]]:
-    """(path, side, runs of shown lines) for every file and side the chunk shows."""
-    out = []
-    for path, positions in chunk.positions().items():
-        for side in Side:
-            runs = _ranges({n for s, n in positions if s is side})
-            if runs:
-                out.append((path, side, runs))
-    return out
-
-
-def line_range(lo: int, hi: int) -> dict[str, int]:
-    return {"minimum": lo, "maximum": hi}
-
-
-def branch(path: str, side: Side, runs: list[tuple[int, int]]) -> dict[str, Any]:
-    """The schema of the anchors in one file and side: this path, this side, a shown line."""
-    line: dict[str, Any] = {"type": "integer"}
-    if len(runs) == 1:
-        line.update(line_range(*runs[0]))
-    else:
-        line["anyOf"] = [line_range(lo, hi) for lo, hi in runs]
-    return {
-        "type": "object",
-        "properties": {
-            "path": {"type": "string", "enum": [path]},
-            "side": {"type": "string", "enum": [side.value]},
-            "line": line,
-            "end_line": {"type": "integer"},
-        },
-        "required": ["path", "side", "line"],
-        "additionalProperties": False,
-    }
+def row_schema(rows: Iterable[int]) -> dict[str, Any]:
+    """An integer that is one of these rows (a few ranges: a chunk holds runs of consecutive rows)."""
+    spans = [{"minimum": lo, "maximum": hi} for lo, hi in _ranges(rows)]
+    if len(spans) == 1:
+        return {"type": "integer", **spans[0]}
+    return {"type": "integer", "anyOf": spans}
 
 
 def tool_schema(chunk: Chunk, max_findings: int) -> dict[str, Any]:
-    branches = [branch(*span) for span in anchor_ranges(chunk)]
     finding = {
         "type": "object",
         "properties": {
@@ -84,9 +57,10 @@ def tool_schema(chunk: Chunk, max_findings: int) -> dict[str, Any]:
             "title": {"type": "string", "maxLength": 120},
             "body": {"type": "string", "maxLength": 1200},
             "suggestion": {"type": "string", "maxLength": 2000},
-            "location": {"anyOf": branches},  # last: the only part that differs between chunks
+            "end_row": {"type": "integer"},
+            "row": row_schema(chunk.rows()),  # last: the only part that differs between chunks
         },
-        "required": ["severity", "category", "title", "body", "location"],
+        "required": ["severity", "category", "title", "body", "row"],
         "additionalProperties": False,
     }
     return {
@@ -121,7 +95,7 @@ class Parsed:
 def parse_calls(calls: list[tuple[str, str]], chunk: Chunk) -> Parsed:
     """(name, arguments JSON) pairs → validated Findings anchored inside this chunk."""
     out = Parsed()
-    shown = chunk.positions()
+    rows = chunk.rows()
     for name, arguments in calls:
         if name != TOOL_NAME:
             out.invalid += 1
@@ -137,7 +111,7 @@ def parse_calls(calls: list[tuple[str, str]], chunk: Chunk) -> Parsed:
         if isinstance(args.get("summary"), str) and args["summary"].strip():
             out.summary = " ".join(args["summary"].split())
         for item in args.get("findings", []):
-            finding, moved = _finding(item, shown)
+            finding, moved = _finding(item, rows)
             if finding is None:
                 out.invalid += 1
             else:
@@ -146,49 +120,39 @@ def parse_calls(calls: list[tuple[str, str]], chunk: Chunk) -> Parsed:
     return out
 
 
-def _finding(item: Any, shown: dict[str, set[tuple[Side, int]]]) -> tuple[Finding | None, bool]:
+def _finding(item: Any, rows: dict[int, Row]) -> tuple[Finding | None, bool]:
     if not isinstance(item, dict):
         return None, False
-    loc = item.get("location", item)  # tolerate a flat item from an unconstrained model
-    title, body = item.get("title"), item.get("body")
-    if not isinstance(loc, dict) or not isinstance(title, str) or not title.strip():
-        return None, False
-    path, line = loc.get("path"), loc.get("line")
-    if not isinstance(path, str) or path not in shown or not isinstance(line, int) or isinstance(line, bool):
+    title, body, row = item.get("title"), item.get("body"), item.get("row")
+    if not isinstance(title, str) or not title.strip() or not _is_int(row) or not rows:
         return None, False
     try:
         severity = Severity.parse(str(item.get("severity", "minor")))
-        side = Side(loc.get("side", "new"))
-    except (KeyError, ValueError):
+    except KeyError:
         return None, False
-    anchored_side, anchored = _nearest(shown[path], side, line)
-    moved = (anchored_side, anchored) != (side, line)
-    end = loc.get("end_line")
-    if not isinstance(end, int) or moved or end <= anchored or (side, end) not in shown[path]:
-        end = None
+    anchored = row if row in rows else min(rows, key=lambda r: (abs(r - row), r))
+    at = rows[anchored]
+    end_line = None
+    end = rows.get(item.get("end_row")) if _is_int(item.get("end_row")) else None
+    if (end is not None and anchored == row and end.hunk is at.hunk and end.side is at.side
+            and end.number > at.number):
+        end_line = end.number
     suggestion = item.get("suggestion")
-    if not isinstance(suggestion, str) or not suggestion.strip() or anchored_side is not Side.NEW:
+    if not isinstance(suggestion, str) or not suggestion.strip() or at.side is not Side.NEW:
         suggestion = None
     category = item.get("category")
     return Finding(
-        path=path,
-        line=anchored,
-        side=anchored_side,
-        end_line=end,
+        path=at.file.path,
+        line=at.number,
+        side=at.side,
+        end_line=end_line,
         severity=severity,
         category=category if category in CATEGORIES else "bug",
         title=" ".join(title.split())[:200],
         body=(body if isinstance(body, str) else "").strip(),
         suggestion=suggestion,
-    ), moved
+    ), anchored != row
 
 
-def _nearest(positions: set[tuple[Side, int]], side: Side, line: int) -> tuple[Side, int]:
-    """The shown position closest to (side, line), preferring the same side."""
-    if (side, line) in positions:
-        return side, line
-    same = [n for s, n in positions if s is side]
-    if same:
-        return side, min(same, key=lambda n: (abs(n - line), n))
-    other = min(positions, key=lambda p: (abs(p[1] - line), p[1]))
-    return other
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)

@@ -145,7 +145,17 @@ def user_text(body: dict[str, Any]) -> str:
     return body["messages"][-1]["content"]
 
 
-def anchors(body: dict[str, Any]) -> list[dict[str, Any]]:
-    """The location branches of the tool schema the bot sent."""
+def row_ranges(body: dict[str, Any]) -> list[tuple[int, int]]:
+    """The row ranges the tool schema the bot sent admits."""
     params = body["tools"][0]["function"]["parameters"]
-    return params["properties"]["findings"]["items"]["properties"]["location"]["anyOf"]
+    row = params["properties"]["findings"]["items"]["properties"]["row"]
+    return [(s["minimum"], s["maximum"]) for s in row.get("anyOf", [row])]
+
+
+def row_of(body: dict[str, Any], needle: str) -> int:
+    """The row number the bot showed for the first diff line containing `needle`."""
+    for line in user_text(body).split("\n"):
+        match = re.match(r"^[-+ ] (\d+)\| (.*)$", line)
+        if match and needle in match.group(2):
+            return int(match.group(1))
+    raise AssertionError(f"{needle!r} not shown")

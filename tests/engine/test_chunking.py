@@ -128,7 +128,8 @@ def test_hunks_are_kept_whole_when_they_fit(many_files: ChangeSet, counter: Toke
     for piece in pieces:
         assert piece.part is None and piece.lines == piece.hunk.lines
         assert piece.owned == piece.hunk.changed_lines
-        assert piece.text == piece.hunk.header + "\n" + "\n".join(map(render_line, piece.lines))
+        rendered = [render_line(line, piece.first_row + i) for i, line in enumerate(piece.lines)]
+        assert piece.text == piece.hunk.header + "\n" + "\n".join(rendered)
         assert piece.tokens == counter.count_texts([piece.text])[0] > 0
     assert sum(p.owned for p in pieces) == many_files.changed_lines
 
@@ -139,7 +140,8 @@ def test_an_oversized_hunk_is_split_into_parts_under_the_limit(
     changes = big_hunk_diff()
     (file,) = changes.files
     (hunk,) = file.hunks
-    assert counter.count_texts([hunk.header + "\n" + "\n".join(map(render_line, hunk.lines))])[0] > limit
+    rendered = [render_line(line, 1 + i) for i, line in enumerate(hunk.lines)]
+    assert counter.count_texts([hunk.header + "\n" + "\n".join(rendered)])[0] > limit
     pieces = make_pieces(changes, counter, limit, context_lines=3)
     n = len(pieces)
     assert n >= 2
@@ -292,7 +294,7 @@ def test_system_prompt_and_tool_prefix_are_identical_across_chunks(
         messages, tool = e.request(chunk, len(chunks), "t")
         systems.add(messages[0]["content"])
         text = json.dumps(tool)
-        prefixes.add(text[:text.index('"location"')])
+        prefixes.add(text[:text.index('"row"')])
     assert len(systems) == 1 and len(prefixes) == 1
 
 

@@ -288,17 +288,14 @@ def _chunk() -> Chunk:
 
 
 CHUNK = _chunk()
-PATHS = sorted(CHUNK.positions())
+ROWS = CHUNK.rows()
 
 
 def finding_items() -> st.SearchStrategy[object]:
-    location = st.fixed_dictionaries(
-        {"path": st.sampled_from(PATHS) | JSON, "line": st.integers(-5, 60) | JSON},
-        optional={"side": st.sampled_from(["new", "old", "both", ""]) | JSON,
-                  "end_line": st.integers(-5, 60) | JSON})
     item = st.fixed_dictionaries(
-        {"title": st.text(max_size=20) | JSON, "location": location | JSON},
-        optional={"severity": st.sampled_from(["info", "minor", "MAJOR", " critical ", "blocker",
+        {"title": st.text(max_size=20) | JSON, "row": st.integers(-5, 120) | JSON},
+        optional={"end_row": st.integers(-5, 120) | JSON,
+                  "severity": st.sampled_from(["info", "minor", "MAJOR", " critical ", "blocker",
                                                "fatal"]) | JSON,
                   "category": st.sampled_from(list(tools.CATEGORIES)) | JSON,
                   "body": st.text(max_size=20) | JSON, "suggestion": st.text(max_size=10) | JSON})
@@ -317,9 +314,9 @@ ARGUMENTS = st.one_of(
 @given(calls=st.lists(st.tuples(st.sampled_from([tools.TOOL_NAME, "other_tool", ""]), ARGUMENTS),
                       max_size=4))
 @example(calls=[(tools.TOOL_NAME, json.dumps(
-    {"summary": "s", "findings": [{"title": "t", "location": {"path": ["a.py"], "line": 3}}]}))])
+    {"summary": "s", "findings": [{"title": "t", "row": [3]}]}))])
 @example(calls=[(tools.TOOL_NAME, json.dumps(
-    {"summary": "s", "findings": [{"title": "t", "location": {"path": {"a.py": 1}, "line": 3}}]}))])
+    {"summary": "s", "findings": [{"title": "t", "row": True}]}))])
 def test_parse_calls_never_raises_and_anchors_inside_the_chunk(calls: list[tuple[str, str]]) -> None:
     parsed = tools.parse_calls(calls, CHUNK)
     shown = CHUNK.positions()
@@ -338,17 +335,15 @@ def test_parse_calls_never_raises_and_anchors_inside_the_chunk(calls: list[tuple
 @FAST
 @given(items=st.lists(st.fixed_dictionaries({
     "title": st.just("t"), "severity": st.just("major"), "category": st.just("bug"),
-    "body": st.just("b"),
-    "location": st.fixed_dictionaries({"path": st.sampled_from(PATHS),
-                                       "side": st.sampled_from(["new", "old"]),
-                                       "line": st.integers(-3, 50)})}), min_size=1, max_size=6))
+    "body": st.just("b"), "row": st.integers(-3, 120)}), min_size=1, max_size=6))
 def test_well_formed_findings_are_kept_or_reanchored_never_dropped(items: list[dict]) -> None:
     parsed = tools.parse_calls([(tools.TOOL_NAME, json.dumps({"summary": "s", "findings": items}))],
                                CHUNK)
     assert parsed.invalid == 0 and len(parsed.findings) == len(items)
     shown = CHUNK.positions()
     for item, finding in zip(items, parsed.findings):
-        loc = item["location"]
-        exact = (Side(loc["side"]), loc["line"]) in shown[loc["path"]]
         assert (finding.side, finding.line) in shown[finding.path]
-        assert exact == ((finding.side, finding.line) == (Side(loc["side"]), loc["line"]))
+        if item["row"] in ROWS:  # a shown row lands exactly where that row is
+            row = ROWS[item["row"]]
+            assert (finding.path, finding.side, finding.line) == (row.file.path, row.side, row.number)
+    assert parsed.reanchored == sum(1 for item in items if item["row"] not in ROWS)

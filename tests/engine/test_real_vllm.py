@@ -87,12 +87,16 @@ def test_guided_tool_call_is_valid_json_for_the_schema(vllm_server) -> None:
     changes, _ = filters.split(parse(big_diff(files=1, funcs=2)))
     (chunk,) = engine.chunks(changes, "")
     messages, tool = engine.request(chunk, 1, "")
+    rows = chunk.rows()
     finished = 0
     for _ in range(3):
         reply = engine.client.call_tool(engine.model, messages, tool, 256, 0.7)
         assert [name for name, _ in reply.calls] in ([], ["report_findings"])
         if not reply.truncated and reply.calls:
-            args = json.loads(reply.calls[0][1])
+            # a random model may put raw control characters in strings; the grammar allows them
+            args = json.loads(reply.calls[0][1], strict=False)
             assert set(args) <= {"summary", "findings"}
+            for item in args.get("findings", []):  # the grammar only admits shown rows
+                assert item["row"] in rows
             finished += 1
     assert finished >= 1, "guided decoding must let the tiny model finish a call"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent.parent))
-from fake_openai import FakeOpenAI, Reply, anchors  # noqa: E402
+from fake_openai import FakeOpenAI, Reply, row_of  # noqa: E402
 
 DIFF = b"""diff --git a/app.py b/app.py
 --- a/app.py
@@ -29,11 +29,10 @@ def run(*args: str, stdin: bytes | None = None, env: dict | None = None) -> subp
 
 
 def blocker(body: dict, attempt: int) -> Reply:
-    branch = anchors(body)[0]["properties"]
-    loc = {"path": branch["path"]["enum"][0], "side": "new", "line": 2}
+    row = row_of(body, "x = eval(")
     return Reply(tool_args={"summary": "eval of env input", "findings": [
         {"severity": "blocker", "category": "security", "title": "eval on environment input",
-         "body": "Arbitrary code execution.", "suggestion": 'x = os.environ["A"]', "location": loc}]})
+         "body": "Arbitrary code execution.", "suggestion": 'x = os.environ["A"]', "row": row}]})
 
 
 @pytest.fixture

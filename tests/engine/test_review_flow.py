@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent.parent))
-from fake_openai import FakeOpenAI, Reply, anchors, request_tokens  # noqa: E402
+from fake_openai import FakeOpenAI, Reply, request_tokens, row_ranges  # noqa: E402
 
 from reviewbot.config import resolve  # noqa: E402
-from reviewbot.diff import Side, parse  # noqa: E402
+from reviewbot.diff import parse  # noqa: E402
 from reviewbot.review import make_engine  # noqa: E402
 
 
@@ -31,24 +32,16 @@ def make_diff(files: int = 3, hunks: int = 2, lines: int = 4) -> bytes:
     return "".join(out).encode()
 
 
-def line_ranges(line_schema: dict) -> list[tuple[int, int]]:
-    spans = line_schema.get("anyOf", [line_schema])
-    return [(s["minimum"], s["maximum"]) for s in spans]
+def first_row(body: dict) -> int:
+    return row_ranges(body)[0][0]
 
 
-def first_anchor(body: dict) -> dict:
-    branch = anchors(body)[0]["properties"]
-    return {"path": branch["path"]["enum"][0], "side": branch["side"]["enum"][0],
-            "line": line_ranges(branch["line"])[0][0]}
-
-
-def finding(location: dict, title: str = "Unchecked result", severity: str = "major") -> dict:
-    return {"severity": severity, "category": "bug", "title": title, "body": "b",
-            "location": location}
+def finding(row: int, title: str = "Unchecked result", severity: str = "major") -> dict:
+    return {"severity": severity, "category": "bug", "title": title, "body": "b", "row": row}
 
 
 def good(body: dict, attempt: int) -> Reply:
-    return Reply(tool_args={"summary": "looks risky", "findings": [finding(first_anchor(body))]})
+    return Reply(tool_args={"summary": "looks risky", "findings": [finding(first_row(body))]})
 
 
 def engine_for(server: FakeOpenAI, **flags: object):
@@ -84,33 +77,43 @@ def test_no_request_exceeds_context_and_shared_prefix_is_stable() -> None:
     assert len(systems) == 1, "system prompt must be byte-identical across chunks"
     # the tool text is identical up to the per-chunk anchors, which come last
     texts = [json.dumps(b["tools"]) for b in bodies]
-    prefix = texts[0][: texts[0].index('"location"')]
+    prefix = texts[0][: texts[0].index('"row"')]
     assert all(t.startswith(prefix) for t in texts)
 
 
-def test_anchor_schema_only_admits_lines_shown_in_the_chunk() -> None:
+def test_anchor_schema_only_admits_rows_shown_in_the_chunk() -> None:
     changes = parse(make_diff(files=2, hunks=2))
     with FakeOpenAI(good, max_model_len=8000) as server:
         engine_for(server).review(changes)
         body = server.requests[0]
-    for branch in anchors(body):
-        p = branch["properties"]
-        file = changes.file(p["path"]["enum"][0])
-        side = Side(p["side"]["enum"][0])
-        for lo, hi in line_ranges(p["line"]):
-            for line in range(lo, hi + 1):
-                assert (side, line) in file.commentable
+    shown = {int(m) for m in re.findall(r"^[-+ ] (\d+)\| ", body["messages"][1]["content"], re.M)}
+    admitted = {r for lo, hi in row_ranges(body) for r in range(lo, hi + 1)}
+    assert admitted == shown and len(shown) == sum(len(h.lines) for f in changes.files for h in f.hunks)
+
+
+def test_every_row_maps_to_a_commentable_position() -> None:
+    changes = parse(make_diff(files=2, hunks=2))
+
+    def every_row(body: dict, n: int) -> Reply:
+        rows = [r for lo, hi in row_ranges(body) for r in range(lo, hi + 1)]
+        return Reply(tool_args={"summary": "", "findings": [finding(r, f"t{r}") for r in rows]})
+
+    with FakeOpenAI(every_row, max_model_len=8000) as server:
+        result = engine_for(server, max_findings_per_chunk=100).review(changes)
+    assert len(result.findings) == sum(len(h.lines) for f in changes.files for h in f.hunks)
+    for f in result.findings:
+        assert (f.side, f.line) in changes.file(f.path).commentable
 
 
 @pytest.mark.parametrize("reply", [
     Reply(tool_args="{not json"),
     Reply(tool_args={"findings": "nope"}),
-    Reply(tool_args={"summary": "", "findings": [{"title": "no location"}]}),
-    Reply(tool_args={"summary": "", "findings": [finding({"path": "nope.py", "side": "new", "line": 1})]}),
+    Reply(tool_args={"summary": "", "findings": [{"title": "no row"}]}),
+    Reply(tool_args={"summary": "", "findings": [finding("3")]}),
     Reply(tool_args={"summary": "x", "findings": []}, tool_name="delete_repo"),
     Reply(tool_args=None, content=None),
     Reply(tool_args='{"summary": "cut', finish_reason="length"),
-], ids=["bad-json", "wrong-type", "missing-field", "unknown-path", "unknown-tool", "no-call", "truncated"])
+], ids=["bad-json", "wrong-type", "missing-field", "row-not-a-number", "unknown-tool", "no-call", "truncated"])
 def test_invalid_calls_are_dropped_and_counted_never_crash(reply: Reply) -> None:
     with FakeOpenAI(lambda body, n: reply, max_model_len=8000) as server:
         result = engine_for(server).review(parse(make_diff(files=1)))
@@ -122,8 +125,7 @@ def test_invalid_calls_are_dropped_and_counted_never_crash(reply: Reply) -> None
 
 def test_out_of_range_line_is_reanchored_to_nearest_shown_line() -> None:
     def script(body: dict, n: int) -> Reply:
-        loc = first_anchor(body) | {"line": 10_000}
-        return Reply(tool_args={"summary": "", "findings": [finding(loc)]})
+        return Reply(tool_args={"summary": "", "findings": [finding(10_000)]})
 
     changes = parse(make_diff(files=1))
     with FakeOpenAI(script, max_model_len=8000) as server:
@@ -204,7 +206,7 @@ def test_skipped_files_are_reported_with_reasons() -> None:
 
 def test_an_unparsed_hermes_call_in_content_is_still_read() -> None:
     def script(body: dict, n: int) -> Reply:
-        args = {"summary": "s\x06", "findings": [finding(first_anchor(body))]}
+        args = {"summary": "s\x06", "findings": [finding(first_row(body))]}
         raw = json.dumps({"name": "report_findings", "arguments": args}).replace("\\u0006", "\x06")
         return Reply(tool_args=None, content=f"<tool_call>{raw}</tool_call>", finish_reason="stop")
 
