@@ -1,0 +1,468 @@
+"""The real GPU run (issue 6, item 3): vLLM 0.26.0 on one H200, the bot against it, and the ceiling.
+
+Runs ON the device machine, from the repository root of the working-tree copy, after the payload
+that benchmarks/gpu_payload.py built has been unpacked to --payload (default /tmp/payload):
+
+    cat gpu-payload/payload.tar.xz.* | xz -d | tar -x -C /tmp/payload
+    python3 benchmarks/gpu_run.py --payload /tmp/payload --out $OUT
+
+What it does, in one process, everything it sees written to --out as JSON:
+1. installs the carried wheels offline (`pip install --no-index --no-deps --target`), records
+   versions (torch, vllm, GPU, driver);
+2. starts vLLM in a new session (so a later call on a still-warm machine can reuse it with
+   --reuse) with a Qwen3-Coder-30B-A3B-shaped model and random weights (--load-format dummy),
+   waits for /v1/models;
+3. for the ~1,000-line and the ~25k-line diff and each --concurrency: resets the prefix cache
+   (dev endpoint), runs the bot (`make_engine(resolve(...)).review(changes)`) and records wall
+   time, CPU time, chunks, tokens, tokens/s, reviews/hour and stats.complete, plus the /metrics
+   deltas of that run (prompt tokens, prefix-cache hits/queries, TTFT histogram);
+4. the ceiling, in the same server: the exact requests of the review (`engine.chunks` +
+   `engine.request`) replayed all at once (concurrency = number of chunks) with the same forced
+   tool choice, max_tokens and temperature, after a prefix-cache reset; its wall time and
+   metrics deltas, and the bot/ceiling ratio;
+5. the tail of the vLLM log.
+
+Only reviewbot (from the working tree), openai and httpx are used on the client side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import signal
+import subprocess
+import sys
+import time
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+SERVED = "qwen3-coder"
+SERVE_ENV = {
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "VLLM_USE_FLASHINFER_SAMPLER": "0",  # FlashInfer is not carried
+    # named tool choice through the JSON-schema path (not qwen3_coder's structural tag)
+    "VLLM_ENFORCE_STRICT_TOOL_CALLING": "0",
+    "VLLM_SERVER_DEV_MODE": "1",  # for POST /reset_prefix_cache between measured runs
+    "VLLM_NO_USAGE_STATS": "1",
+    "DO_NOT_TRACK": "1",
+}
+
+
+def serve_args(model: str, port: int, max_len: int) -> list[str]:
+    return [
+        "--model", model, "--port", str(port), "--host", "127.0.0.1",
+        "--load-format", "dummy", "--max-model-len", str(max_len),
+        "--served-model-name", SERVED, "--enable-auto-tool-choice",
+        "--tool-call-parser", "qwen3_coder", "--gpu-memory-utilization", "0.9",
+        "--structured-outputs-config", '{"backend": "xgrammar", "disable_any_whitespace": true}',
+    ]
+
+
+OUT: Path = Path(".")
+RESULT: dict[str, Any] = {}
+
+
+def save() -> None:
+    (OUT / "gpu_run.json").write_text(json.dumps(RESULT, indent=1, default=str) + "\n")
+
+
+def log(*parts: object) -> None:
+    print(time.strftime("%H:%M:%S"), *parts, flush=True)
+
+
+def sh(cmd: str, timeout: float = 120) -> str:
+    p = subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=timeout, check=False)
+    return (p.stdout + p.stderr).strip()
+
+
+# -- install and environment ------------------------------------------------------------------
+
+def install(payload: Path) -> dict[str, Any]:
+    deps = payload / "deps"
+    t0 = time.monotonic()
+    if not (deps / ".done").exists():
+        wheels = sorted(str(p) for p in (payload / "wheels").glob("*.whl"))
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps",
+                        "--no-compile", "--no-cache-dir", "--upgrade", "--target", str(deps),
+                        *wheels], check=True)
+        (deps / ".done").write_text("ok\n")
+    paths = [str(payload / "site"), str(deps), str(ROOT)]
+    os.environ["PYTHONPATH"] = os.pathsep.join(paths + [os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    for p in reversed(paths):
+        sys.path.insert(0, p)
+    return {"install_seconds": round(time.monotonic() - t0, 1),
+            "wheels": len(list((payload / "wheels").glob("*.whl")))}
+
+
+def environment(payload: Path) -> dict[str, Any]:
+    env = {
+        "python": sys.version.split()[0], "platform": platform.platform(),
+        "nvidia_smi": sh("nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm "
+                         "--format=csv,noheader"),
+        "cuda_driver_nvidia_smi": sh("nvidia-smi | sed -n 3p"),
+        "pip_show_torch": sh(f"{sys.executable} -m pip show torch | head -3"),
+        "cpus": os.cpu_count(),
+    }
+    probe = ("import torch, vllm, transformers, triton, xgrammar, openai; "
+             "print(torch.__version__, torch.version.cuda, vllm.__version__, transformers.__version__, "
+             "triton.__version__, xgrammar.__version__, openai.__version__, "
+             "torch.cuda.get_device_name(0), torch.cuda.get_device_capability(0))")
+    env["versions"] = sh(f"{sys.executable} -c '{probe}'", timeout=300).splitlines()[-1:]
+    return env
+
+
+PREFLIGHT_MODULES = (
+    "torch", "triton", "transformers", "tokenizers", "fastapi", "uvicorn", "starlette", "pydantic",
+    "openai", "httpx", "xgrammar", "llguidance", "outlines_core", "lmformatenforcer",
+    "compressed_tensors", "mistral_common", "openai_harmony", "zmq", "msgspec", "cbor2", "ijson",
+    "pybase64", "blake3", "partial_json_parser", "prometheus_fastapi_instrumentator",
+    "prometheus_client", "model_hosting_container_standards", "depyf", "watchfiles",
+    "setproctitle", "cachetools", "unidiff", "jinja2", "rich", "numba", "cv2", "tiktoken",
+    "sentencepiece", "gguf", "psutil", "aiohttp", "anthropic", "mcp", "tvm_ffi", "vllm")
+
+
+def preflight() -> dict[str, Any]:
+    """Import each module in its own interpreter: which are missing or broken, before the run."""
+    out: dict[str, Any] = {}
+    for mod in PREFLIGHT_MODULES:
+        code = (f"import importlib, importlib.metadata as m; x = importlib.import_module({mod!r}); "
+                "print(getattr(x, '__version__', '?'), (x.__file__ or '?'))")
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                           check=False)
+        out[mod] = p.stdout.strip() if p.returncode == 0 else "FAIL " + p.stderr.strip().splitlines()[-1:][0] if p.stderr.strip() else "FAIL"
+    out["pip_list"] = sh(f"{sys.executable} -m pip list --format=freeze 2>/dev/null | grep -iE "
+                         "'^(torch|triton|transformers|tokenizers|numpy|numba|protobuf|aiohttp|"
+                         "setuptools|prometheus.client|pillow|huggingface.hub|typing.extensions|"
+                         "opencv.python.headless|tiktoken|safetensors|pyyaml|regex)=='")
+    return out
+
+
+# -- the server -------------------------------------------------------------------------------
+
+def server_up(url: str) -> bool:
+    import httpx
+    try:
+        return httpx.get(url + "/v1/models", timeout=5).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def start_server(payload: Path, port: int, max_len: int, log_path: Path, limit: float) -> dict[str, Any]:
+    url = f"http://127.0.0.1:{port}"
+    if server_up(url):
+        return {"reused": True}
+    env = {**os.environ, **SERVE_ENV}
+    argv = [sys.executable, "-m", "vllm.entrypoints.openai.api_server",
+            *serve_args(str(payload / "model"), port, max_len)]
+    log("serve:", " ".join(argv))
+    t0 = time.monotonic()
+    with open(log_path, "ab") as fh:
+        proc = subprocess.Popen(argv, stdout=fh, stderr=subprocess.STDOUT, env=env,
+                                start_new_session=True, cwd="/tmp")
+    (payload / "vllm.pid").write_text(str(proc.pid))
+    while time.monotonic() - t0 < limit:
+        if proc.poll() is not None:
+            raise RuntimeError(f"vLLM exited with {proc.returncode} during startup; see vllm.log")
+        if server_up(url):
+            return {"reused": False, "startup_seconds": round(time.monotonic() - t0, 1),
+                    "argv": argv[1:], "env": SERVE_ENV}
+        time.sleep(2)
+    raise RuntimeError(f"vLLM not up after {limit:.0f} s; see vllm.log")
+
+
+def metrics(url: str) -> dict[str, Any]:
+    """Counters summed over labels; histograms as {le: count} plus _sum and _count."""
+    import httpx
+    from prometheus_client.parser import text_string_to_metric_families
+
+    text = httpx.get(url + "/metrics", timeout=30).text
+    out: dict[str, Any] = {}
+    for fam in text_string_to_metric_families(text):
+        if not fam.name.startswith("vllm:"):
+            continue
+        for s in fam.samples:
+            if s.name.endswith("_bucket"):
+                b = out.setdefault(s.name, {})
+                b[s.labels["le"]] = b.get(s.labels["le"], 0.0) + s.value
+            elif s.name.endswith("_created"):
+                continue
+            elif fam.type in ("counter", "histogram", "gauge"):
+                out[s.name] = out.get(s.name, 0.0) + s.value
+            elif fam.type == "info" or s.name.endswith("_info"):
+                out[s.name] = s.labels
+    return out
+
+
+KEYS = ("vllm:prompt_tokens_total", "vllm:generation_tokens_total", "vllm:prefix_cache_queries_total",
+        "vllm:prefix_cache_hits_total", "vllm:prompt_tokens_cached_total",
+        "vllm:time_to_first_token_seconds_sum", "vllm:time_to_first_token_seconds_count",
+        "vllm:e2e_request_latency_seconds_sum", "vllm:e2e_request_latency_seconds_count",
+        "vllm:request_queue_time_seconds_sum", "vllm:request_prefill_time_seconds_sum",
+        "vllm:request_decode_time_seconds_sum", "vllm:num_preemptions_total",
+        "vllm:inter_token_latency_seconds_sum", "vllm:inter_token_latency_seconds_count")
+
+
+def delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    d: dict[str, Any] = {}
+    for k in KEYS:
+        if k in after:
+            d[k.removeprefix("vllm:")] = round(after[k] - before.get(k, 0.0), 4)
+    q, h = d.get("prefix_cache_queries_total"), d.get("prefix_cache_hits_total")
+    if q:
+        d["prefix_cache_hit_rate"] = round((h or 0) / q, 4)
+    n = d.get("time_to_first_token_seconds_count")
+    if n:
+        d["ttft_mean_s"] = round(d["time_to_first_token_seconds_sum"] / n, 3)
+        buckets = {le: after["vllm:time_to_first_token_seconds_bucket"][le]
+                   - before.get("vllm:time_to_first_token_seconds_bucket", {}).get(le, 0.0)
+                   for le in after.get("vllm:time_to_first_token_seconds_bucket", {})}
+        d["ttft_buckets"] = {le: c for le, c in sorted(buckets.items(), key=lambda kv: float(kv[0]))}
+        for q_ in (0.5, 0.9, 0.99):  # upper bucket bound holding the quantile
+            d[f"ttft_p{int(q_ * 100)}_le_s"] = next(
+                (le for le, c in d["ttft_buckets"].items() if c >= q_ * n), "+Inf")
+    n = d.get("e2e_request_latency_seconds_count")
+    if n:
+        d["e2e_mean_s"] = round(d["e2e_request_latency_seconds_sum"] / n, 3)
+    return d
+
+
+def reset_cache(url: str) -> bool:
+    import httpx
+    try:
+        return httpx.post(url + "/reset_prefix_cache", timeout=60).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def reviewbot_importable() -> str:
+    """reviewbot from the working tree, not installed: map `reviewbot.prompts` to prompts/ as
+    pyproject's package-dir does (templates load through importlib.resources)."""
+    import importlib
+    import importlib.util
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    try:
+        importlib.import_module("reviewbot.prompts")
+        return "installed"
+    except ModuleNotFoundError:
+        pass
+    spec = importlib.util.spec_from_file_location(
+        "reviewbot.prompts", ROOT / "prompts" / "__init__.py",
+        submodule_search_locations=[str(ROOT / "prompts")])
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["reviewbot.prompts"] = module
+    spec.loader.exec_module(module)
+    import reviewbot
+    reviewbot.prompts = module  # type: ignore[attr-defined]
+    return "from the working tree"
+
+
+# -- the measurements -------------------------------------------------------------------------
+
+def settings_for(url: str, concurrency: int):  # type: ignore[no-untyped-def]
+    from reviewbot.config import resolve
+    return resolve({"base_url": url + "/v1", "concurrency": concurrency, "model": SERVED},
+                   env={}, config_path="/dev/null")
+
+
+def bot_run(url: str, raw: bytes, concurrency: int) -> dict[str, Any]:
+    from reviewbot import diff
+    from reviewbot.review import make_engine
+
+    changes = diff.parse(raw)
+    engine = make_engine(settings_for(url, concurrency))
+    reset = reset_cache(url)
+    m0 = metrics(url)
+    c0, t0 = time.process_time(), time.monotonic()
+    result = engine.review(changes)
+    wall, cpu = time.monotonic() - t0, time.process_time() - c0
+    m1 = metrics(url)
+    s = result.stats
+    return {
+        "concurrency": concurrency, "cache_reset": reset, "wall_s": round(wall, 3),
+        "client_cpu_s": round(cpu, 3), "client_cpu_share": round(cpu / wall, 4),
+        "chunks": s.chunks, "requests": s.requests, "prompt_tokens": s.prompt_tokens,
+        "completion_tokens": s.completion_tokens,
+        "tokens_per_s": round((s.prompt_tokens + s.completion_tokens) / wall, 1),
+        "completion_tokens_per_s": round(s.completion_tokens / wall, 1),
+        "reviews_per_hour": round(3600 / wall, 1), "complete": s.complete,
+        "findings": len(result.findings), "stats": s.to_dict(), "metrics": delta(m0, m1),
+        "context": engine.context, "budget": engine.budget,
+    }
+
+
+def replay(url: str, raw: bytes) -> dict[str, Any]:
+    """The review's exact requests, all at once, against the same server."""
+    import openai
+
+    from reviewbot import diff, filters
+    from reviewbot.review import make_engine
+
+    settings = settings_for(url, 8)
+    engine = make_engine(settings)
+    reviewed, _ = filters.split(diff.parse(raw), settings.exclude)
+    t_chunk = time.monotonic()
+    chunks = engine.chunks(reviewed, "")
+    chunk_s = time.monotonic() - t_chunk
+    requests = [engine.request(c, len(chunks), "") for c in chunks]
+    client = openai.OpenAI(base_url=url + "/v1", api_key="EMPTY", timeout=600, max_retries=0)
+
+    def one(req: tuple[list[dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
+        messages, tool = req
+        t = time.monotonic()
+        r = client.chat.completions.create(
+            model=SERVED, messages=messages, tools=[tool],  # type: ignore[arg-type, list-item]
+            tool_choice={"type": "function", "function": {"name": tool["function"]["name"]}},
+            max_tokens=settings.max_output_tokens, temperature=settings.temperature)
+        u = r.usage
+        return {"s": round(time.monotonic() - t, 3), "prompt": u.prompt_tokens if u else 0,
+                "completion": u.completion_tokens if u else 0,
+                "finish": r.choices[0].finish_reason,
+                "tool_calls": len(r.choices[0].message.tool_calls or [])}
+
+    reset = reset_cache(url)
+    m0 = metrics(url)
+    t0 = time.monotonic()
+    with ThreadPoolExecutor(max_workers=max(1, len(requests))) as pool:
+        per = list(pool.map(one, requests))
+    wall = time.monotonic() - t0
+    m1 = metrics(url)
+    prompt, completion = sum(p["prompt"] for p in per), sum(p["completion"] for p in per)
+    return {
+        "requests": len(requests), "concurrency": len(requests), "cache_reset": reset,
+        "wall_s": round(wall, 3), "chunking_s": round(chunk_s, 3),
+        "prompt_tokens": prompt, "completion_tokens": completion,
+        "tokens_per_s": round((prompt + completion) / wall, 1),
+        "completion_tokens_per_s": round(completion / wall, 1),
+        "finish_reasons": [p["finish"] for p in per], "per_request": per,
+        "metrics": delta(m0, m1),
+    }
+
+
+def warmup(url: str) -> dict[str, Any]:
+    """One tiny forced tool call: first-request initialisation is not part of a review."""
+    import openai
+    client = openai.OpenAI(base_url=url + "/v1", api_key="EMPTY", timeout=300, max_retries=0)
+    tool = {"type": "function", "function": {"name": "ping", "description": "ping",
+            "parameters": {"type": "object", "properties": {"ok": {"type": "boolean"}},
+                           "required": ["ok"]}}}
+    t = time.monotonic()
+    r = client.chat.completions.create(
+        model=SERVED, messages=[{"role": "user", "content": "ping"}], tools=[tool],  # type: ignore[list-item]
+        tool_choice={"type": "function", "function": {"name": "ping"}}, max_tokens=64)
+    c = r.choices[0]
+    return {"s": round(time.monotonic() - t, 3), "finish": c.finish_reason,
+            "tool_calls": [(x.function.name, x.function.arguments) for x in c.message.tool_calls or []],
+            "content": (c.message.content or "")[:200]}
+
+
+def plan(which: str, diffs: list[str], concurrency: str) -> list[tuple[str, str, int, int]]:
+    """Runs in order of importance: the configured concurrency and the ceiling first."""
+    cs = [int(c) for c in concurrency.split(",")]
+    first = [(d, k, c, 0) for d in sorted(diffs, key=lambda d: d != "large")
+             for k, c in [("bot", cs[0]), ("replay", 0)]]
+    first += [(d, "bot", c, 0) for d in sorted(diffs, key=lambda d: d != "large") for c in cs[1:]]
+    again = [(d, k, c, 1) for d, k, c, _ in first]
+    return {"first": first, "repeats": again, "all": first + again}[which]
+
+
+def main() -> int:
+    global OUT, SERVED
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--payload", type=Path, default=Path("/tmp/payload"))
+    ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "/tmp/gpu-run-out")))
+    ap.add_argument("--port", type=int, default=8011)
+    ap.add_argument("--max-model-len", type=int, default=65536)
+    ap.add_argument("--concurrency", default="8,32")
+    ap.add_argument("--plan", choices=("first", "repeats", "all"), default="all",
+                    help="first: each configuration once; repeats: each once more")
+    ap.add_argument("--diffs", default="small,large")
+    ap.add_argument("--startup-limit", type=float, default=420)
+    ap.add_argument("--deadline", type=float, default=570,
+                    help="seconds after start that no run may cross (estimated from earlier runs)")
+    ap.add_argument("--keep-server", action="store_true", help="leave vLLM running (new session)")
+    ap.add_argument("--url", help="use this running server (no install, no start): for a dry run")
+    ap.add_argument("--served-name", default="qwen3-coder")
+    ap.add_argument("--preflight", action="store_true",
+                    help="install the wheels, check imports and the machine; start nothing")
+    args = ap.parse_args()
+    OUT, SERVED = args.out, args.served_name
+    OUT.mkdir(parents=True, exist_ok=True)
+    begin = time.monotonic()
+    url = args.url or f"http://127.0.0.1:{args.port}"
+    vlog = args.payload / "vllm.log"
+    RESULT["started"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    try:
+        if args.url:
+            RESULT["server"] = {"url": args.url}
+        else:
+            RESULT["install"] = install(args.payload)
+            log("installed", RESULT["install"])
+            if args.preflight:
+                RESULT["preflight"] = preflight()
+                RESULT["environment"] = {k: v for k, v in environment(args.payload).items()
+                                         if k != "versions"}
+                return 0
+            RESULT["environment"] = environment(args.payload)
+            log("environment", RESULT["environment"])
+            save()
+            RESULT["server"] = start_server(args.payload, args.port, args.max_model_len, vlog,
+                                            args.startup_limit)
+        log("server", RESULT["server"])
+        RESULT["reviewbot"] = reviewbot_importable()
+        RESULT["metrics_at_start"] = metrics(url)
+        RESULT["warmup"] = warmup(url)
+        log("warmup", RESULT["warmup"])
+        save()
+        runs: list[dict[str, Any]] = RESULT.setdefault("runs", [])
+        raws = {n: (args.payload / "diffs" / f"{n}.diff").read_bytes() for n in args.diffs.split(",")}
+        took: dict[str, float] = {}
+        for name, kind, conc, i in plan(args.plan, list(raws), args.concurrency):
+            raw = raws[name]
+            guess = took.get(name, 120.0 if raw.count(b"\n") > 5000 else 40.0)
+            label = f"{kind} {name} c={conc} #{i}"
+            if time.monotonic() - begin + 1.3 * guess > args.deadline:
+                RESULT.setdefault("skipped", []).append(label)
+                log("skip (deadline)", label)
+                continue
+            t = time.monotonic()
+            try:
+                body = bot_run(url, raw, conc) if kind == "bot" else replay(url, raw)
+                r = {"diff": name, "diff_lines": raw.count(b"\n"), "kind": kind, "repeat": i, **body}
+            except Exception as exc:  # noqa: BLE001 - record and go on: a partial result beats none
+                r = {"diff": name, "kind": kind, "concurrency": conc, "repeat": i,
+                     "error": traceback.format_exc()}
+                log(label, "failed:", exc)
+            took[name] = max(took.get(name, 0.0), time.monotonic() - t)
+            runs.append(r)
+            log(kind, {k: v for k, v in r.items() if k not in ("stats", "metrics", "per_request")})
+            save()
+        RESULT["metrics_at_end"] = metrics(url)
+    except Exception:  # noqa: BLE001 - whatever breaks is the finding; the log tail follows
+        RESULT["fatal"] = traceback.format_exc()
+        log("FATAL", RESULT["fatal"])
+    finally:
+        RESULT["elapsed_s"] = round(time.monotonic() - begin, 1)
+        save()
+        if vlog.exists():
+            lines = vlog.read_text(errors="replace").splitlines()
+            (OUT / "vllm_log_tail.txt").write_text("\n".join(lines[-600:]) + "\n")
+            (OUT / "vllm_log_head.txt").write_text("\n".join(lines[:400]) + "\n")
+        pid_file = args.payload / "vllm.pid"
+        if not args.keep_server and pid_file.exists():
+            try:
+                os.killpg(int(pid_file.read_text()), signal.SIGTERM)
+            except (ProcessLookupError, ValueError):
+                pass
+    return 0 if "fatal" not in RESULT else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
