@@ -75,7 +75,7 @@ class Engine:
             return headers[file.path]
 
         def piece_cost(piece: Piece) -> int:
-            return piece.tokens + 1
+            return piece.tokens + 2  # its joining newline, and a merge across the boundary
 
         def room(file: FileDiff) -> int:
             return self.budget - fixed - header_cost(file) - 8
