@@ -7,6 +7,7 @@ model three times in all (about a minute each on 2 cores).
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -21,9 +22,11 @@ import pytest
 
 from server.canary import parse_load
 from server.launcher import free_port, group_members
+from server.tinymodel import SERVE_ARGS, SERVE_ENV
 from tests.conftest import vllm_python
 
 FAKE = Path(__file__).with_name("fake_vllm.py")
+SAMPLE_DIFF = Path(__file__).parents[1] / "reviewbot" / "data" / "sample.diff"
 # Short timings, with room for a loaded 2-core CI machine (a false "hung" would restart).
 FAST = ["--canary-interval", "0.5", "--canary-timeout", "5", "--canary-failures", "2",
         "--backoff-initial", "0.2", "--backoff-max", "1", "--stop-grace", "5",
@@ -249,10 +252,11 @@ def test_several_gpu_instances_behind_nginx(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def real_up(tmp_path_factory: pytest.TempPathFactory, tiny_model_dir: Path) -> Iterator[Up]:
     state = tmp_path_factory.mktemp("supervisor")
+    # Served like the shared fixture (SERVE_ENV/SERVE_ARGS), so the bot's calls finish.
     up = Up(["--gpus", "cpu", "--model", str(tiny_model_dir), "--served-model-name", "tiny",
              "--vllm-python", vllm_python(), "--canary-interval", "2", "--canary-timeout",
-             "10", "--canary-failures", "2", "--backoff-initial", "1", "--stop-grace", "10"],
-            state)
+             "10", "--canary-failures", "2", "--backoff-initial", "1", "--stop-grace", "10",
+             "--", *SERVE_ARGS], state, env=dict(SERVE_ENV))
     yield up
     if up.proc.poll() is None:
         up.terminate()
@@ -278,6 +282,20 @@ def test_real_vllm_ready_then_restarted_after_kill_and_hang(real_up: Up) -> None
                             lambda i: _is_ready(i) and i["restarts"] == 2, timeout=600)
     assert "hung" in real_up.state_dir.joinpath("logs", "supervisor.log").read_text()
     assert not Path(f"/proc/{hung}").exists()
+
+
+@pytest.mark.vllm
+def test_real_vllm_serves_a_review_after_the_restarts(real_up: Up, tmp_path: Path) -> None:
+    real_up.wait_for("ready", _is_ready, timeout=600)
+    out = tmp_path / "review.json"
+    review = subprocess.run(
+        [sys.executable, "-c", "from reviewbot.cli import main; main()", "review",
+         "--diff", str(SAMPLE_DIFF), "--base-url", f"http://127.0.0.1:{real_up.port}/v1",
+         "--model", "tiny", "--output", "json", "--output-file", str(out), "--no-progress",
+         "--fail-on", "never"],
+        capture_output=True, text=True, check=False, timeout=600)
+    assert review.returncode == 0, review.stderr
+    assert json.loads(out.read_text())  # a complete review, whatever the random model said
 
 
 @pytest.mark.vllm
