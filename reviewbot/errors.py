@@ -70,6 +70,7 @@ class LaunchError(BackendError):
     def __init__(self, message: str, log_tail: list[str] | None = None) -> None:
         super().__init__(message)
         self.log_tail = [redact(line) for line in log_tail or []]
+        self.permanent = False  # a restart with the same argv cannot help (bad flag, …)
 
 
 class ForgeError(ReviewbotError):

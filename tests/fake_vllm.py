@@ -4,6 +4,7 @@ Called with the launcher's argv (it ignores `-m MODULE`); FAKE_VLLM_MODE picks t
   ok            serve at once
   slow:SECONDS  load for that long before listening
   crash         print a vLLM-like error and exit 1 during startup
+  badflag       print vLLM's argparse error and exit 2
   never_ready   listen, but answer every inference request with 503
 Serves /v1/models, /v1/completions, /v1/chat/completions, /metrics, /health. stdlib only.
 """
@@ -28,6 +29,9 @@ def main(argv: list[str]) -> int:
     model = _opt(argv, "--served-model-name", "tiny")
     max_len = int(_opt(argv, "--max-model-len", "65536"))
     print(f"INFO fake vllm pid={os.getpid()} mode={mode} args={' '.join(argv)}", flush=True)
+    if mode == "badflag":  # what vLLM's argparse prints
+        print("api_server.py: error: unrecognized arguments: --bogus", flush=True)
+        return 2
     if mode == "crash":
         print("RuntimeError: Unsupported CPU attention configuration: head_dim=16 isa=2",
               flush=True)

@@ -139,6 +139,14 @@ def test_crash_loop_is_reported_with_the_log_tail(fake: Callable[..., Up]) -> No
     assert "Unsupported CPU attention configuration" in err  # the vLLM log line itself
 
 
+def test_bad_flag_gives_up_after_the_first_start(fake: Callable[..., Up]) -> None:
+    up = fake("badflag", "--crashloop-after", "5", "--backoff-initial", "30", "--backoff-max", "60")
+    code, err = up.finish(timeout=30)  # no backoff of 30 s: it stops at once
+    assert code == 3, err
+    assert "likely cause: a bad vLLM flag" in err
+    assert "unrecognized arguments: --bogus" in err
+
+
 def test_crash_loop_state_on_the_status_endpoint(fake: Callable[..., Up]) -> None:
     up = fake("crash", "--crashloop-after", "2", "--backoff-max", "30")
     inst = up.wait_for("crashloop", lambda i: i["state"] == "crashloop", timeout=60)
