@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from reviewbot.errors import UsageError
@@ -62,7 +63,7 @@ def gpu_specs(
         )
     if len(specs) == 1:  # a single instance serves on the client port itself
         (key, spec), = specs.items()
-        specs = {key: LaunchSpec(**{**spec.__dict__, "port": port})}
+        specs = {key: replace(spec, port=port)}
     return specs
 
 
