@@ -445,7 +445,8 @@ def table(report: dict[str, Any]) -> str:
     for b, p in zip(report["bot_phases"], report["replay_phases"], strict=False):
         out.append(
             f"pair: bot {b['wall_s']:.1f} s ({b['completion_tokens_usage']} generated, first request at "
-            f"{b['first_request_s']:.2f} s, sends spread {b['extra'].get('send_spread_s') or 0:.2f} s)"
+            f"{b['first_request_s']:.2f} s, sends spread {b['extra'].get('send_spread_s') or 0:.2f} s, "
+            f"CPU {100 * b['cpu_share_of_wall']:.2f}% of wall{', profiled' if 'profile_top' in b['extra'] else ''})"
             f" / replay {p['wall_s']:.1f} s ({p['completion_tokens_usage']} generated)"
         )
     out.append(

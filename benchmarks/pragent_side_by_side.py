@@ -376,6 +376,7 @@ def run_bot(
             "max_tokens_sent": sorted({e["request"].get("max_tokens") for e in calls}, key=str),
             "positions": posted_positions(state),
             "_prompts": [prompt_text(e["request"]) for e in answered],
+            "_all_prompts": [prompt_text(e["request"]) for e in calls],
         }
         if kind == "reviewbot" and out_json.is_file():
             stats = json.loads(out_json.read_text()).get("stats", {})
@@ -508,6 +509,8 @@ def main(argv: list[str] | None = None) -> int:
                 res = run_bot(bot, old, new, relay, args, work / label.replace(" ", "_"))
                 prompts = res.pop("_prompts")
                 seen = lines_seen(want, prompts)
+                # what the requests held, answered or not (a refused request shows nothing)
+                res["changed_lines_in_all_requests"] = lines_seen(want, res.pop("_all_prompts"))
                 res["changed_lines_seen"] = seen
                 res["share_seen"] = seen / reviewable if reviewable else None
                 res["prompt_tokens_per_changed_line_seen"] = (
@@ -526,6 +529,7 @@ def main(argv: list[str] | None = None) -> int:
                     finally:
                         relay.scripted = False
                     scripted.pop("_prompts")
+                    scripted.pop("_all_prompts")
                     pos = scripted["positions"]
                     posted = pos["accepted"] + pos["refused"] + pos["other"]
                     res["scripted_positions"] = pos
@@ -568,7 +572,8 @@ def table(report: dict[str, Any]) -> str:
         out.append("|---|" + "---|" * len(bots))
         rows = [
             ("exit code", "exit_code", "d"),
-            ("changed lines in prompts", "changed_lines_seen", "d"),
+            ("changed lines in answered prompts", "changed_lines_seen", "d"),
+            ("changed lines in all requests", "changed_lines_in_all_requests", "d"),
             ("share of reviewable changed lines", "share_seen", ".1%"),
             ("requests (answered + refused)", "requests", "d"),
             ("requests refused by the server", "requests_failed", "d"),
