@@ -435,7 +435,7 @@ def main() -> int:
                     help="a tokenizer.json, or `tiny` for the project's tiny model's (the "
                          "default); repeatable")
     ap.add_argument("--context", type=int, default=65536)
-    ap.add_argument("--output-tokens", type=int, default=1024)
+    ap.add_argument("--output-tokens", type=int, default=2048)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--write-docs", action="store_true", help=f"update '{SECTION}' in {DOCS}")
     ap.add_argument("--profile", action="store_true", help="print a cProfile of one run")

@@ -29,7 +29,7 @@ class Settings:
     model: str | None = field(default=None, metadata=_env("REVIEWBOT_MODEL"))
     api_key: str | None = field(default=None, metadata=_env("REVIEWBOT_API_KEY"))
     max_context: int = 65536
-    max_output_tokens: int = 1024
+    max_output_tokens: int = 2048  # room for max_findings_per_chunk findings; a cut call loses them
     concurrency: int = 8
     request_timeout: float = 300.0
     retries: int = 4

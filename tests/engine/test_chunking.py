@@ -223,6 +223,7 @@ def test_pack_keeps_every_chunk_under_the_budget(many_files: ChangeSet, counter:
 # -- the engine's chunks: exact request sizes ------------------------------------------------
 
 def engine(counter: TokenCounter, context: int, **settings: object) -> Engine:
+    settings.setdefault("max_output_tokens", 1024)
     return Engine(settings=Settings(max_context=context, **settings), client=None,  # type: ignore[arg-type]
                   counter=counter, model="test-model", context=context)
 

@@ -262,7 +262,7 @@ def test_chunker_limits_hold_and_coverage_is_complete(
 def test_engine_requests_fit_the_context_and_cover_every_changed_line(
         local_counter: LocalTokenCounter, changes: ChangeSet, context: int, use_local: bool) -> None:
     counter: TokenCounter = local_counter if use_local else ESTIMATE
-    engine = Engine(settings=Settings(max_context=context), client=None,  # type: ignore[arg-type]
+    engine = Engine(settings=Settings(max_context=context, max_output_tokens=1024), client=None,  # type: ignore[arg-type]
                     counter=counter, model="m", context=context)
     chunks = engine.chunks(changes, "title")
     assert sum(c.changed_lines for c in chunks) == changes.changed_lines
