@@ -153,6 +153,53 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+CONTROL_SERVER = """
+import asyncio, sys
+async def handle(reader, writer):
+    try:
+        while True:
+            head = await reader.readuntil(b"\\r\\n\\r\\n")
+            length = 0
+            for line in head.split(b"\\r\\n"):
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":", 1)[1])
+            await reader.readexactly(length)
+            body = b'{"status":"queued","job_id":1}'
+            writer.write(b"HTTP/1.1 202 Accepted\\r\\ncontent-type: application/json\\r\\n"
+                         b"content-length: %d\\r\\n\\r\\n%s" % (len(body), body))
+    except (asyncio.IncompleteReadError, ConnectionError):
+        writer.close()
+async def main():
+    server = await asyncio.start_server(handle, "127.0.0.1", int(sys.argv[1]))
+    async with server:
+        await asyncio.sleep(600)
+asyncio.run(main())
+"""
+
+
+def control_run(args: argparse.Namespace) -> str:
+    """The same load against a do-nothing asyncio responder: what the machine itself adds."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-c", CONTROL_SERVER, str(port)])
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        latencies, statuses, _, lag = asyncio.run(
+            load(port, args.requests, args.rate, args.max_seconds, not args.no_keepalive))
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+    ms = [x * 1000 for x in latencies]
+    return (f"control (do-nothing responder, same load): p50 {percentile(ms, .50):.2f}"
+            f"  p95 {percentile(ms, .95):.2f}  p99 {percentile(ms, .99):.2f}  max {max(ms):.2f}"
+            f"  statuses {statuses}, max send lag {lag * 1000:.1f} ms")
+
+
 def server_ack_buckets(url: str) -> str:
     """The listener's own view (reviewbot_webhook_ack_seconds): share answered within each bound."""
     text = httpx.get(f"{url}/metrics", timeout=10).text
@@ -211,6 +258,8 @@ def main() -> None:
                         help="scheduling niceness for the listener and this generator (negative"
                              " values need root): shows the listener when it has CPU priority"
                              " over other work on a shared machine (systemd Nice=/CPUWeight=)")
+    parser.add_argument("--control", action="store_true",
+                        help="afterwards, send the same load to a do-nothing responder")
     args = parser.parse_args()
     if args.nice is not None:
         os.setpriority(os.PRIO_PROCESS, 0, args.nice)  # inherited by the listener
@@ -243,6 +292,8 @@ def main() -> None:
     print(f"niceness of listener and generator: {os.getpriority(os.PRIO_PROCESS, 0)}")
     print(f"1-min load average before/after: {load_before}/{load_after} on {os.cpu_count()} CPUs")
     print(f"jobs in the queue database: {sum(counts.values())} {counts}")
+    if args.control:
+        print(control_run(args))
     if set(statuses) != {202}:
         raise SystemExit("not every request was acknowledged with 202")
 
