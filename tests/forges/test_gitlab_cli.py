@@ -5,24 +5,28 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-from tests.fake_openai import FakeOpenAI, Reply, anchors
+from tests.fake_openai import FakeOpenAI, Reply, user_text
 from tests.forges.gitlab_support import TOKEN, Env, env_fixture  # noqa: F401
 
 
 def one_finding_per_anchor(body: dict[str, Any], attempt: int) -> Reply:
-    findings = []
-    for branch in anchors(body):
-        props = branch["properties"]
-        line = props["line"].get("minimum") or props["line"]["anyOf"][0]["minimum"]
-        path, side = props["path"]["enum"][0], props["side"]["enum"][0]
-        findings.append({"severity": "major", "category": "bug",
-                         "title": f"check {path} {side} {line}", "body": "Explained.",
-                         "location": {"path": path, "side": side, "line": line}})
+    """A finding on the first added, removed and context row of every file shown."""
+    findings, path, seen = [], "", set()
+    for line in user_text(body).split("\n"):
+        if line.startswith("=== "):
+            path = line[4:]
+        match = re.match(r"^([-+ ]) (\d+)\| ", line)
+        if match and (path, match.group(1)) not in seen:
+            seen.add((path, match.group(1)))
+            findings.append({"severity": "major", "category": "bug",
+                             "title": f"check {path} {match.group(1)!r}", "body": "Explained.",
+                             "row": int(match.group(2))})
     return Reply(tool_args={"summary": "reviewed", "findings": findings})
 
 
