@@ -1,0 +1,36 @@
+"""The review path stays light: a CI job installs reviewbot without torch or vLLM."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).parents[2]
+
+
+def test_review_path_imports_neither_torch_nor_vllm() -> None:
+    code = (
+        "import sys\n"
+        "import reviewbot.cli, reviewbot.commands.review, reviewbot.review, reviewbot.forges.run\n"
+        "import reviewbot.forges.gitlab, reviewbot.forges.github, reviewbot.report.sarif\n"
+        "heavy = sorted(m for m in ('torch', 'vllm', 'transformers') if m in sys.modules)\n"
+        "print(','.join(heavy))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
+
+
+def test_vllm_is_only_an_optional_extra() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    base = " ".join(project["dependencies"]).lower()
+    assert "vllm" not in base and "torch" not in base
+    assert any(dep.startswith("vllm") for dep in project["optional-dependencies"]["server"])
+
+
+def test_prompts_ship_inside_the_package() -> None:
+    from importlib import resources
+
+    names = {p.name for p in resources.files("reviewbot.prompts").iterdir()}
+    assert {"system.j2", "chunk.j2"} <= names
