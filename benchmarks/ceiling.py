@@ -294,6 +294,21 @@ def run_bot(
     if prof:
         prof.enable()
     engine = make_engine(settings)
+    split: dict[str, float] = {
+        "make_engine_cpu_s": time.process_time() - cpu0,
+        "make_engine_wall_s": time.monotonic() - t0,
+    }
+    plain_chunks = engine.chunks
+
+    def chunks(changes: Any, title: str) -> Any:  # timed: filter and chunk run before it
+        c0, w0 = time.process_time(), time.monotonic()
+        try:
+            return plain_chunks(changes, title)
+        finally:
+            split["chunks_cpu_s"] = time.process_time() - c0
+            split["chunks_wall_s"] = time.monotonic() - w0
+
+    engine.chunks = chunks  # type: ignore[method-assign]
     # the per-run nonce, at the top of the (cached, identical-for-all-chunks) system prompt
     engine.__dict__["system_prompt"] = _nonce_line(nonce) + engine.system_prompt
     if grammar_nonce:
@@ -342,6 +357,9 @@ def run_bot(
         "requests_recorded": len(recorded),
         # all chunks in flight at once when chunks <= concurrency: the spread is ~0
         "send_spread_s": (max(sends) - min(sends)) if sends else None,
+        # where the bot's own CPU goes: model discovery and clients, chunking with its exact
+        # /tokenize counts; the rest is requests (client threads) and post-processing
+        **split,
     }
     if prof:
         prof.dump_stats(profile)
@@ -446,7 +464,9 @@ def table(report: dict[str, Any]) -> str:
         out.append(
             f"pair: bot {b['wall_s']:.1f} s ({b['completion_tokens_usage']} generated, first request at "
             f"{b['first_request_s']:.2f} s, sends spread {b['extra'].get('send_spread_s') or 0:.2f} s, "
-            f"CPU {100 * b['cpu_share_of_wall']:.2f}% of wall{', profiled' if 'profile_top' in b['extra'] else ''})"
+            f"CPU {100 * b['cpu_share_of_wall']:.2f}% of wall = {b['cpu_s']:.2f} s: make_engine "
+            f"{b['extra'].get('make_engine_cpu_s', 0):.2f}, chunks {b['extra'].get('chunks_cpu_s', 0):.2f}"
+            f" (wall {b['extra'].get('chunks_wall_s', 0):.2f}){', profiled' if 'profile_top' in b['extra'] else ''})"
             f" / replay {p['wall_s']:.1f} s ({p['completion_tokens_usage']} generated)"
         )
     out.append(
