@@ -5,8 +5,8 @@ of it carries the file header and a few lines of lead-in context. Every diff lin
 number, unique across the whole review and the same in every chunk that shows it; the model
 anchors findings to rows, and a row knows its (path, side, line). Every changed line is owned by
 exactly one piece, so coverage is 100% by construction (`changed_lines` of the pieces add up to
-the change's). Packing is first-fit in diff order: pieces are small next to a 64K budget, so
-first-fit stays within a few percent of the minimum number of chunks.
+the change's). Packing is first-fit with the big pieces placed first, which stays within a few
+percent of the minimum number of chunks; each chunk shows its pieces in diff order.
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ def render_line(line: DiffLine, row: int) -> str:
     text = line.text
     if not line.changed and len(text) > MAX_CONTEXT_CHARS:
         text = text[:MAX_CONTEXT_CHARS] + f" … [{len(text) - MAX_CONTEXT_CHARS} more characters]"
-    return f"{line.kind} {row}| {text}"
+    return f"{line.kind}{row}|{text}"  # compact: Qwen spends a token on every digit and space
 
 
 def file_header(file: FileDiff) -> str:
@@ -155,9 +155,13 @@ def split(piece: Piece, counter: TokenCounter, limit: int, context_lines: int) -
         start = end
     texts = [_piece_text(piece.hunk, lines[a:c], (k, len(slices)), first + a)
              for k, (a, _, c) in enumerate(slices, 1)]
+    counts = counter.count_texts(texts)
+    over = max(counts) - limit
+    if over > 0:  # tokens merged across line boundaries: the sum of lines undercounted a little
+        return split(piece, counter, limit - over - 1, context_lines)
     return [
         Piece(piece.file, piece.hunk, lines[a:c], b - a, (k, len(slices)), text, tokens, first + a)
-        for k, ((a, b, c), text, tokens) in enumerate(zip(slices, texts, counter.count_texts(texts)), 1)
+        for k, ((a, b, c), text, tokens) in enumerate(zip(slices, texts, counts), 1)
     ]
 
 
@@ -166,6 +170,8 @@ class _Bin:
     pieces: list[Piece]
     paths: set[str]
     used: int
+    starts: set[int]  # first and last rows of the pieces in the bin: a piece next to one of
+    ends: set[int]  # them extends a run of rows instead of adding a range to the row schema
 
 
 def pack(
@@ -174,23 +180,41 @@ def pack(
     fixed_tokens: int,
     file_cost: Callable[[FileDiff], int],
     piece_cost: Callable[[Piece], int],
+    range_cost: int = 0,
 ) -> list[Chunk]:
-    """First-fit: each piece goes into the first chunk with room.
+    """First-fit, big pieces first: each piece goes into the first chunk with room.
 
-    `fixed_tokens` is paid once per chunk (system prompt, tool text, wrapper), `file_cost` once
-    per file per chunk (its header), `piece_cost` once per piece (its text and anchor schema).
+    Pieces over 1/8 of the budget are placed first, largest first, so that the small ones fill
+    the gaps they leave (plain first-fit in diff order strands a big hunk that arrives late in a
+    chunk of its own); the small ones follow in diff order, which keeps runs of rows and a
+    file's hunks together. Inside a chunk the pieces keep their diff order. `fixed_tokens` is paid once per chunk (system prompt, tool text,
+    wrapper), `file_cost` once per file per chunk (its header), `piece_cost` once per piece, and
+    `range_cost` once per run of consecutive rows (one range in the tool's row schema).
     """
     bins: list[_Bin] = []
 
     def cost(piece: Piece, b: _Bin) -> int:
-        return piece_cost(piece) + (0 if piece.file.path in b.paths else file_cost(piece.file))
+        first, last = piece.first_row + piece.lead, piece.first_row + len(piece.lines) - 1
+        joins = first - 1 in b.ends or last + 1 in b.starts
+        return (piece_cost(piece) + (0 if piece.file.path in b.paths else file_cost(piece.file))
+                + (0 if joins else range_cost))
 
-    for piece in pieces:
+    order = {id(p): i for i, p in enumerate(pieces)}
+    big = budget // 8
+    # big pieces first, largest first; then the rest in diff order, so that runs of consecutive
+    # rows (and a file's hunks) stay together
+    placing = sorted(pieces, key=lambda p: -piece_cost(p) if piece_cost(p) > big else 0)
+    for piece in placing:
         target = next((b for b in bins if b.used + cost(piece, b) <= budget), None)
         if target is None:
-            target = _Bin([], set(), fixed_tokens)
+            target = _Bin([], set(), fixed_tokens, set(), set())
             bins.append(target)
         target.used += cost(piece, target)
         target.pieces.append(piece)
         target.paths.add(piece.file.path)
-    return [Chunk(i, tuple(b.pieces)) for i, b in enumerate(bins, 1)]
+        target.starts.add(piece.first_row + piece.lead)
+        target.ends.add(piece.first_row + len(piece.lines) - 1)
+    # chunks in the order of their first piece, pieces in diff order
+    ordered = sorted((sorted(b.pieces, key=lambda p: order[id(p)]) for b in bins),
+                     key=lambda ps: order[id(ps[0])])
+    return [Chunk(i, tuple(ps)) for i, ps in enumerate(ordered, 1)]

@@ -5,6 +5,7 @@ It receives its parts (model client, token counter, progress) and wires them; no
 
 from __future__ import annotations
 
+import json
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -27,7 +28,6 @@ from reviewbot.tokens import (EstimateTokenCounter, LocalTokenCounter, TokenCoun
                               VllmTokenCounter)
 
 SAFETY_TOKENS = 16  # slack for tokenizer merges across piece boundaries
-ROW_RANGES_TOKENS = 48
 MAX_RESPLITS = 6
 
 
@@ -63,9 +63,10 @@ class Engine:
     # -- chunking ---------------------------------------------------------------------------
     def chunks(self, changes: ChangeSet, title: str) -> list[Chunk]:
         """Pack with per-part estimates, then check every chunk's exact count and repair."""
-        # the row ranges in the tool schema: a chunk holds a few runs of consecutive rows
-        fixed = self._exact((), title) + ROW_RANGES_TOKENS
+        fixed = self._exact((), title)
         count = self.counter.count_texts
+        # one {"minimum", "maximum"} range in the row schema per run of consecutive rows
+        range_cost = count([json.dumps({"minimum": 999999, "maximum": 999999}) + ", "])[0]
 
         headers: dict[str, int] = {}  # by path: hashing a FileDiff hashes all its lines
 
@@ -78,10 +79,10 @@ class Engine:
             return piece.tokens + 2  # its joining newline, and a merge across the boundary
 
         def room(file: FileDiff) -> int:
-            return self.budget - fixed - header_cost(file) - 8
+            return self.budget - fixed - header_cost(file) - range_cost - 8
 
         pieces = make_pieces(changes, self.counter, room, self.settings.context_lines)
-        packed = pack(pieces, self.budget, fixed, header_cost, piece_cost)
+        packed = pack(pieces, self.budget, fixed, header_cost, piece_cost, range_cost)
         if not self.counter.exact:  # the same counter made the estimates: nothing to check
             return packed
         fitted: list[tuple[Piece, ...]] = []
@@ -97,7 +98,7 @@ class Engine:
                                       self.settings.context_lines)
                         kept, leftovers[:0] = parts[:1], parts[1:]
                 fitted.append(tuple(kept))
-            packed = pack(leftovers, self.budget, fixed, header_cost, piece_cost)
+            packed = pack(leftovers, self.budget, fixed, header_cost, piece_cost, range_cost)
         return [Chunk(i, pieces) for i, pieces in enumerate(fitted, 1)]
 
     def _exact(self, pieces: Sequence[Piece], title: str) -> int:

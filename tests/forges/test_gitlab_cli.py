@@ -21,7 +21,7 @@ def one_finding_per_anchor(body: dict[str, Any], attempt: int) -> Reply:
     for line in user_text(body).split("\n"):
         if line.startswith("=== "):
             path = line[4:]
-        match = re.match(r"^([-+ ]) (\d+)\| ", line)
+        match = re.match(r"^([-+ ])(\d+)\|", line)
         if match and (path, match.group(1)) not in seen:
             seen.add((path, match.group(1)))
             findings.append({"severity": "major", "category": "bug",
