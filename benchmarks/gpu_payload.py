@@ -63,9 +63,15 @@ SKIP = ["torch", "torchaudio", "torchvision", "torchcodec", "pynvvideocodec", "f
 # output backend, imports tvm_ffi and asks for >=0.1.11
 OVERRIDE = {"apache-tvm-ffi": "apache-tvm-ffi>=0.1.11"}
 
-# reviewbot's runtime imports on the review path (pyproject), for benchmarks/gpu_run.py
-REVIEWBOT_DEPS = ["openai>=1.40", "httpx>=0.27", "unidiff>=0.7.5", "jinja2>=3.1", "rich>=13",
-                  "click>=8.1", "tokenizers>=0.19"]
+# reviewbot's runtime imports on the review path (pyproject), for benchmarks/gpu_run.py; and
+# one module vLLM's import chain needs that no Requires-Dist names
+REVIEWBOT_DEPS = [
+    # not a declared dependency, but imported on the serve path: vLLM's guidance backend imports
+    # transformers.MistralCommonBackend -> mistral_common -> pydantic_extra_types.language_code,
+    # which raises without pycountry (the H200 run's first start died on it)
+    "pycountry",
+    "openai>=1.40", "httpx>=0.27", "unidiff>=0.7.5", "jinja2>=3.1", "rich>=13", "click>=8.1",
+    "tokenizers>=0.19"]
 
 MARKER_ENV = {"python_version": PY, "python_full_version": PY + ".3", "sys_platform": "linux",
               "platform_system": "Linux", "platform_machine": "x86_64", "os_name": "posix",

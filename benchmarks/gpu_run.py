@@ -20,7 +20,9 @@ What it does, in one process, everything it sees written to --out as JSON:
    `engine.request`) replayed all at once (concurrency = number of chunks) with the same forced
    tool choice, max_tokens and temperature, after a prefix-cache reset; its wall time and
    metrics deltas, and the bot/ceiling ratio;
-5. the tail of the vLLM log.
+5. optionally (--parallel large:4,small:16), several reviews of the same diff at once, each with
+   a distinct title, for the box's throughput rather than one review's latency;
+6. the tail of the vLLM log.
 
 Only reviewbot (from the working tree), openai and httpx are used on the client side.
 """
@@ -34,6 +36,7 @@ import platform
 import signal
 import subprocess
 import sys
+import threading
 import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
@@ -65,6 +68,7 @@ def serve_args(model: str, port: int, max_len: int) -> list[str]:
 
 
 OUT: Path = Path(".")
+TEMPERATURE: float | None = None  # None: reviewbot's default (0.1)
 RESULT: dict[str, Any] = {}
 
 
@@ -106,12 +110,12 @@ def environment(payload: Path) -> dict[str, Any]:
         "nvidia_smi": sh("nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm "
                          "--format=csv,noheader"),
         "cuda_driver_nvidia_smi": sh("nvidia-smi | sed -n 3p"),
-        "pip_show_torch": sh(f"{sys.executable} -m pip show torch | head -3"),
+        "pip_show_torch": sh(f"{sys.executable} -m pip show torch 2>/dev/null | sed -n 1,2p"),
         "cpus": os.cpu_count(),
     }
-    probe = ("import torch, vllm, transformers, triton, xgrammar, openai; "
+    probe = ("import importlib.metadata as m, torch, vllm, transformers, triton, openai; "
              "print(torch.__version__, torch.version.cuda, vllm.__version__, transformers.__version__, "
-             "triton.__version__, xgrammar.__version__, openai.__version__, "
+             "triton.__version__, m.version(\"xgrammar\"), openai.__version__, "
              "torch.cuda.get_device_name(0), torch.cuda.get_device_capability(0))")
     env["versions"] = sh(f"{sys.executable} -c '{probe}'", timeout=300).splitlines()[-1:]
     return env
@@ -128,14 +132,18 @@ PREFLIGHT_MODULES = (
 
 
 def preflight() -> dict[str, Any]:
-    """Import each module in its own interpreter: which are missing or broken, before the run."""
-    out: dict[str, Any] = {}
-    for mod in PREFLIGHT_MODULES:
-        code = (f"import importlib, importlib.metadata as m; x = importlib.import_module({mod!r}); "
-                "print(getattr(x, '__version__', '?'), (x.__file__ or '?'))")
-        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                           check=False)
-        out[mod] = p.stdout.strip() if p.returncode == 0 else "FAIL " + p.stderr.strip().splitlines()[-1:][0] if p.stderr.strip() else "FAIL"
+    """Import each module (one interpreter, in order): which are missing or broken, before the run."""
+    code = ("import importlib, json, sys\nout = {}\nfor mod in sys.argv[1:]:\n"
+            "    try:\n        x = importlib.import_module(mod)\n"
+            "        out[mod] = str(getattr(x, '__version__', '?')) + ' ' + str(getattr(x, '__file__', ''))\n"
+            "    except BaseException as exc:\n        out[mod] = 'FAIL ' + type(exc).__name__ + ': ' + str(exc)[:300]\n"
+            "print(json.dumps(out))\n")
+    p = subprocess.run([sys.executable, "-c", code, *PREFLIGHT_MODULES], capture_output=True,
+                       text=True, timeout=400, check=False)
+    try:
+        out: dict[str, Any] = json.loads(p.stdout.strip().splitlines()[-1])
+    except (json.JSONDecodeError, IndexError):
+        out = {"error": (p.stdout + p.stderr)[-3000:]}
     out["pip_list"] = sh(f"{sys.executable} -m pip list --format=freeze 2>/dev/null | grep -iE "
                          "'^(torch|triton|transformers|tokenizers|numpy|numba|protobuf|aiohttp|"
                          "setuptools|prometheus.client|pillow|huggingface.hub|typing.extensions|"
@@ -268,7 +276,8 @@ def reviewbot_importable() -> str:
 
 def settings_for(url: str, concurrency: int):  # type: ignore[no-untyped-def]
     from reviewbot.config import resolve
-    return resolve({"base_url": url + "/v1", "concurrency": concurrency, "model": SERVED},
+    return resolve({"base_url": url + "/v1", "concurrency": concurrency, "model": SERVED,
+                    "temperature": TEMPERATURE},
                    env={}, config_path="/dev/null")
 
 
@@ -346,6 +355,40 @@ def replay(url: str, raw: bytes) -> dict[str, Any]:
     }
 
 
+def parallel(url: str, name: str, raw: bytes, n: int) -> dict[str, Any]:
+    """n reviews of the same diff at once (each with its own engine, concurrency 8), each with a
+    distinct title, which is the first line of every user prompt: the reviews share only the
+    system prompt and tool prefix, as different merge requests would."""
+    from reviewbot import diff
+    from reviewbot.review import make_engine
+
+    changes = diff.parse(raw)
+    engines = [make_engine(settings_for(url, 8)) for _ in range(n)]
+    results: list[Any] = [None] * n
+
+    def one(i: int) -> None:
+        results[i] = engines[i].review(changes, title=f"parallel review {i} of {name}")
+
+    reset = reset_cache(url)
+    m0 = metrics(url)
+    t0 = time.monotonic()
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.monotonic() - t0
+    m1 = metrics(url)
+    prompt = sum(r.stats.prompt_tokens for r in results)
+    completion = sum(r.stats.completion_tokens for r in results)
+    return {"diff": name, "kind": "parallel", "parallel_reviews": n, "cache_reset": reset,
+            "wall_s": round(wall, 2), "reviews_per_hour": round(n * 3600 / wall, 1),
+            "complete": [r.stats.complete for r in results],
+            "per_review_wall": [round(r.stats.wall_seconds, 1) for r in results],
+            "prompt_tokens": prompt, "completion_tokens": completion,
+            "tokens_per_s": round((prompt + completion) / wall, 1), "metrics": delta(m0, m1)}
+
+
 def warmup(url: str) -> dict[str, Any]:
     """One tiny forced tool call: first-request initialisation is not part of a review."""
     import openai
@@ -370,19 +413,19 @@ def plan(which: str, diffs: list[str], concurrency: str) -> list[tuple[str, str,
              for k, c in [("bot", cs[0]), ("replay", 0)]]
     first += [(d, "bot", c, 0) for d in sorted(diffs, key=lambda d: d != "large") for c in cs[1:]]
     again = [(d, k, c, 1) for d, k, c, _ in first]
-    return {"first": first, "repeats": again, "all": first + again}[which]
+    return {"first": first, "repeats": again, "all": first + again, "none": []}[which]
 
 
 def main() -> int:
-    global OUT, SERVED
+    global OUT, SERVED, TEMPERATURE
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--payload", type=Path, default=Path("/tmp/payload"))
     ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "/tmp/gpu-run-out")))
     ap.add_argument("--port", type=int, default=8011)
     ap.add_argument("--max-model-len", type=int, default=65536)
     ap.add_argument("--concurrency", default="8,32")
-    ap.add_argument("--plan", choices=("first", "repeats", "all"), default="all",
-                    help="first: each configuration once; repeats: each once more")
+    ap.add_argument("--plan", choices=("first", "repeats", "all", "none"), default="all",
+                    help="first: each configuration once; repeats: each once more; none: only --parallel")
     ap.add_argument("--diffs", default="small,large")
     ap.add_argument("--startup-limit", type=float, default=420)
     ap.add_argument("--deadline", type=float, default=570,
@@ -390,10 +433,15 @@ def main() -> int:
     ap.add_argument("--keep-server", action="store_true", help="leave vLLM running (new session)")
     ap.add_argument("--url", help="use this running server (no install, no start): for a dry run")
     ap.add_argument("--served-name", default="qwen3-coder")
+    ap.add_argument("--parallel", default="",
+                    help="after the plan, e.g. large:4,small:16: that many reviews at once")
+    ap.add_argument("--temperature", type=float, default=None,
+                    help="for bot and replay alike; 0 makes both decode the same tokens")
     ap.add_argument("--preflight", action="store_true",
                     help="install the wheels, check imports and the machine; start nothing")
     args = ap.parse_args()
-    OUT, SERVED = args.out, args.served_name
+    OUT, SERVED, TEMPERATURE = args.out, args.served_name, args.temperature
+    RESULT["temperature"] = args.temperature
     OUT.mkdir(parents=True, exist_ok=True)
     begin = time.monotonic()
     url = args.url or f"http://127.0.0.1:{args.port}"
@@ -443,6 +491,20 @@ def main() -> int:
             took[name] = max(took.get(name, 0.0), time.monotonic() - t)
             runs.append(r)
             log(kind, {k: v for k, v in r.items() if k not in ("stats", "metrics", "per_request")})
+            save()
+        for spec in filter(None, args.parallel.split(",")):
+            name, n = spec.split(":")
+            label = f"parallel {name} x{n}"
+            if time.monotonic() - begin + 1.3 * 45 * int(n) * (name == "large") > args.deadline:
+                RESULT.setdefault("skipped", []).append(label)
+                continue
+            try:
+                raw = raws.get(name) or (args.payload / "diffs" / f"{name}.diff").read_bytes()
+                r = parallel(url, name, raw, int(n))
+            except Exception:  # noqa: BLE001 - record and go on
+                r = {"diff": name, "kind": "parallel", "error": traceback.format_exc()}
+            runs.append(r)
+            log(label, {k: v for k, v in r.items() if k != "metrics"})
             save()
         RESULT["metrics_at_end"] = metrics(url)
     except Exception:  # noqa: BLE001 - whatever breaks is the finding; the log tail follows
