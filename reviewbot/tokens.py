@@ -107,31 +107,88 @@ class LocalTokenCounter:
 
 
 class VllmTokenCounter:
-    """vLLM's /tokenize: exact, chat template and tool schemas included."""
+    """vLLM's /tokenize: exact, chat template and tool schemas included.
+
+    Many texts are counted in one request: joined by one of the model's special tokens, which the
+    tokenizer splits out before BPE, so the ids between two separators are exactly that text's.
+    """
 
     name = "vllm /tokenize"
     exact = True
+    SEPARATORS = ("<|endoftext|>", "<|im_end|>", "</s>", "<|end_of_text|>", "<eos>", "<|eot_id|>")
+    BATCH_CHARS = 2_000_000
 
     def __init__(self, root_url: str, model: str, client: httpx.Client) -> None:
         self._url = root_url.rstrip("/") + "/tokenize"
         self._model = model
         self._http = client
         self._cache = _Cache()
+        self._separator: tuple[str, int] | None = None
 
-    def _post(self, body: dict[str, Any]) -> int:
+    def _tokenize(self, body: dict[str, Any]) -> dict[str, Any]:
         response = self._http.post(self._url, json={"model": self._model, **body})
         response.raise_for_status()
-        return int(response.json()["count"])
+        return dict(response.json())
+
+    def _post(self, body: dict[str, Any]) -> int:
+        return int(self._tokenize(body)["count"])
+
+    def _find_separator(self) -> None:
+        for text in self.SEPARATORS:
+            tokens = self._tokenize({"prompt": text, "add_special_tokens": False}).get("tokens")
+            if isinstance(tokens, list) and len(tokens) == 1:
+                self._separator = (text, int(tokens[0]))
+                return
+
+    def _count_joined(self, texts: list[str]) -> list[int]:
+        assert self._separator is not None
+        sep, sep_id = self._separator
+        tokens = self._tokenize({"prompt": sep.join(texts), "add_special_tokens": False})["tokens"]
+        counts, n = [], 0
+        for token in tokens:
+            if token == sep_id:
+                counts.append(n)
+                n = 0
+            else:
+                n += 1
+        counts.append(n)
+        if len(counts) != len(texts):
+            raise ValueError("separator count mismatch")
+        return counts
 
     def count_texts(self, texts: Sequence[str]) -> list[int]:
-        def post(text: str) -> int:
+        def one(text: str) -> int:
             return self._post({"prompt": text, "add_special_tokens": False})
 
         def many(todo: list[str]) -> list[int]:
-            if len(todo) == 1:
-                return [post(todo[0])]
-            with ThreadPoolExecutor(max_workers=8) as pool:  # the server tokenizes in parallel
-                return list(pool.map(post, todo))
+            if self._separator is None and len(todo) > 1:
+                self._find_separator()
+            if self._separator is None or len(todo) == 1:
+                with ThreadPoolExecutor(max_workers=8) as pool:
+                    return list(pool.map(one, todo))
+            sep = self._separator[0]
+            out: dict[int, int] = {}
+
+            def joined(indices: list[int]) -> None:
+                try:
+                    out.update(zip(indices, self._count_joined([todo[j] for j in indices])))
+                except ValueError:  # the server split a separator differently: one by one
+                    out.update(zip(indices, map(one, (todo[j] for j in indices))))
+
+            batch: list[int] = []
+            size = 0
+            for i, text in enumerate(todo):
+                if sep in text:  # would be miscounted when joined: count it on its own
+                    out[i] = one(text)
+                    continue
+                batch.append(i)
+                size += len(text)
+                if size >= self.BATCH_CHARS:
+                    joined(batch)
+                    batch, size = [], 0
+            if batch:
+                joined(batch)
+            return [out[i] for i in range(len(todo))]
 
         return self._cache.get_many(texts, many)
 

@@ -100,3 +100,18 @@ def test_guided_tool_call_is_valid_json_for_the_schema(vllm_server) -> None:
                 assert item["row"] in rows
             finished += 1
     assert finished >= 1, "guided decoding must let the tiny model finish a call"
+
+
+def test_batched_token_counts_equal_one_by_one_counts(vllm_server) -> None:
+    import httpx
+
+    from reviewbot.tokens import VllmTokenCounter
+
+    texts = ["@@ -1,2 +1,2 @@\n-x = 1\n+x = 2", "", "  indented\n\n", "ünïcode — ✓", "a" * 500,
+             "contains <|endoftext|> inside"]
+    with httpx.Client(timeout=30) as http:
+        batched = VllmTokenCounter(vllm_server.root_url, vllm_server.model, http)
+        single = [VllmTokenCounter(vllm_server.root_url, vllm_server.model, http).count_texts([t])[0]
+                  for t in texts]
+        assert batched.count_texts(texts) == single
+        assert batched._separator is not None, "the tiny model has <|endoftext|>"
