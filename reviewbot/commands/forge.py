@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -32,6 +33,7 @@ def run_forge(
     dry_run: bool,
     reviewer: Reviewer,
     env: Mapping[str, str] | None = None,
+    cancel: threading.Event | None = None,
 ) -> tuple[ForgeRun, int]:
     """Review one MR/PR and post (or, with dry_run, only compute) the comments.
 
@@ -39,7 +41,8 @@ def run_forge(
     `settings.fail_on`, else 0.
     """
     forge = make_forge(settings, mr=mr, pr=pr, project=project, repo=repo, env=env)
-    run = review_change_request(forge, reviewer, mode=settings.mode, dry_run=dry_run)
+    run = review_change_request(forge, reviewer, mode=settings.mode, dry_run=dry_run,
+                                cancel=cancel)
     return run, exit_code(run, settings.fail_on)
 
 
@@ -116,6 +119,7 @@ def review_forge_change(
     *,
     reviewer: Reviewer | None = None,
     settings: Settings | None = None,
+    cancel: threading.Event | None = None,
 ) -> tuple[ForgeRun, int]:
     """The webhook's entry point: review and post one MR/PR; raise when it is incomplete.
 
@@ -135,7 +139,9 @@ def review_forge_change(
         {"mr": number, "pr": None, "project": project, "repo": None} if forge == "gitlab"
         else {"mr": None, "pr": number, "project": None, "repo": project}
     )
-    run, code = run_forge(settings, dry_run=False, reviewer=reviewer, env={}, **ids)
+    run, code = run_forge(settings, dry_run=False, reviewer=reviewer, env={}, cancel=cancel, **ids)
+    if run.mode == "superseded":
+        return run, code
     if code == EXIT_INCOMPLETE:
         reason = "; ".join(run.errors) or "the review did not cover the whole change"
         raise IncompleteReview(f"{forge} {project} #{number} at {run.request.head_sha[:12]}: "

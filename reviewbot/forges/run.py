@@ -8,6 +8,7 @@ the host modules only translate valid positions into their own formats.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Protocol, runtime_checkable
@@ -42,7 +43,7 @@ class Previewer(Protocol):
 class ForgeRun:
     request: ChangeRequest
     result: ReviewResult
-    mode: str  # "full" | "incremental" | "up-to-date" (nothing new since the last review)
+    mode: str  # "full" | "incremental" | "up-to-date" (nothing new) | "superseded" (not posted)
     since_sha: str | None = None
     to_post: list[Finding] = field(default_factory=list)
     already_posted: list[Finding] = field(default_factory=list)
@@ -86,8 +87,10 @@ class ForgeRun:
 
 
 def review_change_request(
-    forge: Forge, reviewer: Reviewer, *, mode: str = "incremental", dry_run: bool = False
+    forge: Forge, reviewer: Reviewer, *, mode: str = "incremental", dry_run: bool = False,
+    cancel: threading.Event | None = None,
 ) -> ForgeRun:
+    """Review and post. A set `cancel` (a newer push arrived) stops before anything is posted."""
     request = forge.fetch()
     previous = read_marker(forge.read_summary() or "") or {}
     last_sha = previous.get("last_reviewed_sha") or None
@@ -100,6 +103,8 @@ def review_change_request(
             changes, used_mode, since = incremental, "incremental", last_sha
     result = reviewer(changes)
     _add_skipped(result.stats, request)
+    if cancel is not None and cancel.is_set():  # superseded: posting would be stale
+        return ForgeRun(request, result, "superseded", since, dry_run=dry_run)
     run = ForgeRun(request, result, used_mode, since, dry_run=dry_run)
 
     current = merge(_with_fingerprints(result.findings, changes))

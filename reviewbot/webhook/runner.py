@@ -30,7 +30,11 @@ def run_review(job: Job, cancel: threading.Event) -> Outcome:
         number=job.number,
         head_sha=job.head_sha,
         forge_url=job.base_url,
+        cancel=cancel,
     )
+    run = result[0] if isinstance(result, tuple) else None
+    if getattr(run, "mode", None) == "superseded":
+        return Outcome.cancelled("a newer push arrived during the review; nothing was posted")
     code = result[1] if isinstance(result, tuple) and len(result) == 2 else None
     return Outcome.done("" if code is None else f"review exit code {code}")
 

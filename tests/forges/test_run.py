@@ -221,3 +221,18 @@ def test_incremental_old_side_findings_go_to_the_summary_not_to_a_wrong_line() -
     run = review_change_request(forge, reviewer_of(f(2), f(2, Side.OLD)))
     assert [(x.line, x.side) for x in run.to_post] == [(2, Side.NEW)]
     assert [(x.line, x.side) for x in run.unanchored] == [(2, Side.OLD)]
+
+
+def test_a_review_superseded_while_running_posts_nothing() -> None:
+    import threading
+
+    forge = MemoryForge()
+    cancel = threading.Event()
+
+    def reviewer(changes: ChangeSet) -> ReviewResult:
+        cancel.set()  # a newer push arrives while the model is working
+        return reviewer_of(f(2))(changes)
+
+    run = review_change_request(forge, reviewer, mode="full", cancel=cancel)
+    assert run.mode == "superseded"
+    assert forge.writes == 0 and forge.posted == [] and forge.summary is None

@@ -25,9 +25,10 @@ def test_run_review_calls_the_engine_with_the_job(monkeypatch: pytest.MonkeyPatc
         return object(), 1
 
     monkeypatch.setattr(forge_commands, "review_forge_change", review_forge_change)
-    assert run_review(JOB, threading.Event()) == Outcome.done("review exit code 1")
+    cancel = threading.Event()
+    assert run_review(JOB, cancel) == Outcome.done("review exit code 1")
     assert calls == [{"forge": "gitlab", "project": "42", "number": 7, "head_sha": "c" * 40,
-                      "forge_url": "https://gitlab.example.com"}]
+                      "forge_url": "https://gitlab.example.com", "cancel": cancel}]
 
 
 def test_run_review_does_nothing_once_cancelled() -> None:
