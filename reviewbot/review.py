@@ -21,11 +21,10 @@ from reviewbot.chunking import Chunk, Piece, file_header, make_pieces, pack, spl
 from reviewbot.config import Settings
 from reviewbot.diff import ChangeSet, FileDiff
 from reviewbot.findings import Finding, merge, with_fingerprints
-from reviewbot.report.progress import ChunkProgress, NoProgress
 from reviewbot.llm import ContextTooLong, ModelClient, RequestFailed
+from reviewbot.report.progress import ChunkProgress, NoProgress
 from reviewbot.result import ReviewResult, Stats
-from reviewbot.tokens import (EstimateTokenCounter, LocalTokenCounter, TokenCounter,
-                              VllmTokenCounter)
+from reviewbot.tokens import EstimateTokenCounter, LocalTokenCounter, TokenCounter, VllmTokenCounter
 
 SAFETY_TOKENS = 16  # slack for tokenizer merges across piece boundaries
 MAX_RESPLITS = 6

@@ -31,10 +31,10 @@ def big_diff(files: int = 12, funcs: int = 6) -> bytes:
             start = 1 + 20 * k
             out.append(f"@@ -{start},4 +{start},5 @@ class Service{f}:\n")
             out.append(f"     def handler_{k}(self, request):\n")
-            out.append(f"-        data = request.json()\n")
-            out.append(f"+        data = request.json() or {{}}\n")
+            out.append("-        data = request.json()\n")
+            out.append("+        data = request.json() or {}\n")
             out.append(f"+        self.log.debug('handler_{k} %s', data)\n")
-            out.append(f"         return self.store.save(data['id'], data)\n")
+            out.append("         return self.store.save(data['id'], data)\n")
             out.append(f"     # end handler_{k}\n")
     return "".join(out).encode()
 
