@@ -46,9 +46,10 @@ def demo(state_dir: Path, diff_path: str | None, output: str) -> None:
     click.echo(f"Starting vLLM (CPU build) on {spec.root_url}; this takes a minute or two "
                f"(log: {state_dir / 'vllm.log'}) ...", err=True)
     with VllmProcess(spec, log_path=state_dir / "vllm.log"):
+        # a random model fills every string to its maxLength: few findings, room to finish them
         settings = config.resolve({"base_url": spec.root_url + "/v1", "model": "tiny",
-                                   "max_output_tokens": 384, "output": output}, env={},
-                                  config_path="/dev/null")
+                                   "max_findings_per_chunk": 2, "temperature": 1.0,
+                                   "output": output}, env={}, config_path="/dev/null")
         result = make_engine(settings, progress()).review(changes)
     click.echo(render(result, output, color=output == "text"), nl=False)
     click.echo("\n" + NOISE, err=True)
