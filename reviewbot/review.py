@@ -176,11 +176,12 @@ def summarize(stats: Stats, findings: list[Finding], notes: list[str], model: st
     return "\n".join([head] + [f"- {note}" for note in notes[:8]])
 
 
-def counter_for(settings: Settings, client: ModelClient, model: str) -> TokenCounter:
+def counter_for(settings: Settings, client: ModelClient, model: str,
+                http: httpx.Client) -> TokenCounter:
     """The most exact counter available: the server's /tokenize, a tokenizer.json, an estimate."""
-    http = httpx.Client(timeout=30, headers=(
-        {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else {}))
-    vllm = VllmTokenCounter.probe(client.root_url, model, http)
+    # /tokenize is outside vLLM's /v1, but a load balancer in front may still want the key
+    headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else {}
+    vllm = VllmTokenCounter.probe(client.root_url, model, http, headers)
     if vllm is not None:
         return vllm
     if settings.tokenizer:
@@ -189,12 +190,15 @@ def counter_for(settings: Settings, client: ModelClient, model: str) -> TokenCou
 
 
 def make_engine(settings: Settings, progress: ChunkProgress | None = None) -> Engine:
+    # one connection pool (and one TLS context, which costs real CPU to build) for everything
+    http = httpx.Client(timeout=settings.request_timeout,
+                        limits=httpx.Limits(max_connections=max(20, 2 * settings.concurrency)))
     client = ModelClient(settings.base_url, settings.api_key, settings.request_timeout,
-                         settings.retries)
+                         settings.retries, http_client=http)
     served = client.discover(settings.model)
     context = min(served.max_model_len or settings.max_context, settings.max_context)
-    return Engine(settings, client, counter_for(settings, client, served.model), served.model,
-                  context, progress or NoProgress())
+    return Engine(settings, client, counter_for(settings, client, served.model, http),
+                  served.model, context, progress or NoProgress())
 
 
 def make_reviewer(settings: Settings, progress: ChunkProgress | None = None) -> Callable[[ChangeSet], ReviewResult]:

@@ -118,15 +118,18 @@ class VllmTokenCounter:
     SEPARATORS = ("<|endoftext|>", "<|im_end|>", "</s>", "<|end_of_text|>", "<eos>", "<|eot_id|>")
     BATCH_CHARS = 2_000_000
 
-    def __init__(self, root_url: str, model: str, client: httpx.Client) -> None:
+    def __init__(self, root_url: str, model: str, client: httpx.Client,
+                 headers: dict[str, str] | None = None) -> None:
         self._url = root_url.rstrip("/") + "/tokenize"
         self._model = model
         self._http = client
+        self._headers = headers or {}
         self._cache = _Cache()
         self._separator: tuple[str, int] | None = None
 
     def _tokenize(self, body: dict[str, Any]) -> dict[str, Any]:
-        response = self._http.post(self._url, json={"model": self._model, **body})
+        response = self._http.post(self._url, json={"model": self._model, **body},
+                                   headers=self._headers)
         response.raise_for_status()
         return dict(response.json())
 
@@ -196,9 +199,10 @@ class VllmTokenCounter:
         return self._post({"messages": messages, "tools": tools, "add_generation_prompt": True})
 
     @classmethod
-    def probe(cls, root_url: str, model: str, client: httpx.Client) -> VllmTokenCounter | None:
+    def probe(cls, root_url: str, model: str, client: httpx.Client,
+              headers: dict[str, str] | None = None) -> VllmTokenCounter | None:
         """The counter if this server has /tokenize, else None."""
-        counter = cls(root_url, model, client)
+        counter = cls(root_url, model, client, headers)
         try:
             counter._post({"prompt": "probe", "add_special_tokens": False})
         except (httpx.HTTPError, KeyError, ValueError):
