@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 from conftest import GitRepo
+from pieces_support import owned_lines
 
 from reviewbot import diff, filters
-from reviewbot.chunking import Chunk, Piece, file_header, make_pieces, pack, render_line
+from reviewbot.chunking import Chunk, file_header, make_pieces, pack, render_line
 from reviewbot.config import Settings
 from reviewbot.diff import ChangeSet, FileDiff
 from reviewbot.review import Engine
@@ -98,24 +99,6 @@ def big_hunk_diff(lines: int = 1500) -> ChangeSet:
     return diff.parse("diff --git a/big/module.py b/big/module.py\n" + text)
 
 
-def lead_of(piece: Piece, context_lines: int) -> int:
-    """How many lead-in lines a piece shows before its own (`Piece.lead` where the model has it)."""
-    lead = getattr(piece, "lead", None)
-    if lead is None:
-        lead = min(context_lines, len(piece.lines)) if piece.part and piece.part[0] > 1 else 0
-    assert 0 <= lead <= context_lines
-    return lead
-
-
-def owned_lines(pieces: list[Piece], context_lines: int) -> list:
-    """The lines the pieces own, in order: all shown lines minus each piece's lead-in context."""
-    out: list = []
-    for piece in pieces:
-        lead = lead_of(piece, context_lines)
-        if lead:  # the lead-in is the lines just before, already owned by the piece before
-            assert list(piece.lines[:lead]) == out[-lead:]
-        out.extend(piece.lines[lead:])
-    return out
 
 
 # -- pieces ----------------------------------------------------------------------------------
@@ -154,11 +137,9 @@ def test_an_oversized_hunk_is_split_into_parts_under_the_limit(
         if k > 1:  # lead-in context: the three lines before the part's own lines
             assert piece.lines[:3] == pieces[k - 2].lines[-3:]
     # every line of the hunk is owned exactly once, in order
-    assert owned_lines(pieces, 3) == list(hunk.lines)
+    assert owned_lines(pieces) == list(hunk.lines)
     assert sum(p.owned for p in pieces) == hunk.changed_lines == file.changed_lines
-    assert [p.owned for p in pieces] == [
-        sum(1 for l in piece.lines[lead_of(piece, 3):] if l.changed)
-        for k, piece in enumerate(pieces, 1)]
+    assert pieces[0].lead == 0 and all(0 < p.lead <= 3 for p in pieces[1:])
 
 
 def test_only_the_oversized_hunk_is_split(many_files: ChangeSet, counter: TokenCounter) -> None:
@@ -180,7 +161,7 @@ def test_every_changed_line_is_owned_exactly_once(counter: TokenCounter, context
     pieces = make_pieces(changes, counter, 500, context_lines=context_lines)
     assert len(pieces) > 3
     assert sum(p.owned for p in pieces) == changes.changed_lines == 600
-    assert owned_lines(pieces, context_lines) == list(changes.files[0].hunks[0].lines)
+    assert owned_lines(pieces) == list(changes.files[0].hunks[0].lines)
     assert all(p.tokens <= 500 for p in pieces)
 
 

@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
+from pieces_support import owned_lines
 
 from reviewbot import diff, tools
-from reviewbot.chunking import Chunk, Piece, file_header, make_pieces, pack
+from reviewbot.chunking import Chunk, file_header, make_pieces, pack
 from reviewbot.config import Settings
 from reviewbot.diff import ChangeSet, Side
 from reviewbot.errors import DiffError
@@ -195,24 +196,6 @@ def test_commentable_sets_match_the_lines(pairs: list[tuple[str, list[str], list
 
 # -- the chunker -----------------------------------------------------------------------------
 
-def lead_of(piece: Piece, context_lines: int) -> int:
-    """How many lead-in lines a piece shows before its own (`Piece.lead` where the model has it)."""
-    lead = getattr(piece, "lead", None)
-    if lead is None:
-        lead = min(context_lines, len(piece.lines)) if piece.part and piece.part[0] > 1 else 0
-    assert 0 <= lead <= context_lines
-    return lead
-
-
-def owned(pieces: list[Piece], context_lines: int) -> list:
-    """The lines the pieces own, in order: all shown lines minus each piece's lead-in context."""
-    out: list = []
-    for piece in pieces:
-        lead = lead_of(piece, context_lines)
-        if lead:  # the lead-in is the lines just before, already owned by the piece before
-            assert list(piece.lines[:lead]) == out[-lead:]
-        out.extend(piece.lines[lead:])
-    return out
 
 
 @st.composite
@@ -236,7 +219,7 @@ def test_chunker_limits_hold_and_coverage_is_complete(
     for file in changes.files:
         for hunk in file.hunks:
             mine = [p for p in pieces if p.hunk is hunk]
-            assert owned(mine, context_lines) == list(hunk.lines)
+            assert owned_lines(mine) == list(hunk.lines)
     for piece in pieces:
         assert piece.tokens <= limit
         assert piece.tokens == counter.count_texts([piece.text])[0]
