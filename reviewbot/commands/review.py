@@ -27,6 +27,12 @@ def _read_diff(path: str | None, git_range: str | None) -> bytes:
         raise DiffError(f"cannot read diff file {path}: {exc.strerror}") from None
 
 
+def _tell_when_written(result: ReviewResult, output_file: str | None) -> None:
+    """With the report in a file (a CI artifact), the job log still says what happened."""
+    if output_file:
+        click.echo(f"{result.summary.rstrip()}\nreport written to {output_file}", err=True)
+
+
 def _tty(settings: config.Settings) -> bool:
     return settings.output_file is None and sys.stdout.isatty()
 
@@ -100,8 +106,10 @@ def review(diff_path: str | None, git_range: str | None, mr: int | None, project
             emit(json.dumps(run.to_dict(), indent=2, ensure_ascii=False) + "\n", settings.output_file)
         else:
             emit(render(run.result, settings.output, color=_tty(settings)), settings.output_file)
+        _tell_when_written(run.result, settings.output_file)
         raise SystemExit(code)
     changes = diff.parse(_read_diff(diff_path, git_range))
     result = make_engine(settings, progress).review(changes)
     emit(render(result, settings.output, color=_tty(settings)), settings.output_file)
+    _tell_when_written(result, settings.output_file)
     raise SystemExit(exit_code(result, settings.fail_on))

@@ -117,3 +117,15 @@ def test_api_key_never_appears_in_errors(diff_file: Path) -> None:
         proc = run("review", "--diff", str(diff_file), "--base-url", server.base_url,
                    "--api-key", secret, "--output", "json")
     assert secret not in proc.stdout.decode() + proc.stderr.decode()
+
+
+def test_output_file_gets_the_report_and_the_log_gets_the_summary(diff_file: Path, tmp_path: Path) -> None:
+    out = tmp_path / "gl-code-quality-report.json"
+    with FakeOpenAI(blocker, max_model_len=8000) as server:
+        proc = run("review", "--diff", str(diff_file), "--base-url", server.base_url,
+                   "--output", "codequality", "--output-file", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == b""
+    issues = json.loads(out.read_text())
+    assert issues and issues[0]["location"]["path"] == "app.py"
+    assert b"Findings: 1 (1 blocker)" in proc.stderr and str(out).encode() in proc.stderr
