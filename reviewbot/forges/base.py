@@ -82,9 +82,11 @@ class Resolver(Protocol):
     def resolve(self, comments: list[PostedComment]) -> None: ...
 
 
-# The hidden marker carried by every comment the bot writes.
+# The hidden marker carried by every comment the bot writes, always as its last line. Only the
+# trailing marker counts: anything earlier in a body is someone else's text (model text cannot
+# contain one anyway, see modeltext), and only the bot's own comments are read at all.
 MARKER_PREFIX = "reviewbot"
-_MARKER = re.compile(r"<!-- reviewbot:([A-Za-z0-9+/=]+) -->")
+_MARKER = re.compile(r"<!-- reviewbot:([A-Za-z0-9+/=]{1,60000}) -->\s*\Z")
 
 
 def marker(kind: str, **fields: str) -> str:
@@ -93,7 +95,7 @@ def marker(kind: str, **fields: str) -> str:
 
 
 def read_marker(body: str) -> dict[str, str] | None:
-    match = _MARKER.search(body or "")
+    match = _MARKER.search((body or "")[-60100:])
     if match is None:
         return None
     try:

@@ -37,6 +37,7 @@ DIFF_MEDIA_TYPE = "application/vnd.github.v3.diff"
 MAX_COMMENT = 65536
 MAX_LISTED_FILES = 3000
 MAX_COMPARE_FILES = 300
+ACTIONS_BOT = "github-actions[bot]"
 _GH_ERRORS = (GithubException, RequestException)
 
 
@@ -54,6 +55,28 @@ class GitHubForge:
         self._comments: dict[str, PullRequestComment] = {}
         self._summary: IssueComment | None = None
         self._incremental = False  # set once fetch_incremental handed out a diff (see plan())
+        self._me: str | None = None
+
+    def me(self) -> str:
+        """The token's own login: only comments it wrote carry the bot's state.
+
+        GET /user answers 403 to an Actions installation token (`GITHUB_TOKEN`), whose comments
+        are written by `github-actions[bot]`.
+        """
+        if self._me is None:
+            try:
+                self._me = str(self._gh.get_user().login)
+            except GithubException as exc:
+                if exc.status != 403:
+                    raise forge_error("reading the token's user", exc) from None
+                self._me = ACTIONS_BOT
+            except RequestException as exc:
+                raise forge_error("reading the token's user", exc) from None
+        return self._me
+
+    def _mine(self, comment: Any) -> bool:
+        user = comment.user
+        return user is not None and user.login == self.me()
 
     # --- fetching ----------------------------------------------------------------------------
     def pull(self) -> PullRequest:
@@ -136,7 +159,7 @@ class GitHubForge:
             raise forge_error("listing review comments", exc) from None
         out = []
         for c in comments:
-            posted = posted_comment(c)
+            posted = posted_comment(c) if self._mine(c) else None
             if posted is not None:
                 self._comments[posted.id] = c
                 out.append(posted)
@@ -145,7 +168,7 @@ class GitHubForge:
     def read_summary(self) -> str | None:
         try:
             for c in self.pull().get_issue_comments():
-                if (read_marker(c.body or "") or {}).get("kind") == "summary":
+                if self._mine(c) and (read_marker(c.body or "") or {}).get("kind") == "summary":
                     self._summary = c
                     return c.body
         except _GH_ERRORS as exc:

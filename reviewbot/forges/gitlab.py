@@ -46,6 +46,22 @@ class GitLabForge:
         self.mr = self.project.mergerequests.get(iid, lazy=True)
         self.policy = policy or WritePolicy()
         self._summary_id: int | None = None
+        self._me: int | None = None
+
+    def me(self) -> int:
+        """The token's own user id (GET /user): only notes it wrote carry the bot's state."""
+        if self._me is None:
+            _call(self.gl.auth, "reading the token's user")
+            user = self.gl.user
+            if user is None or not isinstance(user.attributes.get("id"), int):
+                raise ForgeError("GitLab: GET /user did not name the token's user")
+            self._me = int(user.attributes["id"])
+        return self._me
+
+    def _mine(self, note: dict[str, Any]) -> bool:
+        author = note.get("author")
+        return isinstance(author, dict) and author.get("id") == self.me() \
+            and not note.get("system")
 
     @classmethod
     def from_settings(cls, settings: Settings, project: str | int, iid: int) -> GitLabForge:
@@ -152,6 +168,8 @@ class GitLabForge:
         for d in _call(lambda: self.mr.discussions.list(get_all=True, per_page=100),
                        "listing discussions"):
             for note in d.attributes.get("notes", []):
+                if not self._mine(note):
+                    continue
                 meta = read_marker(note.get("body", ""))
                 if not meta or meta.get("kind") != "finding" or not meta.get("fingerprint"):
                     continue
@@ -168,7 +186,7 @@ class GitLabForge:
 
     # posting
     def post(self, request: ChangeRequest, findings: list[Finding]) -> PostOutcome:
-        return Poster(self.mr, self.policy).post(request, findings)
+        return Poster(self.mr, self.policy, self._mine).post(request, findings)
 
     def preview(self, request: ChangeRequest, findings: list[Finding]) -> list[dict[str, object]]:
         out: list[dict[str, object]] = []
@@ -195,8 +213,8 @@ class GitLabForge:
         for note in _call(lambda: self.mr.notes.list(get_all=True, per_page=100, sort="asc"),
                           "listing notes"):
             body = note.attributes.get("body", "")
-            meta = read_marker(body)
-            if meta and meta.get("kind") == "summary" and not note.attributes.get("system"):
+            meta = read_marker(body) if self._mine(note.attributes) else None
+            if meta and meta.get("kind") == "summary":
                 self._summary_id = note.id
                 return str(body)
         return None

@@ -74,9 +74,11 @@ def _fingerprint(body: str) -> str | None:
 
 
 class Poster:
-    def __init__(self, mr: Any, policy: WritePolicy) -> None:
+    def __init__(self, mr: Any, policy: WritePolicy,
+                 mine: Callable[[dict[str, Any]], bool]) -> None:
         self.mr = mr
         self.policy = policy
+        self.mine = mine  # is this note the bot's own? (someone else's marker proves nothing)
 
     def post(self, request: ChangeRequest, findings: list[Finding]) -> PostOutcome:
         drafts = self._drafts()
@@ -145,7 +147,7 @@ class Poster:
         found = set()
         for d in self.mr.discussions.list(get_all=True, per_page=100):
             for note in d.attributes.get("notes", []):
-                fp = _fingerprint(note.get("body", ""))
+                fp = _fingerprint(note.get("body", "")) if self.mine(note) else None
                 if fp:
                     found.add(fp)
         return found

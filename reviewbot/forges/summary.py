@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from reviewbot.diff import Side
 from reviewbot.findings import Finding, Severity
 from reviewbot.forges.base import ChangeRequest, marker
+from reviewbot.modeltext import code, inline, prose
 from reviewbot.result import ReviewResult
 
 TITLE = "### reviewbot review"
@@ -36,12 +37,12 @@ class SummaryInput:
 def render_summary(s: SummaryInput) -> str:
     parts = [TITLE, "", _status(s), "", *_scope(s), "", *_counts(s)]
     if s.result.summary.strip():
-        parts += ["", s.result.summary.strip()]
+        parts += ["", prose(s.result.summary.strip())]
     parts += _skipped(s)
     parts += _findings("Findings not attached to a line", s.unanchored)
     parts += _findings("Findings not posted (will be retried on the next run)", s.failed)
     if s.errors:
-        parts += ["", "**Errors**", *[f"- {_one_line(e)}" for e in s.errors[:20]]]
+        parts += ["", "**Errors**", *[f"- {inline(e)}" for e in s.errors[:20]]]
     fields = {"last_reviewed_sha": s.last_reviewed_sha} if s.last_reviewed_sha else {}
     if s.unanchored:
         fields["unanchored"] = pack(s.unanchored)
@@ -63,9 +64,7 @@ def _status(s: SummaryInput) -> str:
 
 def _scope(s: SummaryInput) -> list[str]:
     r, st = s.request, s.result.stats
-    server = f"`{s.result.model or 'unknown model'}`"
-    if s.result.base_url:
-        server += f" at `{s.result.base_url}`"
+    server = code(s.result.model or "unknown model")  # never the server's URL: it is internal
     if s.mode == "incremental" and s.since_sha:
         what = f"the commits since `{s.since_sha[:12]}` up to `{r.head_sha[:12]}`"
     else:
@@ -96,7 +95,7 @@ def _skipped(s: SummaryInput) -> list[str]:
     if not skipped:
         return []
     out = ["", f"**Skipped files** ({len(skipped)})"]
-    out += [f"- `{k.path}`: {_one_line(k.reason)}" for k in skipped[:_MAX_ITEMS]]
+    out += [f"- {code(k.path)}: {inline(k.reason)}" for k in skipped[:_MAX_ITEMS]]
     if len(skipped) > _MAX_ITEMS:
         out.append(f"- … and {len(skipped) - _MAX_ITEMS} more")
     return out
@@ -107,17 +106,13 @@ def _findings(title: str, findings: list[Finding]) -> list[str]:
         return []
     out = ["", f"**{title}** ({len(findings)})"]
     for f in findings[:_MAX_ITEMS]:
-        where = f"`{f.path}`" + (f" line {f.line}" if f.line is not None else "")
-        out.append(f"- **{f.severity.label}** {where}: {_one_line(f.title)}")
+        where = code(f.path) + (f" line {f.line}" if f.line is not None else "")
+        out.append(f"- **{f.severity.label}** {where}: {inline(f.title)}")
         if f.body.strip():
-            out.append("  " + _one_line(f.body)[:2000])
+            out.append("  " + inline(f.body[:2000]))
     if len(findings) > _MAX_ITEMS:
         out.append(f"- … and {len(findings) - _MAX_ITEMS} more")
     return out
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
 
 
 def pack(findings: list[Finding]) -> str:

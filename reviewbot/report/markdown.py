@@ -9,10 +9,10 @@ that a forge's summary note can reuse them.
 from __future__ import annotations
 
 import html
-import re
 
 from reviewbot.diff import Side
 from reviewbot.findings import Finding, Severity
+from reviewbot.modeltext import code, fenced, inline, no_actions, one_line, prose
 from reviewbot.result import ReviewResult, SkippedFile, Stats
 
 ICONS = {
@@ -76,7 +76,7 @@ def findings_table(findings: list[Finding]) -> str:
 
 def details(f: Finding) -> str:
     head = html.escape(f"{f.severity.label} · {f.path}:{line_label(f)} · {f.title}", quote=False)
-    body = [f"<details><summary>{ICONS[f.severity]} {_oneline(head)}</summary>", ""]
+    body = [f"<details><summary>{ICONS[f.severity]} {no_actions(one_line(head))}</summary>", ""]
     if f.body.strip():
         body += [prose(f.body.strip()), ""]
     if f.suggestion is not None:
@@ -112,87 +112,3 @@ def line_label(f: Finding) -> str:
         return "file"
     span = str(f.line) if f.end_line in (None, f.line) else f"{f.line}–{f.end_line}"
     return span if f.side is Side.NEW else f"{span} (old)"
-
-
-# --- escaping ----------------------------------------------------------------------------------
-
-_INLINE_SPECIAL = re.compile(r"([\\`*_\[\]<>|~#&!])")
-_BACKTICKS = re.compile(r"`+")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_HTML_START = re.compile(r"<(?=[A-Za-z/!?])")
-
-
-def _oneline(text: str) -> str:
-    return " ".join(text.split())
-
-
-def inline(text: str) -> str:
-    """Plain text shown literally on one line, safe in a table cell: markdown syntax escaped.
-
-    CommonMark lets any ASCII punctuation be backslash-escaped, and GFM tables accept `\\|`.
-    """
-    return _INLINE_SPECIAL.sub(r"\\\1", _oneline(text))
-
-
-def code(text: str, *, in_table: bool = False) -> str:
-    """An inline code span that survives backticks in the text (a longer delimiter run)."""
-    text = _oneline(text)
-    longest = max((len(m) for m in _BACKTICKS.findall(text)), default=0)
-    fence = "`" * (longest + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") or not text.strip() else ""
-    span = f"{fence}{pad}{text}{pad}{fence}"
-    # GFM splits table cells on `|` even inside code spans, and renders `\|` there as `|`
-    return span.replace("|", "\\|") if in_table else span
-
-
-def fenced(text: str, info: str = "") -> str:
-    """A fenced code block whose fence is longer than any backtick run inside the text."""
-    longest = max((len(m) for m in _BACKTICKS.findall(text)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}{info}\n{text.rstrip(chr(10))}\n{fence}"
-
-
-def prose(text: str) -> str:
-    """Model-written markdown, kept as markdown but unable to break the page around it.
-
-    Raw HTML outside code is neutralized (a `</details>` in a finding must not close ours), and
-    a code fence left open is closed so it cannot swallow the rest of the report.
-    """
-    out: list[str] = []
-    open_fence: str | None = None
-    for line in text.split("\n"):
-        m = _FENCE.match(line)
-        if open_fence is not None:
-            if m and m.group(1)[0] == open_fence[0] and len(m.group(1)) >= len(open_fence) \
-                    and not line.strip().strip(open_fence[0]):
-                open_fence = None
-            out.append(line)
-        elif m:
-            open_fence = m.group(1)
-            out.append(line)
-        else:
-            out.append(_escape_html_outside_code(line))
-    if open_fence is not None:
-        out.append(open_fence)
-    return "\n".join(out)
-
-
-def _escape_html_outside_code(line: str) -> str:
-    """Escape tag openers in text, leaving inline code spans (matched backtick runs) alone."""
-    pieces: list[str] = []
-    pos = 0
-    while pos < len(line):
-        start = line.find("`", pos)
-        if start < 0:
-            break
-        run = len(line[start:]) - len(line[start:].lstrip("`"))
-        close = re.compile(rf"(?<!`)`{{{run}}}(?!`)").search(line, start + run)
-        if close is None:  # an unmatched run is literal text
-            pieces.append(_HTML_START.sub("&lt;", line[pos:start + run]))
-            pos = start + run
-            continue
-        pieces.append(_HTML_START.sub("&lt;", line[pos:start]))
-        pieces.append(line[start:close.end()])
-        pos = close.end()
-    pieces.append(_HTML_START.sub("&lt;", line[pos:]))
-    return "".join(pieces)

@@ -29,6 +29,8 @@ from starlette.routing import Route
 from tests.forges.github_repo import GitRepo, PatchFile, split_files
 
 BOT = {"login": "reviewbot[bot]", "id": 41898282, "type": "Bot"}
+MALLORY = {"login": "mallory", "id": 666, "type": "User"}
+MALLORY_TOKEN = "ghp_mallory_token_987654321"
 TS = "2026-01-01T00:00:00Z"
 
 
@@ -76,6 +78,10 @@ class FakeGitHub:
     failures: list[Failure] = field(default_factory=list)
     base_url: str = ""
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # another account that can comment (authorship matters: only the bot's comments count)
+    others: dict[str, dict[str, Any]] = field(default_factory=lambda: {MALLORY_TOKEN: MALLORY})
+    # GET /user with the bot's token: its account, or 403 as for an Actions installation token
+    user_forbidden: bool = False
     _ids: int = 1000
 
     # --- test controls -------------------------------------------------------------------
@@ -152,9 +158,12 @@ def build_app(fake: FakeGitHub) -> Starlette:
                 hit.skip, hit = hit.skip - 1, None
             elif hit is not None:
                 hit.times -= 1
-        if auth not in (f"token {fake.token}", f"Bearer {fake.token}"):
+        token = auth.split(" ", 1)[-1]
+        user = BOT if token == fake.token else fake.others.get(token)
+        if user is None or not auth.startswith(("token ", "Bearer ")):
             rec.status = 401
             return JSONResponse({"message": "Bad credentials"}, status_code=401)
+        request.state.user = user
         if hit is not None and not hit.after:
             return failure(rec, hit)
         response = await call_next(request)

@@ -98,23 +98,25 @@ def routes(fake: FakeGitHub) -> list[tuple[str, Callable[..., Any], list[str]]]:
         if error:
             return unprocessable(error)
         with fake.lock:
-            review = {"id": fake.next_id(), "user": BOT, "body": data.get("body", ""),
+            review = {"id": fake.next_id(), "user": request.state.user, "body": data.get("body", ""),
                       "state": "COMMENTED", "commit_id": pr.head, "submitted_at": TS,
                       "html_url": "http://github.invalid/review",
                       "pull_request_url": f"{fake.repo_url()}/pulls/{number}"}
             fake.reviews.append(review)
             for c in data.get("comments", []):
-                fake.review_comments.append(comment_json(c, review["id"], pr.head, number))
+                fake.review_comments.append(comment_json(c, review["id"], pr.head, number,
+                                                         request.state.user))
         return JSONResponse(review)
 
-    def comment_json(c: dict[str, Any], review_id: int, sha: str, number: int) -> dict[str, Any]:
+    def comment_json(c: dict[str, Any], review_id: int, sha: str, number: int,
+                     user: dict[str, Any]) -> dict[str, Any]:
         cid = fake.next_id()
         return {"id": cid, "url": f"{fake.repo_url()}/pulls/comments/{cid}",
                 "html_url": f"http://github.invalid/c/{cid}", "pull_request_review_id": review_id,
                 "number": number, "body": c["body"], "path": c["path"], "line": c["line"],
                 "side": c.get("side", "RIGHT"), "start_line": c.get("start_line"),
                 "start_side": c.get("start_side"), "original_line": c["line"],
-                "commit_id": sha, "original_commit_id": sha, "user": BOT, "diff_hunk": "@@",
+                "commit_id": sha, "original_commit_id": sha, "user": user, "diff_hunk": "@@",
                 "subject_type": "line", "created_at": TS, "updated_at": TS}
 
     async def list_review_comments(request: Request) -> Response:
@@ -137,7 +139,7 @@ def routes(fake: FakeGitHub) -> list[tuple[str, Callable[..., Any], list[str]]]:
         if len(body) > MAX_BODY:
             return unprocessable("Body is too long (maximum is 65536 characters)")
         cid = fake.next_id()
-        comment = {"id": cid, "number": number, "body": body, "user": BOT,
+        comment = {"id": cid, "number": number, "body": body, "user": request.state.user,
                    "url": f"{fake.repo_url()}/issues/comments/{cid}",
                    "html_url": f"http://github.invalid/ic/{cid}",
                    "created_at": TS, "updated_at": TS}
@@ -153,11 +155,36 @@ def routes(fake: FakeGitHub) -> list[tuple[str, Callable[..., Any], list[str]]]:
             return unprocessable("Body is too long (maximum is 65536 characters)")
         for c in store:
             if c["id"] == request.path_params["cid"]:
+                if c["user"]["id"] != request.state.user["id"]:  # only its author may edit it
+                    return JSONResponse({"message": "Not Found"}, status_code=404)
                 c["body"] = body
                 return JSONResponse(c)
         return JSONResponse({"message": "Not Found"}, status_code=404)
 
+    async def get_user(request: Request) -> Response:
+        if fake.user_forbidden and request.state.user is BOT:
+            return JSONResponse({"message": "Resource not accessible by integration"},
+                                status_code=403)
+        return JSONResponse({**request.state.user, "url": f"{fake.base_url}/user"})
+
+    async def contents(request: Request) -> Response:
+        ref = request.query_params.get("ref", "main")
+        path = request.path_params["path"]
+        blob = fake.repo.show(ref, path)
+        if blob is None:
+            return JSONResponse({"message": "Not Found"}, status_code=404)
+        if "raw" in request.headers.get("accept", ""):
+            return text(blob)
+        import base64
+        return JSONResponse({"type": "file", "encoding": "base64", "path": path,
+                             "name": path.rsplit("/", 1)[-1], "sha": "0" * 40,
+                             "size": len(blob.encode()),
+                             "url": f"{fake.repo_url()}/contents/{path}",
+                             "content": base64.b64encode(blob.encode()).decode()})
+
     return [
+        ("/api/v3/user", get_user, ["GET"]),
+        (R + "/contents/{path:path}", contents, ["GET"]),
         (R, get_repo, ["GET"]),
         (R + "/pulls/{number:int}", get_pull, ["GET"]),
         (R + "/pulls/{number:int}/files", get_files, ["GET"]),

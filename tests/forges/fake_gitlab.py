@@ -21,6 +21,9 @@ from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
 from tests.forges.gitrepo import Repo, diff_lines
 
+BOT_USER = {"id": 1, "username": "reviewbot", "name": "reviewbot", "state": "active"}
+MALLORY_USER = {"id": 2, "username": "mallory", "name": "Mallory", "state": "active"}
+MALLORY_TOKEN = "glpat-MALLORY-t0ken-5678"
 LINE_CODE_ERROR = 'Note {:line_code=>["can\'t be blank", "must be a valid line code"]}'
 INCOMPLETE_ERROR = 'Note {:position=>["is incomplete"]}'
 
@@ -63,6 +66,10 @@ class State:
         self.next_id = 1000
         self.url = ""  # set when the server starts
         self.hook: Any = None  # called with each handled request, before the answer is sent
+        # accounts by token: the bot, and another user who can comment (authorship matters)
+        self.users: dict[str, dict[str, Any]] = {
+            token: BOT_USER, MALLORY_TOKEN: MALLORY_USER}
+        self.actor: dict[str, Any] = BOT_USER  # who sent the request being handled
         self._diff_cache: dict[tuple[str, str], list[dict[str, Any]]] = {}
 
     # the merge request
@@ -198,9 +205,11 @@ def _handler(fake: FakeGitLab) -> type[BaseHTTPRequestHandler]:
             with state.lock:
                 record = Recorded(method, path, query, body, None)
                 state.requests.append(record)
-                if self.headers.get("PRIVATE-TOKEN") != state.token:
+                actor = state.users.get(self.headers.get("PRIVATE-TOKEN") or "")
+                if actor is None:
                     record.status = 401
                     return self._send(401, {"message": "401 Unauthorized"})
+                state.actor = actor
                 fault = _take_fault(state, method, path)
                 if fault is not None and fault.status is not None:
                     record.status = fault.status
@@ -279,7 +288,7 @@ def paginate(items: list[Any], query: dict[str, list[str]], max_per_page: int, u
 
 def new_discussion(state: State, body: str, position: dict[str, Any] | None,
                    *, individual: bool = False) -> dict[str, Any]:
-    note = {"id": state.new_id(), "body": body, "author": {"id": 1, "username": "reviewbot"},
+    note = {"id": state.new_id(), "body": body, "author": dict(state.actor),
             "system": False, "type": "DiffNote" if position else None, "position": position,
             "resolvable": bool(position), "resolved": False}
     disc = {"id": uuid.uuid4().hex, "individual_note": individual, "notes": [note]}

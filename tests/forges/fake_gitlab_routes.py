@@ -115,9 +115,15 @@ def _create_note(state: State, m: Any, q: Any, b: Any) -> Result:
     return 201, new_discussion(state, b["body"], None, individual=True)["notes"][0], {}
 
 
+def _user(state: State, m: Any, q: Any, b: Any) -> Result:
+    return 200, dict(state.actor), {}
+
+
 def _put_note(state: State, m: Any, q: Any, b: Any) -> Result:
     for n in state.notes():
         if n["id"] == int(m["nid"]):
+            if n["author"]["id"] != state.actor["id"]:  # GitLab: only the author edits a note
+                return 403, {"message": "403 Forbidden"}, {}
             n["body"] = b["body"]
             return 200, n, {}
     return 404, {"message": "404 Not found"}, {}
@@ -132,7 +138,7 @@ def _create_draft(state: State, m: Any, q: Any, b: Any) -> Result:
     if error:
         return 400, {"message": f"400 Bad request - {error}"}, {}
     draft = {"id": state.new_id(), "note": b["note"], "position": b.get("position"),
-             "author_id": 1, "discussion_id": None, "commit_id": None}
+             "author_id": state.actor["id"], "discussion_id": None, "commit_id": None}
     state.drafts.append(draft)
     return 201, draft, {}
 
@@ -158,6 +164,7 @@ def _file_raw(state: State, m: Any, q: Any, b: Any) -> Result:
 
 
 _ROUTES = [
+    ("GET", r"^/user", _user),
     ("GET", r"^/projects/(?P<pid>.+?)/repository/files/(?P<fp>.+)/raw", _file_raw),
     ("GET", _MR, _mr),
     ("GET", _MR + "/diffs", _diffs),

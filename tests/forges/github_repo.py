@@ -55,6 +55,13 @@ class GitRepo:
         """What GitHub's `.diff` media type returns: renames found, binary files not inlined."""
         return self.git("diff", "--no-color", "--no-ext-diff", "-M", f"{base}...{head}")
 
+    def show(self, ref: str, rel: str) -> str | None:
+        """A file's text at `ref`, or None when it is not there."""
+        try:
+            return self.git("show", f"{ref}:{rel}")
+        except subprocess.CalledProcessError:
+            return None
+
     def is_ancestor(self, a: str, b: str) -> bool:
         env = {**os.environ, **_ENV}
         proc = subprocess.run(["git", "merge-base", "--is-ancestor", a, b], cwd=self.path,

@@ -1,0 +1,144 @@
+"""Model-written text: cleaned once when an answer is parsed, escaped for every sink it reaches.
+
+A diff can steer the model, so its text is data written by someone else. Two steps:
+- `clean` (at parse time): no control, bidi-override or zero-width characters, a length cap;
+- the sink functions (`prose`, `inline`, `code`, `fenced`): markdown that renders as text and
+  cannot act. Outside code it cannot open raw HTML, an HTML comment (so never a reviewbot
+  marker), a link or an image; a line cannot start a GitLab quick action (`/merge`, anywhere,
+  code blocks included, since GitLab's extractor knows only some fence forms); `@name`,
+  `#123` and `!123` do not notify anyone or cross-reference other issues.
+
+The forges' comments, the summary note and the markdown report all go through here.
+"""
+
+from __future__ import annotations
+
+import re
+
+# C0 (but tab and newline), DEL, C1, bidi embeddings/overrides/isolates, marks, zero-width
+# characters and the BOM: invisible text that can hide what a comment really says
+_INVISIBLE = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff]"
+)
+ZWSP = "\u200b"  # added by the sinks only (clean removes the model's own)
+
+
+def clean(value: object, max_chars: int) -> str:
+    """A model string made safe to keep: visible characters only, at most `max_chars`."""
+    if not isinstance(value, str):
+        return ""
+    text = value.replace("\r\n", "\n").replace("\r", "\n").replace("\u2028", "\n")
+    text = _INVISIBLE.sub("", text.replace("\u2029", "\n"))
+    return text[:max_chars]
+
+
+def one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+# --- neutralising what markdown would turn into actions -----------------------------------------
+
+_QUICK_ACTION = re.compile(r"^(\s*)/(?=[A-Za-z])", re.M)
+_MENTION = re.compile(r"([@#!])(?=[\w])")
+_ENTITY_OR_AMP = re.compile(r"&")
+_HTML_START = re.compile(r"<")
+
+
+def no_actions(text: str) -> str:
+    """What is left active in code too: quick actions at a line start, mentions, references."""
+    text = _QUICK_ACTION.sub(r"\1\\/", text)
+    return _MENTION.sub(lambda m: m.group(1) + ZWSP, text)
+
+
+def _plain(text: str) -> str:
+    """Text outside code: entities, tags, comments, links and images become literal."""
+    text = _ENTITY_OR_AMP.sub("&amp;", text)
+    text = _HTML_START.sub("&lt;", text)
+    return no_actions(text.replace("[", "&#91;"))
+
+
+# --- sinks -----------------------------------------------------------------------------------
+
+_INLINE_SPECIAL = re.compile(r"([\\`*_\[\]<>|~#&!])")
+_BACKTICKS = re.compile(r"`+")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+
+
+def inline(text: str) -> str:
+    """Plain text shown literally on one line, safe in a table cell: markdown syntax escaped.
+
+    CommonMark lets any ASCII punctuation be backslash-escaped, and GFM tables accept `\\|`.
+    """
+    return no_actions(_INLINE_SPECIAL.sub(r"\\\1", one_line(text)))
+
+
+def code(text: str, *, in_table: bool = False) -> str:
+    """An inline code span that survives backticks in the text (a longer delimiter run)."""
+    text = one_line(text)
+    longest = max((len(m) for m in _BACKTICKS.findall(text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") or not text.strip() else ""
+    span = f"{fence}{pad}{text}{pad}{fence}"
+    # GFM splits table cells on `|` even inside code spans, and renders `\|` there as `|`
+    return span.replace("|", "\\|") if in_table else span
+
+
+def fenced(text: str, info: str = "") -> str:
+    """A fenced code block whose fence is longer than any backtick run inside the text."""
+    longest = max((len(m) for m in _BACKTICKS.findall(text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{info}\n{no_actions(text.rstrip(chr(10)))}\n{fence}"
+
+
+def prose(text: str) -> str:
+    """Model-written markdown, kept as markdown but unable to act or break the page around it.
+
+    Code (fenced blocks, inline spans) is kept as written but for the always-active parts
+    (`no_actions`); everything else goes through `_plain`. A fence left open is closed so it
+    cannot swallow the rest of the page.
+    """
+    out: list[str] = []
+    open_fence: str | None = None
+    for line in text.split("\n"):
+        m = _FENCE.match(line)
+        if open_fence is not None:
+            if m and m.group(1)[0] == open_fence[0] and len(m.group(1)) >= len(open_fence) \
+                    and not line.strip().strip(open_fence[0]):
+                open_fence = None
+            out.append(no_actions(line))
+        elif m:
+            open_fence = m.group(1)
+            out.append(no_actions(line))
+        else:
+            out.append(_outside_code(line))
+    if open_fence is not None:
+        out.append(open_fence)
+    return "\n".join(out)
+
+
+def _outside_code(line: str) -> str:
+    """`_plain` on the text of a line, leaving inline code spans (matched backtick runs) alone."""
+    pieces: list[str] = []
+    pos = 0
+    while pos < len(line):
+        start = line.find("`", pos)
+        if start < 0:
+            break
+        run = len(line[start:]) - len(line[start:].lstrip("`"))
+        close = re.compile(rf"(?<!`)`{{{run}}}(?!`)").search(line, start + run)
+        escaped = start > 0 and line[start - 1] == "\\"  # `\`` is a literal backtick
+        if close is None or escaped:  # an unmatched run is literal text
+            pieces.append(_plain(line[pos:start + run]))
+            pos = start + run
+            continue
+        pieces.append(_plain(line[pos:start]))
+        pieces.append(no_actions(line[start:close.end()]))
+        pos = close.end()
+    pieces.append(_plain(line[pos:]))
+    return "".join(pieces)
+
+
+def suggestion_ok(text: str) -> bool:
+    """A suggestion is code the author may apply verbatim: it is dropped, not altered, when a
+    line of it would be a quick action."""
+    return _QUICK_ACTION.search(text) is None
