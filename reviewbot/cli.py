@@ -10,7 +10,7 @@ import sys
 
 import click
 
-from reviewbot.errors import EXIT_USAGE, ReviewbotError, redact
+from reviewbot.errors import EXIT_INCOMPLETE, EXIT_USAGE, ReviewbotError, redact
 
 
 class LazyGroup(click.Group):
@@ -60,4 +60,9 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Abort:
         click.echo("reviewbot: aborted", err=True)
         sys.exit(130)
+    except Exception as exc:  # noqa: BLE001 - the edge: whatever escaped is one line, exit 3
+        # never 1 (that means "findings"), never a traceback (it may carry server text)
+        text = redact(" ".join(str(exc).split()))[:300]
+        click.echo(f"reviewbot: internal error: {type(exc).__name__}: {text}", err=True)
+        sys.exit(EXIT_INCOMPLETE)
     sys.exit(code if isinstance(code, int) else 0)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Mapping
 
-from reviewbot.errors import UsageError, register_secret
+from reviewbot.errors import UsageError, redact, register_secret
 
 OUTPUTS = ("text", "json", "sarif", "codequality", "markdown")
 FAIL_ON = ("info", "minor", "major", "critical", "blocker", "never")
@@ -31,7 +31,8 @@ class Settings:
     max_context: int = 65536
     max_output_tokens: int = 2048  # room for max_findings_per_chunk findings; a cut call loses them
     concurrency: int = 8
-    request_timeout: float = 300.0
+    request_timeout: float = 300.0  # wall-clock seconds per request, however the bytes trickle
+    review_timeout: float = 1800.0  # wall-clock seconds per review; then it is incomplete
     retries: int = 4
     tokenizer: str | None = None  # a tokenizer.json used when the server has no /tokenize
     temperature: float = 0.1
@@ -71,10 +72,20 @@ class Settings:
             register_secret(secret)
 
     def __repr__(self) -> str:  # never show secrets, even in a debugger or a traceback
-        return f"Settings(base_url={self.base_url!r}, model={self.model!r}, ...)"
+        return f"Settings(base_url={redact(self.base_url)!r}, model={self.model!r}, ...)"
 
 
 _FIELDS = {f.name: f for f in fields(Settings)}
+# Keys that decide where secrets go or how they are protected: from flags and the environment
+# (CI variables) only, never from a file a merge request could change.
+NOT_FROM_FILES = frozenset({"base_url", "api_key", "gitlab_url", "gitlab_token", "github_url",
+                            "github_token", "ssl_verify", "ca_file", "prompts_dir", "tokenizer"})
+
+
+def env_names(name: str) -> tuple[str, ...]:
+    """REVIEWBOT_<NAME> for every key, then the key's conventional aliases (CI_SERVER_URL, …)."""
+    own = "REVIEWBOT_" + name.upper()
+    return (own, *(v for v in _FIELDS[name].metadata.get("env", ()) if v != own))
 
 
 def _coerce(name: str, value: Any, source: str) -> Any:
@@ -115,10 +126,19 @@ def load_file(path: Path) -> dict[str, Any]:
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"config file {path} is not valid TOML: {exc}") from None
     section = data.get("reviewbot", data)
+    return parse_file_section(section, str(path))
+
+
+def parse_file_section(section: dict[str, Any], source: str) -> dict[str, Any]:
     unknown = sorted(set(section) - set(_FIELDS))
     if unknown:
-        raise UsageError(f"config file {path}: unknown key {unknown[0]!r}")
-    return {k: _coerce(k, v, str(path)) for k, v in section.items()}
+        raise UsageError(f"config file {source}: unknown key {unknown[0]!r}")
+    refused = sorted(set(section) & NOT_FROM_FILES)
+    if refused:
+        name = refused[0]
+        raise UsageError(f"config file {source}: {name} cannot be set in a file (it decides where "
+                         f"secrets go); use --{name.replace('_', '-')} or {env_names(name)[0]}")
+    return {k: _coerce(k, v, source) for k, v in section.items()}
 
 
 def resolve(
@@ -132,8 +152,8 @@ def resolve(
     path = Path(config_path) if config_path else Path(".reviewbot.toml")
     if config_path or path.is_file():
         values.update(load_file(path))
-    for name, f in _FIELDS.items():
-        for var in f.metadata.get("env", ()):
+    for name in _FIELDS:
+        for var in env_names(name):
             if env.get(var):
                 values[name] = _coerce(name, env[var], var)
                 break

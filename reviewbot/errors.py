@@ -10,10 +10,13 @@
     ├── ForgeError           (exit 3) GitLab/GitHub refused or failed; carries status and body
     └── IncompleteReview     (exit 3) a review ran but did not cover everything
 
-Messages are one line and never contain secrets: `redact()` scrubs known tokens.
+Messages are one line and never contain secrets: `redact()` scrubs known tokens and the
+userinfo of URLs. Anything else that escapes reaches the CLI edge as one line, exit 3.
 """
 
 from __future__ import annotations
+
+import re
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1
@@ -29,10 +32,14 @@ def register_secret(value: str | None) -> None:
         _SECRETS.add(value)
 
 
+# userinfo in a URL (scheme://user:password@host): a password written into base_url
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]*@")
+
+
 def redact(text: str) -> str:
     for secret in _SECRETS:
         text = text.replace(secret, "***")
-    return text
+    return _USERINFO.sub(r"\1***@", text)
 
 
 class ReviewbotError(Exception):

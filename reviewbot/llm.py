@@ -29,6 +29,10 @@ class RequestFailed(Exception):
     """The request failed after the client's retries; the message is safe to show."""
 
 
+class BadAnswer(Exception):
+    """The server answered, but not with a chat completion we can use (worth another try)."""
+
+
 @dataclass(frozen=True)
 class Served:
     model: str
@@ -47,6 +51,7 @@ class ModelClient:
     def __init__(self, base_url: str, api_key: str | None, timeout: float, retries: int,
                  http_client: httpx.Client | None = None) -> None:
         self.base_url = base_url.rstrip("/")
+        self.shown_url = redact(self.base_url)  # for messages: no password of the URL
         self._client = openai.OpenAI(
             base_url=self.base_url,
             api_key=api_key or "EMPTY",
@@ -65,18 +70,18 @@ class ModelClient:
         try:
             page = self._client.with_options(max_retries=1, timeout=30).models.list()
         except (openai.APIConnectionError, openai.APITimeoutError):
-            raise BackendUnreachable(f"cannot reach the model server at {self.base_url}") from None
+            raise BackendUnreachable(f"cannot reach the model server at {self.shown_url}") from None
         except openai.APIStatusError as exc:
             raise BackendUnreachable(
-                f"the model server at {self.base_url} answered {exc.status_code} to GET /models"
+                f"the model server at {self.shown_url} answered {exc.status_code} to GET /models"
             ) from None
         models = list(page.data)
         if not models:
-            raise BackendUnreachable(f"the model server at {self.base_url} serves no model")
+            raise BackendUnreachable(f"the model server at {self.shown_url} serves no model")
         names = [m.id for m in models]
         chosen = next((m for m in models if m.id == wanted), None) if wanted else models[0]
         if chosen is None:
-            raise ModelNotServed(f"model {wanted!r} is not served at {self.base_url}; "
+            raise ModelNotServed(f"model {wanted!r} is not served at {self.shown_url}; "
                                  f"served: {', '.join(names)}")
         max_len = getattr(chosen, "max_model_len", None) or (chosen.model_extra or {}).get(
             "max_model_len")
@@ -100,21 +105,35 @@ class ModelClient:
                 raise ContextTooLong(redact(str(exc))) from None
             raise RequestFailed(f"the server rejected the request: {_short(exc)}") from None
         except (openai.APIConnectionError, openai.APITimeoutError) as exc:
-            raise RequestFailed(f"{type(exc).__name__} talking to {self.base_url}") from None
+            raise RequestFailed(f"{type(exc).__name__} talking to {self.shown_url}") from None
         except openai.APIStatusError as exc:
-            raise RequestFailed(f"HTTP {exc.status_code} from {self.base_url}: {_short(exc)}") from None
-        choice = response.choices[0]
-        calls = [(c.function.name, c.function.arguments or "")
-                 for c in (choice.message.tool_calls or []) if c.type == "function"]
-        if not calls and choice.message.content:
-            calls = [(name, _arguments_from_content(choice.message.content))]
-        usage = response.usage
-        return Reply(
-            calls=calls,
-            prompt_tokens=usage.prompt_tokens if usage else 0,
-            completion_tokens=usage.completion_tokens if usage else 0,
-            truncated=choice.finish_reason == "length",
-        )
+            raise RequestFailed(f"HTTP {exc.status_code} from {self.shown_url}: {_short(exc)}") from None
+        except (openai.APIError, ValueError, TypeError) as exc:  # a 200 that is no completion
+            raise BadAnswer(f"the answer is not a chat completion ({type(exc).__name__})") from None
+        return _reply(response, name)
+
+
+def _reply(response: Any, name: str) -> Reply:
+    """The tool calls of a completion, whatever shape the server gave it."""
+    choices = getattr(response, "choices", None)
+    if not isinstance(choices, list) or not choices:
+        raise BadAnswer("the answer has no choices")
+    choice = choices[0]
+    message = getattr(choice, "message", None)
+    if message is None:
+        raise BadAnswer("the answer has no message")
+    calls = [(c.function.name, c.function.arguments or "")
+             for c in (message.tool_calls or [])
+             if getattr(c, "type", None) == "function" and getattr(c, "function", None)]
+    if not calls and isinstance(message.content, str) and message.content:
+        calls = [(name, _arguments_from_content(message.content))]
+    usage = getattr(response, "usage", None)
+    return Reply(
+        calls=calls,
+        prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+        completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+        truncated=getattr(choice, "finish_reason", None) == "length",
+    )
 
 
 _TOOL_CALL = re.compile(r"<tool_call>\s*(\{.*\})\s*(?:</tool_call>)?", re.S)
@@ -129,7 +148,7 @@ def _arguments_from_content(content: str) -> str:
         return content
     try:
         call = json.loads(match.group(1), strict=False)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return content
     args = call.get("arguments") if isinstance(call, dict) else None
     return json.dumps(args) if isinstance(args, dict) else content

@@ -25,6 +25,7 @@ class Stats:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     tool_calls_invalid: int = 0
+    answers_unusable: int = 0  # answers asked for again (no call, bad JSON, cut short, …)
     findings_reanchored: int = 0
     wall_seconds: float = 0.0
     errors: list[str] = field(default_factory=list)
@@ -45,6 +46,7 @@ class Stats:
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "tool_calls_invalid": self.tool_calls_invalid,
+            "answers_unusable": self.answers_unusable,
             "findings_reanchored": self.findings_reanchored,
             "wall_seconds": round(self.wall_seconds, 3),
             "complete": self.complete,

@@ -20,14 +20,28 @@ from reviewbot import filters, templates, tools
 from reviewbot.chunking import Chunk, Piece, file_header, make_pieces, pack, split
 from reviewbot.config import Settings
 from reviewbot.diff import ChangeSet, FileDiff
+from reviewbot.errors import redact
 from reviewbot.findings import Finding, merge, with_fingerprints
-from reviewbot.llm import ContextTooLong, ModelClient, RequestFailed
+from reviewbot.deadline import DeadlineTransport, until
+from reviewbot.llm import BadAnswer, ContextTooLong, ModelClient, RequestFailed
 from reviewbot.report.progress import ChunkProgress, NoProgress
 from reviewbot.result import ReviewResult, Stats
 from reviewbot.tokens import EstimateTokenCounter, LocalTokenCounter, TokenCounter, VllmTokenCounter
 
 SAFETY_TOKENS = 16  # slack for tokenizer merges across piece boundaries
 MAX_RESPLITS = 6
+ANSWER_ATTEMPTS = 3  # an unusable answer (no call, bad JSON, cut short) is asked for again
+
+
+@dataclass(frozen=True)
+class Attempted:
+    """What the requests for one chunk came to: (Reply, Parsed), or the exception that ended it."""
+
+    chunk: Chunk
+    depth: int
+    attempts: int
+    unusable: int  # answers that came back but could not be used
+    outcome: Any
 
 
 @dataclass
@@ -120,49 +134,80 @@ class Engine:
         total = len(chunks)
         self.progress.start(total)
 
-        def run(chunk: Chunk, depth: int) -> tuple[Chunk, int, Any]:
-            messages, tool = self.request(chunk, total, title)
-            try:
-                reply = self.client.call_tool(self.model, messages, tool,
-                                              self.settings.max_output_tokens,
-                                              self.settings.temperature)
-            except (ContextTooLong, RequestFailed) as exc:
-                return chunk, depth, exc
-            return chunk, depth, reply
+        deadline = started + self.settings.review_timeout
 
-        with ThreadPoolExecutor(max_workers=self.settings.concurrency) as pool:
-            pending: set[Future[tuple[Chunk, int, Any]]] = {pool.submit(run, c, 0) for c in chunks}
+        def run(chunk: Chunk, depth: int) -> Attempted:
+            messages, tool = self.request(chunk, total, title)
+            problem, unusable = "the review deadline passed", 0
+            for attempt in range(1, ANSWER_ATTEMPTS + 1):
+                if time.monotonic() >= deadline:
+                    break
+                try:
+                    with until(deadline):
+                        reply = self.client.call_tool(self.model, messages, tool,
+                                                      self.settings.max_output_tokens,
+                                                      self.settings.temperature)
+                except (ContextTooLong, RequestFailed) as exc:
+                    return Attempted(chunk, depth, attempt, unusable, exc)
+                except BadAnswer as exc:
+                    problem, unusable = str(exc), unusable + 1
+                    continue
+                parsed = tools.parse_calls(reply.calls, chunk,
+                                           self.settings.max_findings_per_chunk)
+                if reply.truncated:  # a call cut short may have lost findings
+                    problem = "the answer was cut at max_output_tokens"
+                elif not parsed.usable:
+                    problem = parsed.problem
+                else:
+                    return Attempted(chunk, depth, attempt, unusable, (reply, parsed))
+                unusable += 1
+            return Attempted(chunk, depth, unusable, unusable,
+                             RequestFailed(f"no usable answer after {unusable} attempt(s): "
+                                           f"{problem}"))
+
+        pool = ThreadPoolExecutor(max_workers=self.settings.concurrency)
+        pending: set[Future[Attempted]] = {pool.submit(run, c, 0) for c in chunks}
+        try:
             while pending:
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                left = deadline - time.monotonic()
+                done, pending = wait(pending, timeout=max(left, 0), return_when=FIRST_COMPLETED)
+                if not done:
+                    stats.errors.append(
+                        f"review_timeout ({self.settings.review_timeout:g} s) reached with "
+                        f"{len(pending)} request(s) unanswered")
+                    break
                 for future in done:
-                    chunk, depth, outcome = future.result()
-                    stats.requests += 1
-                    if isinstance(outcome, ContextTooLong) and len(chunk.pieces) > 1 \
-                            and depth < MAX_RESPLITS:
-                        half = len(chunk.pieces) // 2
+                    a = future.result()
+                    stats.requests += a.attempts
+                    stats.answers_unusable += a.unusable
+                    if isinstance(a.outcome, ContextTooLong) and len(a.chunk.pieces) > 1 \
+                            and a.depth < MAX_RESPLITS:
+                        half = len(a.chunk.pieces) // 2
                         stats.chunks += 1
-                        for part in (chunk.pieces[:half], chunk.pieces[half:]):
-                            pending.add(pool.submit(run, Chunk(chunk.index, part), depth + 1))
+                        for part in (a.chunk.pieces[:half], a.chunk.pieces[half:]):
+                            pending.add(pool.submit(run, Chunk(a.chunk.index, part), a.depth + 1))
                         continue
-                    if isinstance(outcome, Exception):
-                        stats.errors.append(f"chunk {chunk.index}: {outcome}")
+                    if isinstance(a.outcome, Exception):
+                        stats.errors.append(redact(f"chunk {a.chunk.index}: {a.outcome}"))
                     else:
-                        parsed = tools.parse_calls(outcome.calls, chunk)
+                        reply, parsed = a.outcome
                         findings.extend(parsed.findings)
                         if parsed.summary:
                             summaries.append(parsed.summary)
-                        stats.prompt_tokens += outcome.prompt_tokens
-                        stats.completion_tokens += outcome.completion_tokens
-                        stats.tool_calls_invalid += parsed.invalid + (
-                            1 if outcome.truncated and not parsed.findings else 0)
+                        stats.prompt_tokens += reply.prompt_tokens
+                        stats.completion_tokens += reply.completion_tokens
+                        stats.tool_calls_invalid += parsed.invalid
                         stats.findings_reanchored += parsed.reanchored
-                        stats.changed_lines_sent += chunk.changed_lines
+                        stats.changed_lines_sent += a.chunk.changed_lines
                     self.progress.advance()
+        finally:
+            # a thread still waiting ends at the deadline it carries; nothing waits for it here
+            pool.shutdown(wait=False, cancel_futures=True)
         self.progress.close()
         merged = merge(with_fingerprints(findings, reviewed))
         stats.wall_seconds = time.monotonic() - started
         return ReviewResult(findings=merged, unanchored=[], summary=summarize(stats, merged, summaries, self.model),
-                            stats=stats, model=self.model, base_url=self.client.base_url)
+                            stats=stats, model=self.model, base_url=redact(self.client.base_url))
 
 
 def summarize(stats: Stats, findings: list[Finding], notes: list[str], model: str) -> str:
@@ -191,8 +236,9 @@ def counter_for(settings: Settings, client: ModelClient, model: str,
 
 def make_engine(settings: Settings, progress: ChunkProgress | None = None) -> Engine:
     # one connection pool (and one TLS context, which costs real CPU to build) for everything
-    http = httpx.Client(timeout=settings.request_timeout,
-                        limits=httpx.Limits(max_connections=max(20, 2 * settings.concurrency)))
+    limits = httpx.Limits(max_connections=max(20, 2 * settings.concurrency))
+    transport = DeadlineTransport(httpx.HTTPTransport(limits=limits), settings.request_timeout)
+    http = httpx.Client(timeout=settings.request_timeout, transport=transport)
     client = ModelClient(settings.base_url, settings.api_key, settings.request_timeout,
                          settings.retries, http_client=http)
     served = client.discover(settings.model)

@@ -19,8 +19,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
 import httpx
+import tenacity
 
-from reviewbot.errors import UsageError
+from reviewbot.errors import BackendError, UsageError
 
 Messages = list[dict[str, Any]]
 Tools = list[dict[str, Any]]
@@ -106,6 +107,30 @@ class LocalTokenCounter:
         return sum(self.count_texts(parts)) + self.PER_MESSAGE * len(messages) + self.TEMPLATE_ALLOWANCE
 
 
+class _Transient(BackendError):
+    """A /tokenize failure worth another try."""
+
+    def __init__(self, message: str, retry_after: float | None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+_BACKOFF = tenacity.wait_exponential_jitter(initial=0.5, max=8)
+
+
+def _wait(state: tenacity.RetryCallState) -> float:
+    exc = state.outcome.exception() if state.outcome else None
+    after = getattr(exc, "retry_after", None)
+    return min(float(after), 30.0) if after is not None else float(_BACKOFF(state))
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    try:
+        return max(0.0, float(response.headers.get("retry-after", "")))
+    except ValueError:
+        return None
+
+
 class VllmTokenCounter:
     """vLLM's /tokenize: exact, chat template and tool schemas included.
 
@@ -127,11 +152,28 @@ class VllmTokenCounter:
         self._cache = _Cache()
         self._separator: tuple[str, int] | None = None
 
+    @tenacity.retry(retry=tenacity.retry_if_exception_type(_Transient),
+                    stop=tenacity.stop_after_attempt(6), wait=_wait, reraise=True)
     def _tokenize(self, body: dict[str, Any]) -> dict[str, Any]:
-        response = self._http.post(self._url, json={"model": self._model, **body},
-                                   headers=self._headers)
-        response.raise_for_status()
-        return dict(response.json())
+        """One /tokenize call; 429, 5xx and dropped connections are retried (Retry-After is
+        honoured: a balancer's rate limit answers a review's burst), then fail as BackendError."""
+        try:
+            response = self._http.post(self._url, json={"model": self._model, **body},
+                                       headers=self._headers)
+        except httpx.TransportError as exc:
+            raise _Transient(f"{type(exc).__name__} talking to {self._url}", None) from None
+        if response.status_code == 429 or response.status_code >= 500:
+            raise _Transient(f"HTTP {response.status_code} from {self._url}",
+                             _retry_after(response))
+        if response.status_code != 200:
+            raise BackendError(f"{self._url} answered HTTP {response.status_code}")
+        try:
+            data = response.json()
+        except ValueError:
+            raise BackendError(f"{self._url} answered something that is not JSON") from None
+        if not isinstance(data, dict):
+            raise BackendError(f"{self._url} answered an unexpected JSON value")
+        return data
 
     def _post(self, body: dict[str, Any]) -> int:
         return int(self._tokenize(body)["count"])
@@ -205,6 +247,6 @@ class VllmTokenCounter:
         counter = cls(root_url, model, client, headers)
         try:
             counter._post({"prompt": "probe", "add_special_tokens": False})
-        except (httpx.HTTPError, KeyError, ValueError):
+        except (BackendError, KeyError, ValueError, TypeError):
             return None
         return counter

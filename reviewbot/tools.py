@@ -20,8 +20,12 @@ from typing import Any
 from reviewbot.chunking import Chunk, Row
 from reviewbot.diff import Side
 from reviewbot.findings import SEVERITIES, Finding, Severity
+from reviewbot.modeltext import clean, one_line, suggestion_ok
 
 TOOL_NAME = "report_findings"
+# the schema's own limits, enforced again after parsing (a server may not constrain decoding)
+MAX_CHARS = {"title": 120, "body": 1200, "suggestion": 2000, "summary": 400}
+MAX_ARGUMENTS = 1_000_000  # characters of one call's JSON; more is not an answer to this tool
 CATEGORIES = ("bug", "security", "performance", "error-handling", "concurrency", "maintainability")
 
 _DESCRIPTION = (
@@ -54,9 +58,9 @@ def tool_schema(chunk: Chunk, max_findings: int) -> dict[str, Any]:
         "properties": {
             "severity": {"type": "string", "enum": list(SEVERITIES)},
             "category": {"type": "string", "enum": list(CATEGORIES)},
-            "title": {"type": "string", "maxLength": 120},
-            "body": {"type": "string", "maxLength": 1200},
-            "suggestion": {"type": "string", "maxLength": 2000},
+            "title": {"type": "string", "maxLength": MAX_CHARS["title"]},
+            "body": {"type": "string", "maxLength": MAX_CHARS["body"]},
+            "suggestion": {"type": "string", "maxLength": MAX_CHARS["suggestion"]},
             "end_row": {"type": "integer"},
             "row": row_schema(chunk.rows()),  # last: the only part that differs between chunks
         },
@@ -74,7 +78,7 @@ def tool_schema(chunk: Chunk, max_findings: int) -> dict[str, Any]:
             "parameters": {
                 "type": "object",
                 "properties": {
-                    "summary": {"type": "string", "maxLength": 400},
+                    "summary": {"type": "string", "maxLength": MAX_CHARS["summary"]},
                     "findings": {"type": "array", "maxItems": max_findings, "items": finding},
                 },
                 "required": ["summary", "findings"],
@@ -90,27 +94,43 @@ class Parsed:
     summary: str = ""
     invalid: int = 0  # calls or items that were dropped
     reanchored: int = 0
+    usable: bool = False  # one call of this tool with a findings list: the chunk was reviewed
+    problem: str = "no call of report_findings"  # why not, when not usable
 
 
-def parse_calls(calls: list[tuple[str, str]], chunk: Chunk) -> Parsed:
-    """(name, arguments JSON) pairs → validated Findings anchored inside this chunk."""
+def parse_calls(calls: list[tuple[str, str]], chunk: Chunk, max_findings: int) -> Parsed:
+    """(name, arguments JSON) pairs → validated Findings anchored inside this chunk.
+
+    Beyond `max_findings` per answer the rest are dropped and counted.
+    """
     out = Parsed()
     rows = chunk.rows()
     for name, arguments in calls:
         if name != TOOL_NAME:
             out.invalid += 1
+            out.problem = f"a call of an unknown tool {one_line(clean(name, 60))!r}"
+            continue
+        if not isinstance(arguments, str) or len(arguments) > MAX_ARGUMENTS:
+            out.invalid += 1
+            out.problem = "arguments missing or too long"
             continue
         try:
             args = json.loads(arguments, strict=False)  # raw control chars in strings are fine
-        except (json.JSONDecodeError, TypeError):
+        except (json.JSONDecodeError, RecursionError):
             out.invalid += 1
+            out.problem = "arguments that are not JSON (or nested too deep)"
             continue
-        if not isinstance(args, dict) or not isinstance(args.get("findings", []), list):
+        if not isinstance(args, dict) or not isinstance(args.get("findings"), list):
             out.invalid += 1
+            out.problem = "arguments without a findings list"
             continue
-        if isinstance(args.get("summary"), str) and args["summary"].strip():
-            out.summary = " ".join(args["summary"].split())
-        for item in args.get("findings", []):
+        out.usable = True
+        summary = one_line(clean(args.get("summary"), MAX_CHARS["summary"]))
+        if summary:
+            out.summary = summary
+        items = args["findings"]
+        out.invalid += max(0, len(items) - max_findings)
+        for item in items[:max_findings]:
             finding, moved = _finding(item, rows)
             if finding is None:
                 out.invalid += 1
@@ -123,8 +143,9 @@ def parse_calls(calls: list[tuple[str, str]], chunk: Chunk) -> Parsed:
 def _finding(item: Any, rows: dict[int, Row]) -> tuple[Finding | None, bool]:
     if not isinstance(item, dict):
         return None, False
-    title, body, row = item.get("title"), item.get("body"), item.get("row")
-    if not isinstance(title, str) or not title.strip() or not _is_int(row) or not rows:
+    title = one_line(clean(item.get("title"), MAX_CHARS["title"]))
+    row = item.get("row")
+    if not title or not _is_int(row) or not rows:
         return None, False
     try:
         severity = Severity.parse(str(item.get("severity", "minor")))
@@ -137,8 +158,9 @@ def _finding(item: Any, rows: dict[int, Row]) -> tuple[Finding | None, bool]:
     if (end is not None and anchored == row and end.hunk is at.hunk and end.side is at.side
             and end.number > at.number):
         end_line = end.number
-    suggestion = item.get("suggestion")
-    if not isinstance(suggestion, str) or not suggestion.strip() or at.side is not Side.NEW:
+    suggestion: str | None = clean(item.get("suggestion"), MAX_CHARS["suggestion"])
+    if not suggestion or not suggestion.strip() or at.side is not Side.NEW \
+            or not suggestion_ok(suggestion):
         suggestion = None
     category = item.get("category")
     return Finding(
@@ -148,8 +170,8 @@ def _finding(item: Any, rows: dict[int, Row]) -> tuple[Finding | None, bool]:
         end_line=end_line,
         severity=severity,
         category=category if category in CATEGORIES else "bug",
-        title=" ".join(title.split())[:200],
-        body=(body if isinstance(body, str) else "").strip(),
+        title=title,
+        body=clean(item.get("body"), MAX_CHARS["body"]).strip(),
         suggestion=suggestion,
     ), anchored != row
 

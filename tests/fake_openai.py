@@ -38,6 +38,9 @@ class Reply:
     delay: float = 0.0
     headers: dict[str, str] = field(default_factory=dict)
     error: str = "server error"
+    body: Any = None  # a whole JSON answer of the test's own making (choices: [], …)
+    raw: bytes | None = None  # a 200 whose body is these bytes, as text/html
+    trickle: float = 0.0  # seconds between the bytes of the answer (headers sent at once)
 
 
 Script = Callable[[dict[str, Any], int], Reply]
@@ -52,6 +55,8 @@ class FakeOpenAI:
         self.tokenize = tokenize
         self.requests: list[dict[str, Any]] = []
         self.tokenize_calls = 0
+        self.tokenize_429 = 0  # answer this many /tokenize calls with 429 (Retry-After: 0)
+        self.tokenize_429_skip = 0  # … after letting this many through
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -75,15 +80,26 @@ class FakeOpenAI:
             def log_message(self, *args: object) -> None:
                 pass
 
-            def _send(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
-                data = json.dumps(body).encode()
+            def _send(self, status: int, body: Any, headers: dict[str, str] | None = None,
+                      trickle: float = 0.0) -> None:
+                data = body if isinstance(body, bytes) else json.dumps(body).encode()
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                ctype = "text/html" if isinstance(body, bytes) else "application/json"
+                self.send_header("Content-Type", ctype)
                 self.send_header("Content-Length", str(len(data)))
                 for k, v in (headers or {}).items():
                     self.send_header(k, v)
                 self.end_headers()
-                self.wfile.write(data)
+                if not trickle:
+                    self.wfile.write(data)
+                    return
+                try:
+                    for i in range(min(len(data), int(60 / trickle))):  # a minute at most
+                        self.wfile.write(data[i:i + 1])
+                        self.wfile.flush()
+                        time.sleep(trickle)
+                except (BrokenPipeError, ConnectionResetError):  # the bot gave up: as it should
+                    pass
 
             def do_GET(self) -> None:
                 if self.path == "/v1/models":
@@ -99,6 +115,12 @@ class FakeOpenAI:
                 if self.path == "/tokenize" and fake.tokenize:
                     with fake._lock:
                         fake.tokenize_calls += 1
+                        limited = fake.tokenize_429 > 0 and fake.tokenize_429_skip <= 0
+                        fake.tokenize_429 -= limited
+                        fake.tokenize_429_skip -= 1
+                    if limited:
+                        self._send(429, {"error": "rate limited"}, {"Retry-After": "0"})
+                        return
                     n = request_tokens(body) if "messages" in body else count(body["prompt"])
                     self._send(200, {"count": n, "max_model_len": fake.max_model_len, "tokens": []})
                 elif self.path == "/v1/chat/completions":
@@ -123,6 +145,10 @@ class FakeOpenAI:
                 if reply.status != 200:
                     self._send(reply.status, {"error": {"message": reply.error}}, reply.headers)
                     return
+                if reply.raw is not None or reply.body is not None:
+                    self._send(200, reply.raw if reply.raw is not None else reply.body,
+                               trickle=reply.trickle)
+                    return
                 calls = []
                 if reply.tool_args is not None:
                     args = reply.tool_args if isinstance(reply.tool_args, str) else json.dumps(reply.tool_args)
@@ -136,7 +162,7 @@ class FakeOpenAI:
                                              "tool_calls": calls}}],
                     "usage": {"prompt_tokens": prompt, "completion_tokens": 17,
                               "total_tokens": prompt + 17},
-                })
+                }, trickle=reply.trickle)
 
         return Handler
 

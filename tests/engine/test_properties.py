@@ -301,7 +301,7 @@ ARGUMENTS = st.one_of(
 @example(calls=[(tools.TOOL_NAME, json.dumps(
     {"summary": "s", "findings": [{"title": "t", "row": True}]}))])
 def test_parse_calls_never_raises_and_anchors_inside_the_chunk(calls: list[tuple[str, str]]) -> None:
-    parsed = tools.parse_calls(calls, CHUNK)
+    parsed = tools.parse_calls(calls, CHUNK, 50)
     shown = CHUNK.positions()
     for finding in parsed.findings:
         assert finding.path in shown
@@ -321,7 +321,7 @@ def test_parse_calls_never_raises_and_anchors_inside_the_chunk(calls: list[tuple
     "body": st.just("b"), "row": st.integers(-3, 120)}), min_size=1, max_size=6))
 def test_well_formed_findings_are_kept_or_reanchored_never_dropped(items: list[dict]) -> None:
     parsed = tools.parse_calls([(tools.TOOL_NAME, json.dumps({"summary": "s", "findings": items}))],
-                               CHUNK)
+                               CHUNK, 50)
     assert parsed.invalid == 0 and len(parsed.findings) == len(items)
     shown = CHUNK.positions()
     for item, finding in zip(items, parsed.findings):

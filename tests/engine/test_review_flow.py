@@ -106,21 +106,45 @@ def test_every_row_maps_to_a_commentable_position() -> None:
 
 
 @pytest.mark.parametrize("reply", [
-    Reply(tool_args="{not json"),
-    Reply(tool_args={"findings": "nope"}),
     Reply(tool_args={"summary": "", "findings": [{"title": "no row"}]}),
     Reply(tool_args={"summary": "", "findings": [finding("3")]}),
-    Reply(tool_args={"summary": "x", "findings": []}, tool_name="delete_repo"),
-    Reply(tool_args=None, content=None),
-    Reply(tool_args='{"summary": "cut', finish_reason="length"),
-], ids=["bad-json", "wrong-type", "missing-field", "row-not-a-number", "unknown-tool", "no-call", "truncated"])
-def test_invalid_calls_are_dropped_and_counted_never_crash(reply: Reply) -> None:
+], ids=["missing-field", "row-not-a-number"])
+def test_invalid_findings_in_a_usable_answer_are_dropped_and_counted(reply: Reply) -> None:
     with FakeOpenAI(lambda body, n: reply, max_model_len=8000) as server:
         result = engine_for(server).review(parse(make_diff(files=1)))
     assert result.findings == []
-    assert result.stats.complete, "the model saw every line; a bad answer is not a failed request"
-    if reply.tool_args is not None:
-        assert result.stats.tool_calls_invalid >= 1
+    assert result.stats.complete, "a valid call with a bad item still reviewed the chunk"
+    assert result.stats.tool_calls_invalid >= 1 and len(server.requests) == 1
+
+
+UNUSABLE = [
+    Reply(tool_args="{not json"),
+    Reply(tool_args={"findings": "nope"}),
+    Reply(tool_args={"summary": "x", "findings": []}, tool_name="delete_repo"),
+    Reply(tool_args=None, content=None),
+    Reply(tool_args='{"summary": "cut', finish_reason="length"),
+    Reply(tool_args={"summary": "", "findings": []}, finish_reason="length"),
+    Reply(tool_args="[" * 200_000 + "]" * 200_000),
+]
+UNUSABLE_IDS = ["bad-json", "wrong-type", "unknown-tool", "no-call", "truncated",
+                "length-with-call", "nested-200000"]
+
+
+@pytest.mark.parametrize("reply", UNUSABLE, ids=UNUSABLE_IDS)
+def test_an_unusable_answer_is_retried_then_the_review_is_incomplete(reply: Reply) -> None:
+    with FakeOpenAI(lambda body, n: reply, max_model_len=8000) as server:
+        result = engine_for(server).review(parse(make_diff(files=1)))
+    assert not result.complete and result.stats.changed_lines_sent == 0
+    assert len(server.requests) == 3 and result.stats.answers_unusable == 3
+    assert "no usable answer" in result.stats.errors[0]
+
+
+@pytest.mark.parametrize("reply", UNUSABLE[:3], ids=UNUSABLE_IDS[:3])
+def test_an_unusable_answer_then_a_good_one_completes(reply: Reply) -> None:
+    good = Reply(tool_args={"summary": "ok", "findings": []})
+    with FakeOpenAI(lambda body, n: reply if n == 1 else good, max_model_len=8000) as server:
+        result = engine_for(server).review(parse(make_diff(files=1)))
+    assert result.complete and len(server.requests) == 2 and result.stats.answers_unusable == 1
 
 
 def test_out_of_range_line_is_reanchored_to_nearest_shown_line() -> None:

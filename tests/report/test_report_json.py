@@ -15,7 +15,7 @@ FINDING = ["path", "line", "side", "end_line", "severity", "category", "title", 
            "suggestion", "fingerprint"]
 STATS = ["files_total", "files_reviewed", "files_skipped", "changed_lines", "changed_lines_sent",
          "chunks", "requests", "prompt_tokens", "completion_tokens", "tool_calls_invalid",
-         "findings_reanchored", "wall_seconds", "complete", "errors"]
+         "answers_unusable", "findings_reanchored", "wall_seconds", "complete", "errors"]
 
 
 def test_json_is_exactly_to_dict(result: ReviewResult) -> None:

@@ -1,0 +1,76 @@
+"""Wall-clock limits on HTTP calls, which httpx's timeouts are not.
+
+httpx times each read: a server that sends its headers and then one byte a second never times
+out. `DeadlineTransport` gives every request a deadline (its own limit, or the caller's
+`until()` if sooner, e.g. the review's), clamps every read to what is left of it, and raises
+`httpx.ReadTimeout` when a body is still arriving at the deadline. The deadline is per thread:
+the engine's worker threads each carry their own.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import httpx
+
+_local = threading.local()
+
+
+@contextmanager
+def until(deadline: float) -> Iterator[None]:
+    """Calls made by this thread inside the block end by `deadline` (time.monotonic())."""
+    outer = getattr(_local, "deadline", None)
+    _local.deadline = deadline if outer is None else min(outer, deadline)
+    try:
+        yield
+    finally:
+        _local.deadline = outer
+
+
+class DeadlineTransport(httpx.BaseTransport):
+    def __init__(self, inner: httpx.BaseTransport, seconds: float) -> None:
+        self._inner = inner
+        self._seconds = seconds
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        now = time.monotonic()
+        deadline = now + self._seconds
+        outer = getattr(_local, "deadline", None)
+        if outer is not None:
+            deadline = min(deadline, outer)
+        left = deadline - now
+        if left <= 0:
+            raise httpx.ReadTimeout("the deadline passed before the request", request=request)
+        timeouts = dict(request.extensions.get("timeout") or {})
+        request.extensions["timeout"] = {
+            k: min(v, left) if v is not None else left
+            for k, v in {"connect": None, "read": None, "write": None, "pool": None,
+                         **timeouts}.items()}
+        response = self._inner.handle_request(request)
+        return httpx.Response(status_code=response.status_code, headers=response.headers,
+                              stream=_Until(response.stream, deadline, request),
+                              extensions=response.extensions, request=request)
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+class _Until(httpx.SyncByteStream):
+    def __init__(self, stream: httpx.SyncByteStream, deadline: float,
+                 request: httpx.Request) -> None:
+        self._stream = stream
+        self._deadline = deadline
+        self._request = request
+
+    def __iter__(self) -> Iterator[bytes]:
+        for chunk in self._stream:  # type: ignore[attr-defined]
+            if time.monotonic() > self._deadline:
+                raise httpx.ReadTimeout("the answer was still arriving at its deadline",
+                                        request=self._request)
+            yield chunk
+
+    def close(self) -> None:
+        self._stream.close()

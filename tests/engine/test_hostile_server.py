@@ -1,0 +1,121 @@
+"""A hostile or broken model server cannot make a review claim it is complete, hang it, or crash
+the CLI: answers that are not completions, trickled bytes, a rate-limited /tokenize."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from reviewbot.config import resolve
+from reviewbot.diff import parse
+from reviewbot.review import make_engine
+from tests.engine.test_review_flow import make_diff
+from tests.fake_openai import FakeOpenAI, Reply
+
+GOOD = Reply(tool_args={"summary": "ok", "findings": []})
+
+
+def engine_for(server: FakeOpenAI, **flags: object):
+    return make_engine(resolve({"base_url": server.base_url, "max_output_tokens": 256,
+                                "retries": 0, **flags}, env={}))
+
+
+@pytest.mark.parametrize("reply", [
+    Reply(raw=b"<html>502 Bad Gateway</html>"),
+    Reply(body={"id": "x", "object": "chat.completion", "created": 0, "model": "fake",
+                "choices": []}),
+    Reply(body={"id": "x", "object": "chat.completion", "created": 0, "model": "fake",
+                "choices": [{"index": 0, "finish_reason": "stop", "message": None}]}),
+    Reply(body=[1, 2, 3]),
+], ids=["html-200", "no-choices", "null-message", "json-list"])
+def test_an_answer_that_is_not_a_completion_leaves_the_review_incomplete(reply: Reply) -> None:
+    with FakeOpenAI(lambda body, n: reply, max_model_len=8000) as server:
+        result = engine_for(server).review(parse(make_diff(files=1)))
+    assert not result.complete and result.stats.answers_unusable == 3
+    assert len(server.requests) == 3
+
+
+def test_a_trickling_server_is_cut_at_the_request_deadline() -> None:
+    slow = Reply(tool_args={"summary": "ok", "findings": []}, trickle=0.2)
+    with FakeOpenAI(lambda body, n: slow, max_model_len=8000) as server:
+        engine = engine_for(server, request_timeout=1.5)
+        started = time.monotonic()
+        result = engine.review(parse(make_diff(files=1)))
+        took = time.monotonic() - started
+    assert not result.complete and took < 20
+    assert "Timeout" in result.stats.errors[0]
+
+
+def test_the_review_deadline_holds_whatever_the_server_does() -> None:
+    slow = Reply(tool_args={"summary": "ok", "findings": []}, trickle=0.2)
+    with FakeOpenAI(lambda body, n: slow, max_model_len=8000) as server:
+        engine = engine_for(server, request_timeout=60, review_timeout=2)
+        started = time.monotonic()
+        result = engine.review(parse(make_diff(files=1)))
+        took = time.monotonic() - started
+    assert not result.complete and took < 10
+    assert any("review_timeout" in e or "deadline" in e for e in result.stats.errors)
+
+
+def test_tokenize_429_is_retried() -> None:
+    with FakeOpenAI(lambda body, n: GOOD, max_model_len=8000) as server:
+        engine = engine_for(server)
+        server.tokenize_429 = 3  # a balancer's rate limit, after the probe
+        result = engine.review(parse(make_diff(files=2)))
+    assert result.complete and server.tokenize_429 <= 0
+
+
+def _cli(server: FakeOpenAI, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("REVIEWBOT_", "CI_", "GIT"))}
+    env["REVIEWBOT_MAX_OUTPUT_TOKENS"] = "256"
+    return subprocess.run([sys.executable, "-m", "reviewbot", "review", "--no-progress",
+                           "--base-url", server.base_url, *args],
+                          input=make_diff(files=1).decode(), capture_output=True, text=True,
+                          env=env,
+                          timeout=120)
+
+
+def test_cli_tokenize_that_keeps_failing_is_one_line_and_exit_3() -> None:
+    with FakeOpenAI(lambda body, n: GOOD, max_model_len=8000) as server:
+        server.tokenize_429, server.tokenize_429_skip = 10**6, 1  # the probe gets through
+        proc = _cli(server, "--diff", "-")
+    assert proc.returncode == 3, proc.stderr
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().split("\n")) == 1
+    assert "HTTP 429" in proc.stderr
+
+
+@pytest.mark.parametrize("output", ["text", "json", "sarif", "codequality", "markdown"])
+def test_cli_an_unusable_answer_exits_3_in_every_format(output: str) -> None:
+    with FakeOpenAI(lambda body, n: Reply(tool_args="{broken"), max_model_len=8000) as server:
+        proc = _cli(server, "--diff", "-", "--output", output)
+    assert proc.returncode == 3, proc.stderr
+    assert "Traceback" not in proc.stderr
+    if output == "json":
+        assert json.loads(proc.stdout)["stats"]["complete"] is False
+
+
+def test_a_password_in_base_url_is_never_shown() -> None:
+    with FakeOpenAI(lambda body, n: Reply(status=500), max_model_len=8000) as server:
+        url = server.base_url.replace("http://", "http://alice:hunter2@")
+        outputs = []
+        for output in ("text", "json", "markdown"):
+            env = {k: v for k, v in os.environ.items() if not k.startswith("REVIEWBOT_")}
+            proc = subprocess.run(
+                [sys.executable, "-m", "reviewbot", "review", "--no-progress", "--diff", "-",
+                 "--base-url", url, "--output", output],
+                input=make_diff(files=1).decode(), capture_output=True, text=True, timeout=120,
+                env={**env, "REVIEWBOT_MAX_OUTPUT_TOKENS": "256", "REVIEWBOT_RETRIES": "0"})
+            outputs.append(proc.stdout + proc.stderr)
+            assert proc.returncode == 3, proc.stderr
+        down = subprocess.run(
+            [sys.executable, "-m", "reviewbot", "review", "--no-progress", "--diff", "-",
+             "--base-url", "http://alice:hunter2@127.0.0.1:9/v1"],
+            input=make_diff(files=1).decode(), capture_output=True, text=True, timeout=120)
+    assert down.returncode == 3 and "http://***@127.0.0.1:9" in down.stderr
+    for text in outputs + [down.stderr]:
+        assert "hunter2" not in text
