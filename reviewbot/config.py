@@ -118,18 +118,26 @@ def _coerce(name: str, value: Any, source: str) -> Any:
         raise UsageError(f"{source}: {name} has an invalid value {value!r} ({kind})") from None
 
 
+CONFIG_FILE = ".reviewbot.toml"
+
+
 def load_file(path: Path) -> dict[str, Any]:
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise UsageError(f"cannot read config file {path}: {exc.strerror}") from None
+    return parse_text(text, str(path))
+
+
+def parse_text(text: str, source: str) -> dict[str, Any]:
+    """The settings a config file's text sets (never the keys in NOT_FROM_FILES)."""
+    try:
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise UsageError(f"config file {path} is not valid TOML: {exc}") from None
+        raise UsageError(f"config file {source} is not valid TOML: {exc}") from None
     section = data.get("reviewbot", data)
-    return parse_file_section(section, str(path))
-
-
-def parse_file_section(section: dict[str, Any], source: str) -> dict[str, Any]:
+    if not isinstance(section, dict):
+        raise UsageError(f"config file {source}: [reviewbot] is not a table")
     unknown = sorted(set(section) - set(_FIELDS))
     if unknown:
         raise UsageError(f"config file {source}: unknown key {unknown[0]!r}")
@@ -137,7 +145,7 @@ def parse_file_section(section: dict[str, Any], source: str) -> dict[str, Any]:
     if refused:
         name = refused[0]
         raise UsageError(f"config file {source}: {name} cannot be set in a file (it decides where "
-                         f"secrets go); use --{name.replace('_', '-')} or {env_names(name)[0]}")
+                         f"secrets go); set {env_names(name)[0]} or its flag instead")
     return {k: _coerce(k, v, source) for k, v in section.items()}
 
 
@@ -145,13 +153,21 @@ def resolve(
     flags: Mapping[str, Any],
     env: Mapping[str, str] | None = None,
     config_path: str | None = None,
+    *,
+    file_values: Mapping[str, Any] | None = None,
 ) -> Settings:
-    """Merge the four sources. `flags` holds only what the user actually passed (None = unset)."""
+    """Merge the four sources. `flags` holds only what the user actually passed (None = unset).
+
+    `file_values` replaces reading a file (a forge's target-branch copy, or {} for none).
+    """
     env = os.environ if env is None else env
     values: dict[str, Any] = {}
-    path = Path(config_path) if config_path else Path(".reviewbot.toml")
-    if config_path or path.is_file():
-        values.update(load_file(path))
+    if file_values is not None:
+        values.update(file_values)
+    else:
+        path = Path(config_path) if config_path else Path(CONFIG_FILE)
+        if config_path or path.is_file():
+            values.update(load_file(path))
     for name in _FIELDS:
         for var in env_names(name):
             if env.get(var):

@@ -1,4 +1,4 @@
-"""Prompt templates (jinja2, StrictUndefined) from prompts/, or from a user's directory."""
+"""Prompt templates (sandboxed jinja2, StrictUndefined) from prompts/, or a user's directory."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from importlib import resources
 from pathlib import Path
 
 import jinja2
+from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from reviewbot.errors import UsageError
 
@@ -20,7 +21,9 @@ def environment(user_dir: str | None = None) -> jinja2.Environment:
             raise UsageError(f"prompts_dir {user_dir} is not a directory")
         loaders.append(jinja2.FileSystemLoader(user_dir))
     loaders.append(jinja2.FileSystemLoader(str(resources.files("reviewbot.prompts"))))
-    return jinja2.Environment(
+    # sandboxed whatever the source: a template must not reach Python objects (a user's
+    # prompts_dir, or the diff text it renders, cannot run commands through it)
+    return ImmutableSandboxedEnvironment(
         loader=jinja2.ChoiceLoader(loaders),
         undefined=jinja2.StrictUndefined,
         autoescape=False,

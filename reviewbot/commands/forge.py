@@ -7,12 +7,13 @@ Forge modules are imported lazily so that a plain diff review never loads them.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from reviewbot.config import Settings, resolve
+from reviewbot.config import CONFIG_FILE, Settings, parse_text, resolve
 from reviewbot.diff import ChangeSet
 from reviewbot.errors import EXIT_FINDINGS, EXIT_INCOMPLETE, EXIT_OK, IncompleteReview, UsageError
 from reviewbot.findings import Severity
@@ -21,18 +22,15 @@ from reviewbot.forges.run import ForgeRun, review_change_request
 from reviewbot.result import ReviewResult
 
 Reviewer = Callable[[ChangeSet], ReviewResult]
+log = logging.getLogger(__name__)
 
 
 def run_forge(
     settings: Settings,
+    forge: Forge,
     *,
-    mr: int | None,
-    pr: int | None,
-    project: str | None,
-    repo: str | None,
     dry_run: bool,
     reviewer: Reviewer,
-    env: Mapping[str, str] | None = None,
     cancel: threading.Event | None = None,
 ) -> tuple[ForgeRun, int]:
     """Review one MR/PR and post (or, with dry_run, only compute) the comments.
@@ -40,10 +38,43 @@ def run_forge(
     Exit code: 3 when the review or the posting is incomplete, 1 when a finding reaches
     `settings.fail_on`, else 0.
     """
-    forge = make_forge(settings, mr=mr, pr=pr, project=project, repo=repo, env=env)
     run = review_change_request(forge, reviewer, mode=settings.mode, dry_run=dry_run,
                                 cancel=cancel)
     return run, exit_code(run, settings.fail_on)
+
+
+def in_ci(env: Mapping[str, str]) -> bool:
+    return bool(env.get("GITLAB_CI") or env.get("GITHUB_ACTIONS"))
+
+
+def settings_and_forge(
+    flags: Mapping[str, Any],
+    config_path: str | None,
+    *,
+    mr: int | None,
+    pr: int | None,
+    project: str | None,
+    repo: str | None,
+    env: Mapping[str, str] | None = None,
+) -> tuple[Settings, Forge]:
+    """The settings for a forge review, and the forge.
+
+    In CI the working tree is the merge request's branch, so its `.reviewbot.toml` is the
+    author's: it is ignored, and the target branch's copy is read through the forge API
+    instead (an explicit `--config` in the pipeline is the pipeline's own choice).
+    """
+    env = os.environ if env is None else env
+    if config_path or not in_ci(env):
+        settings = resolve(flags, env, config_path)
+        return settings, make_forge(settings, mr=mr, pr=pr, project=project, repo=repo, env=env)
+    first = resolve(flags, env, file_values={})
+    forge = make_forge(first, mr=mr, pr=pr, project=project, repo=repo, env=env)
+    text = forge.target_file(CONFIG_FILE)
+    values = parse_text(text, f"{CONFIG_FILE} of the target branch") if text else {}
+    log.warning("CI: settings from %s of the target branch (%s); the working tree's copy "
+                "belongs to the merge request and is ignored",
+                CONFIG_FILE, "found" if text else "none there")
+    return resolve(flags, env, file_values=values), forge
 
 
 def exit_code(run: ForgeRun, fail_on: str) -> int:
@@ -139,7 +170,8 @@ def review_forge_change(
         {"mr": number, "pr": None, "project": project, "repo": None} if forge == "gitlab"
         else {"mr": None, "pr": number, "project": None, "repo": project}
     )
-    run, code = run_forge(settings, dry_run=False, reviewer=reviewer, env={}, cancel=cancel, **ids)
+    forge_ = make_forge(settings, env={}, **ids)
+    run, code = run_forge(settings, forge_, dry_run=False, reviewer=reviewer, cancel=cancel)
     if run.mode == "superseded":
         return run, code
     if code == EXIT_INCOMPLETE:

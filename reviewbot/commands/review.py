@@ -87,7 +87,6 @@ def review(diff_path: str | None, git_range: str | None, mr: int | None, project
            pr: int | None, repo: str | None, dry_run: bool, no_progress: bool,
            config_path: str | None, **flags: object) -> None:
     """Review a diff, a git range, a GitLab MR or a GitHub PR."""
-    settings = config.resolve(flags, config_path=config_path)
     sources = [bool(diff_path or git_range), mr is not None, pr is not None]
     if sum(sources) != 1:
         raise UsageError("give exactly one of --diff, --git, --mr or --pr")
@@ -97,17 +96,19 @@ def review(diff_path: str | None, git_range: str | None, mr: int | None, project
 
     progress = make_progress(enabled=not no_progress)
     if mr is not None or pr is not None:
-        from reviewbot.commands.forge import run_forge
+        from reviewbot.commands.forge import run_forge, settings_and_forge
 
+        settings, forge = settings_and_forge(flags, config_path, mr=mr, pr=pr, project=project,
+                                             repo=repo)
         engine = make_engine(settings, progress)
-        run, code = run_forge(settings, mr=mr, pr=pr, project=project, repo=repo,
-                              dry_run=dry_run, reviewer=engine.review)
+        run, code = run_forge(settings, forge, dry_run=dry_run, reviewer=engine.review)
         if dry_run and settings.output == "json":  # exactly what would be posted
             emit(json.dumps(run.to_dict(), indent=2, ensure_ascii=False) + "\n", settings.output_file)
         else:
             emit(render(run.result, settings.output, color=_tty(settings)), settings.output_file)
         _tell_when_written(run.result, settings.output_file)
         raise SystemExit(code)
+    settings = config.resolve(flags, config_path=config_path)
     changes = diff.parse(_read_diff(diff_path, git_range))
     result = make_engine(settings, progress).review(changes)
     emit(render(result, settings.output, color=_tty(settings)), settings.output_file)

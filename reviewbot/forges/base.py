@@ -74,6 +74,10 @@ class Forge(Protocol):
 
     def read_summary(self) -> str | None: ...
 
+    def target_file(self, path: str) -> str | None:
+        """A file as the target branch has it (None if absent): what the maintainers decided."""
+        ...
+
     def write_summary(self, request: ChangeRequest, body: str) -> None: ...
 
 

@@ -151,6 +151,21 @@ class GitHubForge:
         self._incremental = True
         return parse(text) if text else ChangeSet()
 
+    def target_file(self, path: str) -> str | None:
+        """`path` at the PR's base commit: the maintainers' version, not the PR's."""
+        pr = self.pull()
+        try:
+            blob = self.repo().get_contents(path, ref=pr.base.sha)
+        except GithubException as exc:
+            if exc.status == 404:
+                return None
+            raise forge_error(f"reading {path} of the base branch", exc) from None
+        except RequestException as exc:
+            raise forge_error(f"reading {path} of the base branch", exc) from None
+        if isinstance(blob, list):  # a directory of that name
+            return None
+        return bytes(blob.decoded_content).decode("utf-8", "replace")
+
     # --- what is there -----------------------------------------------------------------------
     def existing(self) -> list[PostedComment]:
         try:

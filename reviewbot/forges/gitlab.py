@@ -162,6 +162,16 @@ class GitLabForge:
                              status=exc.response_code) from None
         return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else None
 
+    def target_file(self, path: str) -> str | None:
+        """`path` as the target branch has it (diff_refs.start_sha): the maintainers' version,
+        not the merge request's."""
+        meta = _call(lambda: self.project.mergerequests.get(self.iid), "reading the merge request")
+        ref = (meta.attributes.get("diff_refs") or {}).get("start_sha") \
+            or meta.attributes.get("target_branch")
+        if not ref:
+            raise ForgeError(f"merge request !{self.iid} names no target branch")
+        return self.file_content(path, str(ref))
+
     # existing comments
     def existing(self) -> list[PostedComment]:
         found = []

@@ -49,6 +49,9 @@ class LocalForge:
     def read_summary(self) -> str | None:
         return self._summary
 
+    def target_file(self, path: str) -> str | None:
+        return None
+
     def write_summary(self, request: ChangeRequest, body: str) -> None:
         self._summary = body
         self._out.write(body + "\n")

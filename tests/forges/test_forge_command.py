@@ -30,19 +30,21 @@ def test_gitlab_ci_defaults_pick_the_merge_request(env: Env) -> None:
     ci = _ci_env(env)
     forge = make_forge(_settings(ci), mr=None, pr=None, project=None, repo=None, env=ci)
     assert isinstance(forge, GitLabForge) and (forge.project_id, forge.iid) == ("42", 7)
-    run, code = run_forge(_settings(ci), mr=None, pr=None, project=None, repo=None,
-                          dry_run=False, reviewer=reviewer, env=ci)
+    s = _settings(ci)
+    run, code = run_forge(s, make_forge(s, mr=None, pr=None, project=None, repo=None, env=ci),
+                          dry_run=False, reviewer=reviewer)
     assert code == 0 and len(env.gitlab.diff_notes()) == len(run.to_post) > 0
 
 
 def test_fail_on_gives_exit_1_and_incomplete_gives_exit_3(env: Env) -> None:
     ci = _ci_env(env)
-    _, code = run_forge(_settings(ci, fail_on="major"), mr=7, pr=None, project="grp/proj",
-                        repo=None, dry_run=True, reviewer=reviewer, env={})
+    s = _settings(ci, fail_on="major")
+    _, code = run_forge(s, make_forge(s, mr=7, pr=None, project="grp/proj", repo=None, env={}),
+                        dry_run=True, reviewer=reviewer)
     assert code == 1
     env.gitlab.faults.append(Fault("POST", r"/draft_notes$", 500, times=10**6))
-    run, code = run_forge(_settings(ci, fail_on="major"), mr=7, pr=None, project="grp/proj",
-                          repo=None, dry_run=False, reviewer=reviewer, env={})
+    run, code = run_forge(s, make_forge(s, mr=7, pr=None, project="grp/proj", repo=None, env={}),
+                          dry_run=False, reviewer=reviewer)
     assert code == 3 and not run.complete  # incomplete wins over findings
 
 

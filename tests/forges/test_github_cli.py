@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from reviewbot.commands.forge import run_forge
+from reviewbot.commands.forge import make_forge, run_forge
 from reviewbot.config import resolve
 from reviewbot.forges.github import GitHubForge
 from tests.forges.fake_github import FakeGitHub
@@ -18,8 +18,8 @@ def test_actions_environment_reviews_the_event_pr(fake: FakeGitHub, tmp_path: Pa
     env = {"GITHUB_API_URL": fake.base_url, "GITHUB_TOKEN": fake.token,
            "GITHUB_REPOSITORY": fake.full_name, "GITHUB_EVENT_PATH": str(event)}
     settings = resolve({}, env=env, config_path=None)
-    run, code = run_forge(settings, mr=None, pr=None, project=None, repo=None, dry_run=False,
-                          reviewer=Reviewer(every=4), env=env)
+    forge = make_forge(settings, mr=None, pr=None, project=None, repo=None, env=env)
+    run, code = run_forge(settings, forge, dry_run=False, reviewer=Reviewer(every=4))
     assert code == 0 and run.request.forge == "github" and run.request.number == 7
     assert fake.review_comments and len(fake.issue_comments) == 1
     assert all(r.authorization == f"token {fake.token}" for r in fake.requests)
