@@ -149,20 +149,53 @@ def parse(raw: bytes | str) -> ChangeSet:
         patch = PatchSet(StringIO(text))  # StringIO splits on "\n" only
     except UnidiffParseError as exc:
         raise DiffError(f"the diff could not be parsed: {exc}") from None
-    _check_trailing(text, patch)
+    _check_accounted(text, patch)
     return ChangeSet(tuple(_file(pf) for pf in patch))
 
 
-def _check_trailing(text: str, patch: PatchSet) -> None:
-    """A changed line right after a hunk means its header undercounts: refuse, never drop it."""
-    lines = text.split("\n")
-    for pf in patch:
-        if not len(pf):
+_HEADER = re.compile(
+    r"(diff --git |index |--- |\+\+\+ |old mode |new mode |deleted file mode |new file mode "
+    r"|similarity index |dissimilarity index |rename from |rename to |copy from |copy to "
+    r"|Binary files .* differ$|\\ No newline at end of file$"
+    r"|@@ -\d+(,\d+)? \+\d+(,\d+)? @@)")
+_MAIL_START = re.compile(r"From [0-9a-f]{40} ")  # the next patch of a format-patch series
+_VERSION = re.compile(r"\d+(\.\w+)+")  # the signature's git version, after "-- "
+_CR_ONLY = re.compile(r"\r(?!\n)(diff --git |--- |\+\+\+ |@@ -)")
+
+
+def _check_accounted(text: str, patch: PatchSet) -> None:
+    """Every line is a file header, a hunk header or a line of a parsed hunk (or format-patch
+    mail between patches): anything else would be dropped, so the input is refused instead."""
+    cr = _CR_ONLY.search(text)
+    if cr is not None:
+        raise DiffError(f"the diff uses CR-only line ends (line {text.count(chr(10), 0, cr.start()) + 1}); "
+                        "convert them to LF")
+    parsed = {line.diff_line_no for pf in patch for hunk in pf for line in hunk}
+    state = "diff"  # diff | binary (GIT binary patch payload) | signature | mail
+    for number, line in enumerate(text.split("\n"), 1):
+        if number in parsed:
             continue
-        last = max((line.diff_line_no or 0 for line in pf[-1]), default=0)
-        after = lines[last] if 0 < last < len(lines) else ""
-        if _STRAY_LINE.match(after) and after != "-- ":  # "-- " opens format-patch's signature
-            raise DiffError(f"a hunk is longer than its @@ header says, near {after[:60]!r}")
+        if line.startswith("diff --git "):
+            state = "diff"
+        elif state == "binary" or state == "mail":
+            continue
+        elif state == "signature":
+            if _MAIL_START.match(line):
+                state = "mail"
+            elif line.strip() and not _VERSION.fullmatch(line.strip()):
+                break
+            continue
+        if line == "GIT binary patch":
+            state = "binary"
+        elif line == "-- ":  # format-patch's signature: the git version, maybe the next mail
+            state = "signature"
+        elif line.strip() and not _HEADER.match(line):
+            break
+    else:
+        return
+    shown = line[:60]
+    raise DiffError(f"line {number} of the diff belongs to no file or hunk (a hunk longer than its "
+                    f"@@ header says, or text between files): {shown!r}")
 
 
 def _file(pf) -> FileDiff:  # type: ignore[no-untyped-def]
@@ -207,8 +240,6 @@ def _hunk(h) -> Hunk:  # type: ignore[no-untyped-def]
                 h.section_header, lines)
 
 
-# a "+"/"-" line between files: a hunk ran past the length its header announced
-_STRAY_LINE = re.compile(r"^[-+](?![-+]{2} ).*$", re.M)
 _MODE = re.compile(r"^(old|new|new file|deleted file) mode (\d+)$", re.M)
 
 
@@ -238,13 +269,23 @@ def _unquote(path: str) -> str:
     return path
 
 
+_RANGE = re.compile(r"[^\s\x00-\x1f\x7f-][^\s\x00-\x1f\x7f]*")
+
+
 def from_git(range_: str, cwd: str | None = None) -> bytes:
-    """`git diff RANGE` in the current repository, with stable, unquoted output and renames found."""
+    """`git diff RANGE` in the current repository, with stable, unquoted output and renames found.
+
+    RANGE is a revision range, never an option: it may not start with "-", and it is passed
+    after `--end-of-options` (`--git --output=FILE` would make git write a file).
+    """
+    if not _RANGE.fullmatch(range_):
+        raise DiffError(f"--git needs a revision range such as origin/main...HEAD, not {range_!r}")
     # pin every setting that changes the output format, whatever the user's git config says
     argv = ["git", "-c", "core.quotePath=false", "-c", "diff.noprefix=false",
             "-c", "diff.mnemonicPrefix=false", "-c", "diff.submodule=short", "diff", "--no-color",
             "--no-ext-diff", "--no-textconv", "--src-prefix=a/", "--dst-prefix=b/",
-            "--submodule=short", "--no-relative", "--find-renames", "--binary", range_]
+            "--submodule=short", "--no-relative", "--find-renames", "--binary",
+            "--end-of-options", range_]
     try:
         proc = subprocess.run(argv, cwd=cwd, capture_output=True, check=False, timeout=300)
     except FileNotFoundError:

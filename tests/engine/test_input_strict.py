@@ -1,0 +1,55 @@
+"""Input that would be silently lost is refused (exit 2, naming the line); a --git range is
+never an option."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from reviewbot.diff import from_git, parse
+from reviewbot.errors import DiffError
+
+HEAD = "diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n"
+TWO = HEAD + "@@ -1,2 +1,2 @@\n x\n-y\n+z\n" + HEAD.replace("a.py", "b.py") + "@@ -1 +1 @@\n-p\n+q\n"
+
+
+@pytest.mark.parametrize("text,line", [
+    # the header says 2 lines, 4 follow: the last two would be dropped
+    (HEAD + "@@ -1,2 +1,2 @@\n x\n-y\n+z\n w\n+extra\n", 8),
+    (HEAD + "@@ -1,2 +1,2 @@\n x\n-y\n+z\n ctx after\n", 8),
+    (TWO.replace("+z\n", "+z\nsome junk between files\n"), 8),
+    (TWO + "trailing junk\n", 14),
+])
+def test_lines_that_belong_to_no_hunk_are_refused(text: str, line: int) -> None:
+    with pytest.raises(DiffError, match=f"line {line} of the diff"):
+        parse(text)
+
+
+def test_cr_only_line_ends_are_refused() -> None:
+    with pytest.raises(DiffError, match="CR-only"):
+        parse(TWO.replace("\n", "\r"))
+
+
+def test_a_well_formed_diff_still_parses() -> None:
+    assert parse(TWO).changed_lines == 4
+
+
+@pytest.mark.parametrize("bad", ["--output=/tmp/x", "-p", "a b", "HEAD\nx", ""])
+def test_git_range_is_never_an_option(bad: str, tmp_path: Path) -> None:
+    with pytest.raises(DiffError, match="revision range"):
+        from_git(bad, cwd=str(tmp_path))
+
+
+def test_cli_git_output_option_writes_nothing(tmp_path: Path) -> None:
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    target = tmp_path / "written"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REVIEWBOT_")}
+    proc = subprocess.run([sys.executable, "-m", "reviewbot", "review", "--no-progress",
+                           "--git", f"--output={target}"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60, env={**env, "PYTHONPATH": str(Path(__file__).parents[2])})
+    assert proc.returncode == 2 and not target.exists()
+    assert "revision range" in proc.stderr and "Traceback" not in proc.stderr
