@@ -38,6 +38,7 @@ class Settings:
     temperature: float = 0.1
     # what to review and how
     exclude: tuple[str, ...] = ()
+    fail_on_skipped: bool = False  # a skipped source file (generated marker, …) is incomplete
     context_lines: int = 3
     max_findings_per_chunk: int = 8
     prompts_dir: str | None = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from reviewbot.findings import Finding, Severity
@@ -11,6 +12,19 @@ from reviewbot.findings import Finding, Severity
 class SkippedFile:
     path: str
     reason: str
+    # changed text the model did not see, skipped by a rule the change's author can trigger
+    # (a generated marker, a lock-file name, a long line, a diff the forge withheld); False for
+    # binary files, submodules, the config's exclude patterns and files with no changed lines
+    source: bool = True
+
+
+def unreviewed_error(skipped: Sequence[SkippedFile]) -> list[str]:
+    """With fail_on_skipped: skipped source files make the review incomplete, and say which."""
+    if not skipped:
+        return []
+    names = ", ".join(s.path for s in skipped[:5]) + (" …" if len(skipped) > 5 else "")
+    return [f"{len(skipped)} changed source file(s) not reviewed and fail_on_skipped is set: "
+            f"{names}"]
 
 
 @dataclass
@@ -38,7 +52,8 @@ class Stats:
         return {
             "files_total": self.files_total,
             "files_reviewed": self.files_reviewed,
-            "files_skipped": [{"path": s.path, "reason": s.reason} for s in self.files_skipped],
+            "files_skipped": [{"path": s.path, "reason": s.reason, "source": s.source}
+                              for s in self.files_skipped],
             "changed_lines": self.changed_lines,
             "changed_lines_sent": self.changed_lines_sent,
             "chunks": self.chunks,

@@ -20,12 +20,13 @@ from reviewbot import filters, templates, tools
 from reviewbot.chunking import Chunk, Piece, file_header, make_pieces, pack, split
 from reviewbot.config import Settings
 from reviewbot.diff import ChangeSet, FileDiff
+from reviewbot.deadline import DeadlineTransport, until
 from reviewbot.errors import redact
 from reviewbot.findings import Finding, merge, with_fingerprints
-from reviewbot.deadline import DeadlineTransport, until
+
 from reviewbot.llm import BadAnswer, ContextTooLong, ModelClient, RequestFailed
 from reviewbot.report.progress import ChunkProgress, NoProgress
-from reviewbot.result import ReviewResult, Stats
+from reviewbot.result import ReviewResult, Stats, unreviewed_error
 from reviewbot.tokens import EstimateTokenCounter, LocalTokenCounter, TokenCounter, VllmTokenCounter
 
 SAFETY_TOKENS = 16  # slack for tokenizer merges across piece boundaries
@@ -127,6 +128,8 @@ class Engine:
         reviewed, skipped = filters.split(changes, self.settings.exclude)
         stats = Stats(files_total=len(changes.files), files_reviewed=len(reviewed.files),
                       files_skipped=skipped, changed_lines=reviewed.changed_lines)
+        if self.settings.fail_on_skipped:
+            stats.errors += unreviewed_error([s for s in skipped if s.source])
         findings: list[Finding] = []
         summaries: list[str] = []
         chunks = self.chunks(reviewed, title) if reviewed.files else []

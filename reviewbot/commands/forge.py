@@ -39,7 +39,7 @@ def run_forge(
     `settings.fail_on`, else 0.
     """
     run = review_change_request(forge, reviewer, mode=settings.mode, dry_run=dry_run,
-                                cancel=cancel)
+                                cancel=cancel, fail_on_skipped=settings.fail_on_skipped)
     return run, exit_code(run, settings.fail_on)
 
 

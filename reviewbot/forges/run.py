@@ -25,7 +25,7 @@ from reviewbot.forges.base import (
     read_marker,
 )
 from reviewbot.forges.summary import MAX_BODY, SummaryInput, render_summary, unpack
-from reviewbot.result import ReviewResult, Stats
+from reviewbot.result import ReviewResult, Stats, unreviewed_error
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +88,7 @@ class ForgeRun:
 
 def review_change_request(
     forge: Forge, reviewer: Reviewer, *, mode: str = "incremental", dry_run: bool = False,
-    cancel: threading.Event | None = None,
+    cancel: threading.Event | None = None, fail_on_skipped: bool = False,
 ) -> ForgeRun:
     """Review and post. A set `cancel` (a newer push arrived) stops before anything is posted."""
     request = forge.fetch()
@@ -103,6 +103,8 @@ def review_change_request(
             changes, used_mode, since = incremental, "incremental", last_sha
     result = reviewer(changes)
     _add_skipped(result.stats, request)
+    if fail_on_skipped:  # what the forge withheld (the engine reports its own skips)
+        result.stats.errors += unreviewed_error([s for s in request.skipped if s.source])
     if cancel is not None and cancel.is_set():  # superseded: posting would be stale
         return ForgeRun(request, result, "superseded", since, dry_run=dry_run)
     run = ForgeRun(request, result, used_mode, since, dry_run=dry_run)

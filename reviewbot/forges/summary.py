@@ -57,9 +57,15 @@ def render_summary(s: SummaryInput) -> str:
 
 
 def _status(s: SummaryInput) -> str:
-    if s.complete:
-        return "**Review complete.**"
-    return "**Review incomplete**: parts of this change were not reviewed or not posted (see below)."
+    status = ("**Review complete.**" if s.complete else
+              "**Review incomplete**: parts of this change were not reviewed or not posted "
+              "(see below).")
+    unreviewed = [k for k in s.result.stats.files_skipped if k.source]
+    if unreviewed:  # skips the change itself can trigger must not hide in a list at the end
+        status += (f"\n\n> **{len(unreviewed)} changed source file(s) were not reviewed**: "
+                   + ", ".join(code(k.path) for k in unreviewed[:10])
+                   + (" …" if len(unreviewed) > 10 else "") + " (reasons under Skipped files).")
+    return status
 
 
 def _scope(s: SummaryInput) -> list[str]:

@@ -53,3 +53,22 @@ def test_cli_git_output_option_writes_nothing(tmp_path: Path) -> None:
                           text=True, timeout=60, env={**env, "PYTHONPATH": str(Path(__file__).parents[2])})
     assert proc.returncode == 2 and not target.exists()
     assert "revision range" in proc.stderr and "Traceback" not in proc.stderr
+
+
+GENERATED = ("diff --git a/gen.py b/gen.py\nnew file mode 100644\n--- /dev/null\n+++ b/gen.py\n"
+             "@@ -0,0 +1,2 @@\n+# @generated\n+import os; os.system('x')\n")
+
+
+def test_fail_on_skipped_makes_a_skipped_source_file_an_incomplete_review() -> None:
+    from reviewbot.config import resolve
+    from reviewbot.review import make_engine
+    from tests.fake_openai import FakeOpenAI, Reply
+
+    with FakeOpenAI(lambda b, n: Reply(tool_args={"summary": "", "findings": []}),
+                    max_model_len=8000) as server:
+        flags = {"base_url": server.base_url, "max_output_tokens": 256}
+        relaxed = make_engine(resolve(flags, env={})).review(parse(TWO + GENERATED))
+        strict = make_engine(resolve({**flags, "fail_on_skipped": True}, env={})).review(
+            parse(TWO + GENERATED))
+    assert relaxed.complete and [s.source for s in relaxed.stats.files_skipped] == [True]
+    assert not strict.complete and "gen.py" in strict.stats.errors[0]

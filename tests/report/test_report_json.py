@@ -30,7 +30,7 @@ def test_json_key_sets_and_order(result: ReviewResult) -> None:
     for f in doc["findings"] + doc["unanchored"]:
         assert list(f) == FINDING
     assert list(doc["stats"]) == STATS
-    assert all(list(s) == ["path", "reason"] for s in doc["stats"]["files_skipped"])
+    assert all(list(s) == ["path", "reason", "source"] for s in doc["stats"]["files_skipped"])
 
 
 def test_json_types_and_values(result: ReviewResult) -> None:
