@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from reviewbot.diff import ChangeSet, DiffLine, FileDiff, Hunk, Side
 from reviewbot.errors import DiffError
+from reviewbot.prompttext import defuse, label
 from reviewbot.tokens import TokenCounter
 
 
@@ -95,19 +96,20 @@ def render_line(line: DiffLine, row: int) -> str:
     text = line.text
     if not line.changed and len(text) > MAX_CONTEXT_CHARS:
         text = text[:MAX_CONTEXT_CHARS] + f" … [{len(text) - MAX_CONTEXT_CHARS} more characters]"
-    return f"{line.kind}{row}|{text}"  # compact: Qwen spends a token on every digit and space
+    # compact: Qwen spends a token on every digit and space
+    return f"{line.kind}{row}|{defuse(text)}"
 
 
 def file_header(file: FileDiff) -> str:
     status = file.status
     if status == "renamed":
-        status = f"renamed from {file.old_path}"
-    return f"=== {file.path} ({status})"
+        status = f"renamed from {label(file.old_path or '')}"
+    return f"=== {label(file.path)} ({status})"
 
 
 def _piece_text(hunk: Hunk, lines: Sequence[DiffLine], part: tuple[int, int] | None,
                 first_row: int) -> str:
-    header = hunk.header + (f" (part {part[0]} of {part[1]})" if part else "")
+    header = label(hunk.header) + (f" (part {part[0]} of {part[1]})" if part else "")
     return header + "\n" + "\n".join(render_line(line, first_row + i) for i, line in enumerate(lines))
 
 

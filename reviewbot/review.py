@@ -24,6 +24,7 @@ from reviewbot.deadline import DeadlineTransport, until
 from reviewbot.errors import redact
 from reviewbot.findings import Finding, merge, with_fingerprints
 
+from reviewbot.prompttext import label
 from reviewbot.llm import BadAnswer, ContextTooLong, ModelClient, RequestFailed
 from reviewbot.report.progress import ChunkProgress, NoProgress
 from reviewbot.result import ReviewResult, Stats, unreviewed_error
@@ -62,7 +63,7 @@ class Engine:
     def messages(self, chunk: Chunk, total: int, title: str) -> list[dict[str, Any]]:
         files = ["\n".join([file_header(f)] + [p.text for p in pieces])
                  for f, pieces in chunk.by_file()]
-        user = templates.render("chunk.j2", self.settings.prompts_dir, title=title,
+        user = templates.render("chunk.j2", self.settings.prompts_dir, title=label(title),
                                 index=chunk.index, total=total, files=files)
         return [{"role": "system", "content": self.system_prompt}, {"role": "user", "content": user}]
 
