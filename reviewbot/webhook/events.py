@@ -7,6 +7,7 @@ merge/pull request event but lacks the fields we need raises `MalformedPayload` 
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -30,7 +31,9 @@ class Ignored:
 @dataclass(frozen=True)
 class Accepted:
     request: ChangeRequest
-    names: tuple[str, ...]  # what the allow-list is matched against
+    # what the allow-list is matched against, each a name the forge API resolves: the job
+    # reviews the name that matched, so a payload cannot pair an allowed name with another id
+    names: tuple[str, ...]
 
 
 def _field(obj: object, path: str) -> object:
@@ -49,10 +52,21 @@ def _str(obj: object, path: str) -> str:
     return value
 
 
+_MAX_ID = 2**63 - 1  # SQLite's INTEGER, and far beyond any forge's ids
+_SHA = re.compile(r"[0-9a-f]{7,64}")
+
+
 def _int(obj: object, path: str) -> int:
     value = _field(obj, path)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise MalformedPayload(f"{path} must be an integer")
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _MAX_ID:
+        raise MalformedPayload(f"{path} must be an integer from 0 to 2**63 - 1")
+    return value
+
+
+def _sha(obj: object, path: str) -> str:
+    value = _str(obj, path)
+    if not _SHA.fullmatch(value):
+        raise MalformedPayload(f"{path} must be a hexadecimal commit SHA")
     return value
 
 
@@ -103,7 +117,7 @@ def parse_gitlab(event: str | None, payload: object, delivery_id: str) -> Accept
         forge="gitlab",
         project=str(project_id),
         number=_int(payload, "object_attributes.iid"),
-        head_sha=_str(payload, "object_attributes.last_commit.id"),
+        head_sha=_sha(payload, "object_attributes.last_commit.id"),
         base_url=gitlab_base_url(_str(payload, "project.web_url"), path),
         delivery_id=delivery_id,
     )
@@ -119,12 +133,16 @@ def parse_github(event: str | None, payload: object, delivery_id: str) -> Accept
     if action not in GITHUB_ACTIONS:
         return Ignored(f"action {action!r} is not reviewed", "action")
     full_name = _str(payload, "repository.full_name")
+    number = _int(payload, "pull_request.number")
+    head_sha = _sha(payload, "pull_request.head.sha")
+    # GitHub signs the body, not the delivery id: a replayed body under fresh X-GitHub-Delivery
+    # ids is the same event, so the event itself is the key
     request = ChangeRequest(
         forge="github",
         project=full_name,
-        number=_int(payload, "pull_request.number"),
-        head_sha=_str(payload, "pull_request.head.sha"),
+        number=number,
+        head_sha=head_sha,
         base_url=github_api_base(_str(payload, "repository.url"), full_name),
-        delivery_id=delivery_id,
+        delivery_id=f"{full_name.lower()}#{number}@{head_sha}/{action}",
     )
     return Accepted(request, (full_name,))

@@ -17,7 +17,7 @@ import logging
 import sqlite3
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from reviewbot.webhook.auth import github_signature_ok, gitlab_token_ok
 from reviewbot.webhook.events import (
@@ -99,8 +99,8 @@ class Intake:
             return self._ignore(forge, "ping", "pong")
         try:
             payload = json.loads(body)
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            return self._reject(forge, 400, "malformed_json", "body is not JSON")
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+            return self._reject(forge, 400, "malformed_json", "body is not JSON (or nested too deep)")
         parse = parse_gitlab if forge == "gitlab" else parse_github
         try:
             result = parse(event, payload, delivery or body_key(body))
@@ -111,8 +111,11 @@ class Intake:
         return self._enqueue(forge, result, started)
 
     def _enqueue(self, forge: Forge, accepted: Accepted, started: float) -> Reply:
-        if not self._settings.allows(*accepted.names):
+        name = self._settings.allowed_name(*accepted.names)
+        if name is None:
             return self._ignore(forge, "not_allowed", "project not in the allow-list")
+        # review exactly what the allow-list admitted (a path, or an id), nothing else
+        accepted = replace(accepted, request=replace(accepted.request, project=name))
         if not self._settings.forge_allowed(accepted.request.base_url):
             log.warning("ignored an event for forge %s (not in the forge URLs)",
                         accepted.request.base_url)

@@ -26,7 +26,7 @@ class ChangeRequest:
     """What an accepted webhook event asks for, before it is a queued job."""
 
     forge: Forge
-    project: str  # GitLab project id ("42") or GitHub "owner/repo"
+    project: str  # GitLab project id ("42") or path, or GitHub "owner/repo"
     number: int  # MR iid / PR number
     head_sha: str
     base_url: str  # e.g. "https://gitlab.example.com" or "https://api.github.com"

@@ -53,10 +53,15 @@ class WebhookSettings:
 
     def allows(self, *names: str) -> bool:
         """True if the allow-list is empty or a pattern matches one of the project's names."""
+        return self.allowed_name(*names) is not None
+
+    def allowed_name(self, *names: str) -> str | None:
+        """The first of `names` the allow-list admits (the first name when it is empty)."""
+        given = [n for n in names if n]
         if not self.allow:
-            return True
-        lowered = [n.lower() for n in names if n]
-        return any(fnmatch.fnmatchcase(n, p.lower()) for p in self.allow for n in lowered)
+            return given[0] if given else None
+        return next((n for n in given
+                     if any(fnmatch.fnmatchcase(n.lower(), p.lower()) for p in self.allow)), None)
 
 
 def _split(value: str | None) -> tuple[str, ...]:

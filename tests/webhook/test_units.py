@@ -64,7 +64,9 @@ def test_github_parse() -> None:
                "repository": {"full_name": "o/r", "url": "https://api.github.com/repos/o/r"}}
     result = parse_github("pull_request", payload, "d1")
     assert isinstance(result, Accepted)
-    assert result.request == ChangeRequest("github", "o/r", 4, "f" * 40, "https://api.github.com", "d1")
+    # the event is the key, not the (unsigned) delivery id
+    assert result.request == ChangeRequest("github", "o/r", 4, "f" * 40, "https://api.github.com",
+                                           f"o/r#4@{'f' * 40}/synchronize")
     assert isinstance(parse_github("push", payload, "d1"), Ignored)
     with pytest.raises(MalformedPayload, match="pull_request.number must be an integer"):
         parse_github("pull_request", {**payload, "pull_request": {"number": "4"}}, "d1")
