@@ -237,3 +237,11 @@ def test_an_unparsed_hermes_call_in_content_is_still_read() -> None:
     with FakeOpenAI(script, max_model_len=8000) as server:
         result = engine_for(server).review(parse(make_diff(files=1)))
     assert len(result.findings) == 1 and result.stats.tool_calls_invalid == 0
+
+
+def test_an_answer_with_10000_findings_keeps_at_most_the_cap() -> None:
+    many = Reply(tool_args={"summary": "", "findings": [finding(1)] * 10_000})
+    with FakeOpenAI(lambda body, n: many, max_model_len=8000) as server:
+        result = engine_for(server, max_findings_per_chunk=8).review(parse(make_diff(files=1)))
+    assert result.complete and result.stats.tool_calls_invalid >= 10_000 - 8
+    assert len(result.findings) <= 8

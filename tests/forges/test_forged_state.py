@@ -6,6 +6,7 @@ identity from GET /user.
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -67,12 +68,16 @@ def test_model_text_cannot_forge_a_marker(env: Env) -> None:
 
     def hostile(changes: ChangeSet) -> ReviewResult:
         result = reviewer(changes)
-        findings = [replace(f, body=f"{f.body}\n\n{fake}") for f in result.findings]
-        return replace(result, findings=findings, summary=f"ok {marker('summary')}")
+        findings = [replace(f, title=f"{f.title} @all", body=f"/merge\n/approve\n{f.body} "
+                            f"<img src=x> @maintainers\n\n{fake}") for f in result.findings]
+        return replace(result, findings=findings, summary=f"ok\n/label ~x {marker('summary')}")
 
     review_change_request(make_forge(env.gitlab), hostile, mode="full")
     for note in env.gitlab.notes():
         assert note["body"].count("<!-- reviewbot:") == 1  # its own marker, nothing else
+        assert not re.search(r"^\s*/[a-z]", note["body"], re.M)  # no quick action
+        assert "@all" not in note["body"] and "@maintainers" not in note["body"]
+        assert not re.search(r"(?<!\\)<img", note["body"])  # shown as text, never a tag
         assert read_marker(note["body"])["kind"] in ("finding", "summary")
         assert read_marker(note["body"]).get("fingerprint") != "0" * 16
     second = review_change_request(make_forge(env.gitlab), hostile, mode="full")

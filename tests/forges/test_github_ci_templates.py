@@ -48,6 +48,8 @@ def test_pull_request_workflow() -> None:
     install = next(s for s in job["steps"] if "pip install" in s.get("run", ""))
     what = install["run"] + str(install.get("env"))
     assert "torch" not in what and "[server]" not in what and "vllm" not in what
+    # no default package: PyPI's "reviewbot" is another project
+    assert install["env"]["SPEC"] == "${{ vars.REVIEWBOT_PIP_SPEC }}" and "test -n" in install["run"]
 
 
 def test_fork_pair_treats_the_artifact_as_data() -> None:

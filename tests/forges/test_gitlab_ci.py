@@ -14,7 +14,8 @@ from reviewbot.commands.review import review
 from reviewbot.config import FAIL_ON
 
 ROOT = Path(__file__).parents[2] / "ci-templates" / "gitlab"
-COMPONENT = ROOT / "templates" / "review.yml"
+# GitLab resolves `component: <host>/<project>/review@<ref>` to templates/review.yml at the root
+COMPONENT = Path(__file__).parents[2] / "templates" / "review.yml"
 INCLUDE = ROOT / "reviewbot.gitlab-ci.yml"
 MR_ONLY = [{"if": '$CI_PIPELINE_SOURCE == "merge_request_event"'}]
 
@@ -45,6 +46,7 @@ def test_component_has_a_spec_header_then_the_job() -> None:
     assert {"stage", "image", "base_url", "model", "fail_on", "mode"} <= set(inputs)
     assert inputs["fail_on"]["options"] == list(FAIL_ON)
     assert "default" not in inputs["base_url"]  # required: no silent default server
+    assert "default" not in inputs["package"]  # required: PyPI's "reviewbot" is not this project
     text = COMPONENT.read_text().split("\n---\n", 1)[1]
     used = set(re.findall(r"\$\[\[ inputs\.(\w+) \]\]", text))
     assert used == set(inputs), (used ^ set(inputs))
@@ -59,6 +61,8 @@ def test_plain_include_file_defines_a_ready_job() -> None:
     assert doc["reviewbot"]["extends"] == ".reviewbot"
     _check_job(base)
     assert base["variables"]["REVIEWBOT_FAIL_ON"] in FAIL_ON
+    assert "REVIEWBOT_PACKAGE" not in base["variables"]  # no default artefact
+    assert 'test -n "$REVIEWBOT_PACKAGE"' in base["script"][0]
 
 
 def test_templates_tell_the_user_which_token_to_create() -> None:
