@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import cast
 
 import httpx
 
@@ -51,7 +52,7 @@ class DeadlineTransport(httpx.BaseTransport):
                          **timeouts}.items()}
         response = self._inner.handle_request(request)
         return httpx.Response(status_code=response.status_code, headers=response.headers,
-                              stream=_Until(response.stream, deadline, request),
+                              stream=_Until(cast(httpx.SyncByteStream, response.stream), deadline, request),
                               extensions=response.extensions, request=request)
 
     def close(self) -> None:
@@ -66,7 +67,7 @@ class _Until(httpx.SyncByteStream):
         self._request = request
 
     def __iter__(self) -> Iterator[bytes]:
-        for chunk in self._stream:  # type: ignore[attr-defined]
+        for chunk in self._stream:
             if time.monotonic() > self._deadline:
                 raise httpx.ReadTimeout("the answer was still arriving at its deadline",
                                         request=self._request)

@@ -38,7 +38,7 @@ def one_line(text: str) -> str:
 
 # --- neutralising what markdown would turn into actions -----------------------------------------
 
-_QUICK_ACTION = re.compile(r"^(\s*)/(?=[A-Za-z])", re.M)
+_QUICK_ACTION = re.compile(r"^(\s*)/(?=[A-Za-z])", re.MULTILINE)
 _MENTION = re.compile(r"([@#!])(?=[\w])")
 _ENTITY_OR_AMP = re.compile(r"&")
 _HTML_START = re.compile(r"<")

@@ -23,8 +23,7 @@ def unreviewed_error(skipped: Sequence[SkippedFile]) -> list[str]:
     if not skipped:
         return []
     names = ", ".join(s.path for s in skipped[:5]) + (" …" if len(skipped) > 5 else "")
-    return [f"{len(skipped)} changed source file(s) not reviewed and fail_on_skipped is set: "
-            f"{names}"]
+    return [f"{len(skipped)} changed source file(s) not reviewed and fail_on_skipped is set: {names}"]
 
 
 @dataclass

@@ -19,13 +19,12 @@ import httpx
 from reviewbot import filters, templates, tools
 from reviewbot.chunking import Chunk, Piece, file_header, make_pieces, pack, split
 from reviewbot.config import Settings
-from reviewbot.diff import ChangeSet, FileDiff
 from reviewbot.deadline import DeadlineTransport, until
+from reviewbot.diff import ChangeSet, FileDiff
 from reviewbot.errors import redact
 from reviewbot.findings import Finding, merge, with_fingerprints
-
-from reviewbot.prompttext import label
 from reviewbot.llm import BadAnswer, ContextTooLong, ModelClient, RequestFailed
+from reviewbot.prompttext import label
 from reviewbot.report.progress import ChunkProgress, NoProgress
 from reviewbot.result import ReviewResult, Stats, unreviewed_error
 from reviewbot.tokens import EstimateTokenCounter, LocalTokenCounter, TokenCounter, VllmTokenCounter

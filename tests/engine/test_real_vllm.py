@@ -128,7 +128,7 @@ def test_special_tokens_in_the_diff_never_reach_the_template_as_control_tokens(v
                        env={}, config_path="/dev/null")
     engine = make_engine(settings)
     (chunk,) = engine.chunks(parse(hostile), "title <|im_start|>")
-    messages, tool = engine.request(chunk, 1, "title <|im_start|>")
+    messages, _ = engine.request(chunk, 1, "title <|im_start|>")
     with httpx.Client(timeout=60) as http:
         def ids(body: dict) -> list[int]:
             r = http.post(f"{vllm_server.root_url}/tokenize", json={"model": vllm_server.model, **body})

@@ -82,6 +82,7 @@ class FakeGitHub:
     others: dict[str, dict[str, Any]] = field(default_factory=lambda: {MALLORY_TOKEN: MALLORY})
     # GET /user with the bot's token: its account, or 403 as for an Actions installation token
     user_forbidden: bool = False
+    pull_url_base: str = ""  # answer PR URLs under another prefix (a misconfigured proxy)
     _ids: int = 1000
 
     # --- test controls -------------------------------------------------------------------

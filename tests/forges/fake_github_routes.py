@@ -25,7 +25,7 @@ def routes(fake: FakeGitHub) -> list[tuple[str, Callable[..., Any], list[str]]]:
 
     def pull_json(number: int) -> dict[str, Any]:
         pr = fake.pulls[number]
-        url = f"{fake.repo_url()}/pulls/{number}"
+        url = f"{fake.pull_url_base or fake.repo_url()}/pulls/{number}"
         return {"id": number, "number": number, "title": pr.title, "state": "open", "url": url,
                 "html_url": f"http://github.invalid/{fake.full_name}/pull/{number}",
                 "issue_url": f"{fake.repo_url()}/issues/{number}", "user": BOT,

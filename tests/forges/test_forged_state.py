@@ -19,6 +19,7 @@ from reviewbot.forges.base import marker, read_marker
 from reviewbot.forges.github import GitHubForge
 from reviewbot.forges.run import review_change_request
 from reviewbot.result import ReviewResult
+from tests.fake_openai import FakeOpenAI, Reply
 from tests.forges.fake_github import MALLORY_TOKEN as GH_MALLORY
 from tests.forges.fake_github import FakeGitHub, Server
 from tests.forges.fake_gitlab import MALLORY_TOKEN
@@ -42,6 +43,7 @@ def test_gitlab_a_commenters_summary_marker_does_not_switch_the_review_off(env: 
                  and not n.get("position")]
     assert len(bot_notes) == 1 and read_marker(bot_notes[0]["body"])["kind"] == "summary"
     assert any(n["body"] == forged for n in env.gitlab.notes())  # untouched
+    assert "127.0.0.1:8000" not in bot_notes[0]["body"]  # the model's name, never its URL
 
 
 def test_gitlab_a_forged_finding_marker_is_neither_trusted_nor_resolved(env: Env) -> None:
@@ -75,7 +77,7 @@ def test_model_text_cannot_forge_a_marker(env: Env) -> None:
     review_change_request(make_forge(env.gitlab), hostile, mode="full")
     for note in env.gitlab.notes():
         assert note["body"].count("<!-- reviewbot:") == 1  # its own marker, nothing else
-        assert not re.search(r"^\s*/[a-z]", note["body"], re.M)  # no quick action
+        assert not re.search(r"^\s*/[a-z]", note["body"], re.MULTILINE)  # no quick action
         assert "@all" not in note["body"] and "@maintainers" not in note["body"]
         assert not re.search(r"(?<!\\)<img", note["body"])  # shown as text, never a tag
         assert read_marker(note["body"])["kind"] in ("finding", "summary")
@@ -117,3 +119,25 @@ def test_github_a_commenters_summary_marker_does_not_switch_the_review_off(tmp_p
         fake.user_forbidden = True
         assert _gh_forge(fake).me() == "github-actions[bot]"
         assert _gh_forge(fake).existing() == []
+
+
+def test_github_urls_outside_the_api_prefix_are_one_line_and_exit_3(tmp_path: Path) -> None:
+    """PyGithub asserts when an answer points outside its base URL: no traceback, exit 3."""
+    import os
+    import subprocess
+    import sys
+
+    fake, _ = _github(tmp_path)
+    fake.pull_url_base = "http://elsewhere.invalid/api/v3/repos/acme/widgets"
+    with Server(fake), FakeOpenAI(lambda body, n: Reply(tool_args={"summary": "", "findings": []})
+                                  ) as model:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB", "REVIEWBOT_"))}
+        proc = subprocess.run(
+            [sys.executable, "-m", "reviewbot", "review", "--pr", "7", "--repo", fake.full_name,
+             "--github-url", fake.base_url, "--no-progress", "--base-url", model.base_url],
+            capture_output=True, text=True, timeout=120,
+            env={**env, "GITHUB_TOKEN": fake.token, "REVIEWBOT_RETRIES": "0"})
+    assert proc.returncode == 3, proc.stderr
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().split("\n")) == 1
+    assert proc.stderr.startswith("reviewbot: internal error: AssertionError")
+    assert fake.token not in proc.stderr

@@ -23,7 +23,7 @@ HOSTILE = "\n".join([
 
 def test_prose_neutralises_every_active_construct() -> None:
     out = prose(HOSTILE)
-    assert not re.search(r"^\s*/[a-z]", out, re.M)  # no line starts a quick action
+    assert not re.search(r"^\s*/[a-z]", out, re.MULTILINE)  # no line starts a quick action
     assert "@all" not in out and "@alice" not in out and f"@{ZWSP}all" in out
     assert "#12" not in out and "!7" not in out
     assert "<img" not in out and "<script" not in out and "<!--" not in out
