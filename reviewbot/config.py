@@ -9,8 +9,10 @@ from __future__ import annotations
 import os
 import tomllib
 from dataclasses import dataclass, field, fields
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
+from urllib.parse import urlsplit
 
 from reviewbot.errors import UsageError, redact, register_secret
 
@@ -69,11 +71,41 @@ class Settings:
                 raise UsageError(f"{name} must be at least 1")
         if self.max_output_tokens >= self.max_context:
             raise UsageError("max_output_tokens must be smaller than max_context")
+        for name in ("request_timeout", "review_timeout"):
+            if getattr(self, name) <= 0:
+                raise UsageError(f"{name} must be positive")
         for secret in (self.api_key, self.gitlab_token, self.github_token):
             register_secret(secret)
+        _check_url("base_url", self.base_url)
 
     def __repr__(self) -> str:  # never show secrets, even in a debugger or a traceback
         return f"Settings(base_url={redact(self.base_url)!r}, model={self.model!r}, ...)"
+
+
+def _check_url(name: str, url: str) -> None:
+    """An http(s) URL with a host and a valid port, or a usage error now (not exit 3 after
+    retries against something that can never answer)."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port out of range
+    except ValueError:
+        raise UsageError(f"{name} is not a valid URL: {redact(url)!r}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UsageError(f"{name} must be an http(s) URL with a host, not {redact(url)!r}")
+
+
+def check_paths(settings: Settings) -> None:
+    """Paths the review needs, checked before any model time is spent."""
+    if settings.prompts_dir and not Path(settings.prompts_dir).is_dir():
+        raise UsageError(f"prompts_dir {settings.prompts_dir} is not a directory")
+    if settings.tokenizer and not Path(settings.tokenizer).is_file():
+        raise UsageError(f"tokenizer {settings.tokenizer} is not a file")
+    if settings.ca_file and not Path(settings.ca_file).is_file():
+        raise UsageError(f"ca_file {settings.ca_file} is not a file")
+    if settings.output_file:
+        folder = Path(settings.output_file).parent
+        if not folder.is_dir():
+            raise UsageError(f"the folder of output_file {settings.output_file} does not exist")
 
 
 _FIELDS = {f.name: f for f in fields(Settings)}
@@ -93,7 +125,7 @@ def _coerce(name: str, value: Any, source: str) -> Any:
     kind = str(_FIELDS[name].type)
     try:
         if kind.startswith("int"):
-            if isinstance(value, bool):
+            if isinstance(value, (bool, float)):  # 65536.5 is a mistake, not 65536
                 raise ValueError
             return int(value)
         if kind.startswith("float"):
@@ -139,6 +171,9 @@ def parse_text(text: str, source: str) -> dict[str, Any]:
     section = data.get("reviewbot", data)
     if not isinstance(section, dict):
         raise UsageError(f"config file {source}: [reviewbot] is not a table")
+    if section is not data and set(data) - {"reviewbot"}:
+        raise UsageError(f"config file {source}: keys both at the top level and under "
+                         f"[reviewbot] ({sorted(set(data) - {'reviewbot'})[0]!r}); use one")
     unknown = sorted(set(section) - set(_FIELDS))
     if unknown:
         raise UsageError(f"config file {source}: unknown key {unknown[0]!r}")

@@ -71,6 +71,9 @@ class ModelClient:
             page = self._client.with_options(max_retries=1, timeout=30).models.list()
         except (openai.APIConnectionError, openai.APITimeoutError):
             raise BackendUnreachable(f"cannot reach the model server at {self.shown_url}") from None
+        except openai.AuthenticationError:
+            raise BackendUnreachable(
+                f"the model server at {self.shown_url} rejected the API key (HTTP 401)") from None
         except openai.APIStatusError as exc:
             raise BackendUnreachable(
                 f"the model server at {self.shown_url} answered {exc.status_code} to GET /models"
@@ -106,6 +109,9 @@ class ModelClient:
             raise RequestFailed(f"the server rejected the request: {_short(exc)}") from None
         except (openai.APIConnectionError, openai.APITimeoutError) as exc:
             raise RequestFailed(f"{type(exc).__name__} talking to {self.shown_url}") from None
+        except openai.AuthenticationError:
+            raise RequestFailed(f"the model server at {self.shown_url} rejected the API key "
+                                "(HTTP 401)") from None
         except openai.APIStatusError as exc:
             raise RequestFailed(f"HTTP {exc.status_code} from {self.shown_url}: {_short(exc)}") from None
         except (openai.APIError, ValueError, TypeError) as exc:  # a 200 that is no completion

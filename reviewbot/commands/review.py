@@ -100,6 +100,7 @@ def review(diff_path: str | None, git_range: str | None, mr: int | None, project
 
         settings, forge = settings_and_forge(flags, config_path, mr=mr, pr=pr, project=project,
                                              repo=repo)
+        config.check_paths(settings)
         engine = make_engine(settings, progress)
         run, code = run_forge(settings, forge, dry_run=dry_run, reviewer=engine.review)
         if dry_run and settings.output == "json":  # exactly what would be posted
@@ -109,6 +110,7 @@ def review(diff_path: str | None, git_range: str | None, mr: int | None, project
         _tell_when_written(run.result, settings.output_file)
         raise SystemExit(code)
     settings = config.resolve(flags, config_path=config_path)
+    config.check_paths(settings)
     changes = diff.parse(_read_diff(diff_path, git_range))
     result = make_engine(settings, progress).review(changes)
     emit(render(result, settings.output, color=_tty(settings)), settings.output_file)

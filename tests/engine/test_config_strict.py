@@ -1,0 +1,64 @@
+"""Configuration is complete and strict: mistakes are exit 2 at once, before any model time."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from reviewbot.config import Settings, check_paths, parse_text, resolve
+from reviewbot.diff import parse
+from reviewbot.errors import UsageError
+from reviewbot.review import make_engine
+from tests.engine.test_review_flow import make_diff
+from tests.fake_openai import FakeOpenAI, Reply
+
+
+@pytest.mark.parametrize("key,value,field", [
+    ("FAIL_ON", "major", "fail_on"), ("EXCLUDE", "docs/*,*.snap", "exclude"),
+    ("MODE", "full", "mode"), ("OUTPUT", "json", "output"), ("MAX_CONTEXT", "8192", "max_context"),
+])
+def test_every_key_has_a_reviewbot_variable(key: str, value: str, field: str) -> None:
+    s = resolve({}, env={f"REVIEWBOT_{key}": value}, file_values={})
+    got = getattr(s, field)
+    assert got == (tuple(value.split(",")) if isinstance(got, tuple) else type(got)(value))
+
+
+def test_top_level_keys_beside_a_table_are_an_error() -> None:
+    with pytest.raises(UsageError, match="both at the top level"):
+        parse_text('mode = "full"\n[reviewbot]\nfail_on = "major"\n', "x.toml")
+
+
+def test_a_fractional_integer_is_an_error() -> None:
+    with pytest.raises(UsageError, match="max_context"):
+        parse_text("max_context = 65536.5\n", "x.toml")
+
+
+@pytest.mark.parametrize("url", ["not-a-url", "ftp://host/v1", "http://127.0.0.1:99999/v1",
+                                 "http:///v1"])
+def test_a_malformed_base_url_is_exit_2_at_once(url: str) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REVIEWBOT_")}
+    proc = subprocess.run([sys.executable, "-m", "reviewbot", "review", "--diff", "-",
+                           "--base-url", url, "--no-progress"], input=make_diff(files=1).decode(),
+                          capture_output=True, text=True, timeout=30, env=env)
+    assert proc.returncode == 2 and "base_url" in proc.stderr, proc.stderr
+
+
+def test_paths_are_checked_before_the_review(tmp_path: Path) -> None:
+    for bad in ({"tokenizer": str(tmp_path / "none.json")},
+                {"prompts_dir": str(tmp_path / "none")},
+                {"output_file": str(tmp_path / "no" / "such" / "out.json")}):
+        with pytest.raises(UsageError):
+            check_paths(Settings(**bad))  # type: ignore[arg-type]
+    check_paths(Settings(output_file=str(tmp_path / "out.json")))
+
+
+def test_a_401_says_the_api_key_was_rejected() -> None:
+    with FakeOpenAI(lambda b, n: Reply(status=401, error="bad key"), max_model_len=8000) as srv:
+        engine = make_engine(resolve({"base_url": srv.base_url, "max_output_tokens": 256},
+                                     env={}, file_values={}))
+        result = engine.review(parse(make_diff(files=1)))
+    assert not result.complete and "rejected the API key" in result.stats.errors[0]
