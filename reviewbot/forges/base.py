@@ -7,9 +7,6 @@ are separate small protocols, detected with isinstance() at run time.
 
 from __future__ import annotations
 
-import base64
-import json
-import re
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -84,26 +81,3 @@ class Forge(Protocol):
 @runtime_checkable
 class Resolver(Protocol):
     def resolve(self, comments: list[PostedComment]) -> None: ...
-
-
-# The hidden marker carried by every comment the bot writes, always as its last line. Only the
-# trailing marker counts: anything earlier in a body is someone else's text (model text cannot
-# contain one anyway, see modeltext), and only the bot's own comments are read at all.
-MARKER_PREFIX = "reviewbot"
-_MARKER = re.compile(r"<!-- reviewbot:([A-Za-z0-9+/=]{1,60000}) -->\s*\Z")
-
-
-def marker(kind: str, **fields: str) -> str:
-    payload = base64.b64encode(json.dumps({"kind": kind, **fields}, sort_keys=True).encode()).decode()
-    return f"<!-- {MARKER_PREFIX}:{payload} -->"
-
-
-def read_marker(body: str) -> dict[str, str] | None:
-    match = _MARKER.search((body or "")[-60100:])
-    if match is None:
-        return None
-    try:
-        data = json.loads(base64.b64decode(match.group(1)))
-    except (ValueError, json.JSONDecodeError):
-        return None
-    return data if isinstance(data, dict) else None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from reviewbot.findings import Finding
-from reviewbot.forges.base import marker
+from reviewbot.forges.markers import FindingMarker
 from reviewbot.modeltext import inline, prose
 
 _FENCE = re.compile(r"^\s*(`{3,}|~{3,})", re.MULTILINE)
@@ -28,11 +28,11 @@ def comment_body(f: Finding, suggestion: str = "") -> str:
     """Severity and title, the explanation, an optional suggestion block, the hidden marker.
 
     Model text goes through `modeltext`; the suggestion is verbatim code (tools.py drops one
-    that could act), and the marker comes last, where `read_marker` looks for it."""
+    that could act), and the marker comes last, where the parser looks for it."""
     parts = [f"**{f.severity.label}** ({inline(f.category)}): {inline(f.title)}"]
     if f.body.strip():
         parts.append(prose(f.body.strip()))
     if suggestion:
         parts.append(suggestion)
-    parts.append(marker("finding", fingerprint=f.fingerprint))
+    parts.append(FindingMarker(f.fingerprint).render())
     return "\n\n".join(parts)

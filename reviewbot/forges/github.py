@@ -25,10 +25,11 @@ from reviewbot.config import Settings
 from reviewbot.diff import ChangeSet, parse
 from reviewbot.errors import ForgeError
 from reviewbot.findings import Finding
-from reviewbot.forges.base import ChangeRequest, PostedComment, PostOutcome, read_marker
+from reviewbot.forges.base import ChangeRequest, PostedComment, PostOutcome
 from reviewbot.forges.github_client import forge_error, make_client
 from reviewbot.forges.github_map import FileEntry, files_to_diff, outdated_body, posted_comment
 from reviewbot.forges.github_post import BATCH_SIZE, Poster, plan, review_body
+from reviewbot.forges.markers import PREFIX, summary_marker
 from reviewbot.result import SkippedFile
 
 log = logging.getLogger(__name__)
@@ -183,7 +184,7 @@ class GitHubForge:
     def read_summary(self) -> str | None:
         try:
             for c in self.pull().get_issue_comments():
-                if self._mine(c) and (read_marker(c.body or "") or {}).get("kind") == "summary":
+                if self._mine(c) and summary_marker(c.body) is not None:
                     self._summary = c
                     return c.body
         except _GH_ERRORS as exc:
@@ -250,7 +251,7 @@ def _fit(body: str) -> str:
     """GitHub caps a comment at 65,536 characters: cut the middle, keep the trailing marker."""
     if len(body) <= MAX_COMMENT:
         return body
-    head, sep, marker = body.rpartition("<!-- reviewbot:")
+    head, sep, marker = body.rpartition(PREFIX)
     tail = sep + marker if sep else ""
     note = "\n\n… (summary cut to fit GitHub's comment limit)\n\n"
     return (head if sep else body)[: MAX_COMMENT - len(tail) - len(note)] + note + tail

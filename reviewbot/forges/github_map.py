@@ -18,12 +18,12 @@ from typing import Any
 
 from reviewbot.diff import ChangeSet, Side
 from reviewbot.findings import Finding
-from reviewbot.forges.base import PostedComment, marker, read_marker
+from reviewbot.forges.base import PostedComment
 from reviewbot.forges.comment import comment_body, suggestion_block
+from reviewbot.forges.markers import FindingMarker, finding_marker
 from reviewbot.result import SkippedFile
 
 SIDES = {Side.NEW: "RIGHT", Side.OLD: "LEFT"}
-OUTDATED = "outdated"
 NO_PATCH = "GitHub sent no patch for this file (binary, empty, or its diff is too large)"
 
 
@@ -56,26 +56,26 @@ def review_comment(f: Finding, changes: ChangeSet) -> dict[str, Any] | None:
 
 def posted_comment(c: Any) -> PostedComment | None:
     """A PullRequestComment (or anything with its attributes) → PostedComment, if it is ours."""
-    meta = read_marker(c.body or "")
-    if not meta or meta.get("kind") != "finding" or not meta.get("fingerprint"):
+    meta = finding_marker(c.body)
+    if meta is None:
         return None
     side = {"RIGHT": Side.NEW.value, "LEFT": Side.OLD.value}.get(c.side or "", "")
     return PostedComment(
-        id=str(c.id), fingerprint=meta["fingerprint"], path=c.path or "",
-        resolved=meta.get("state") == OUTDATED, thread_id=str(c.id),
+        id=str(c.id), fingerprint=meta.fingerprint, path=c.path or "",
+        resolved=meta.outdated, thread_id=str(c.id),
         line=c.original_line, side=side, head_sha=c.original_commit_id or "",
     )
 
 
 def outdated_body(body: str, fingerprint: str) -> str:
     """The bot's comment, struck out and re-marked as outdated (GitHub REST cannot resolve)."""
-    old = marker("finding", fingerprint=fingerprint)
+    old = FindingMarker(fingerprint).render()
     kept = body.replace(old, "").strip()
     quoted = "\n".join("> " + line for line in kept.split("\n"))
     return (
         "**Outdated**: reviewbot no longer reports this after the latest push.\n\n"
         f"<details><summary>Original comment</summary>\n\n{quoted}\n\n</details>\n\n"
-        + marker("finding", fingerprint=fingerprint, state=OUTDATED)
+        + FindingMarker(fingerprint, outdated=True).render()
     )
 
 

@@ -14,9 +14,10 @@ from reviewbot.diff import ChangeSet, FileDiff, parse
 from reviewbot.errors import DiffError, ForgeError, UsageError, redact
 from reviewbot.findings import Finding
 from reviewbot.forges import gitlab_diffs
-from reviewbot.forges.base import ChangeRequest, PostedComment, PostOutcome, read_marker
+from reviewbot.forges.base import ChangeRequest, PostedComment, PostOutcome
 from reviewbot.forges.gitlab_position import note_payload
 from reviewbot.forges.gitlab_post import Poster, Refused, Unavailable, WritePolicy
+from reviewbot.forges.markers import finding_marker, summary_marker
 from reviewbot.result import SkippedFile
 
 log = logging.getLogger(__name__)
@@ -180,13 +181,13 @@ class GitLabForge:
             for note in d.attributes.get("notes", []):
                 if not self._mine(note):
                     continue
-                meta = read_marker(note.get("body", ""))
-                if not meta or meta.get("kind") != "finding" or not meta.get("fingerprint"):
+                meta = finding_marker(note.get("body"))
+                if meta is None:
                     continue
                 pos = note.get("position") or {}
                 side = "new" if pos.get("new_line") is not None else "old" if pos else ""
                 found.append(PostedComment(
-                    id=str(note["id"]), fingerprint=meta["fingerprint"],
+                    id=str(note["id"]), fingerprint=meta.fingerprint,
                     path=pos.get("new_path") or pos.get("old_path") or "",
                     resolved=bool(note.get("resolved")), thread_id=str(d.id),
                     line=pos.get("new_line") if side == "new" else pos.get("old_line"),
@@ -223,8 +224,7 @@ class GitLabForge:
         for note in _call(lambda: self.mr.notes.list(get_all=True, per_page=100, sort="asc"),
                           "listing notes"):
             body = note.attributes.get("body", "")
-            meta = read_marker(body) if self._mine(note.attributes) else None
-            if meta and meta.get("kind") == "summary":
+            if self._mine(note.attributes) and summary_marker(body) is not None:
                 self._summary_id = note.id
                 return str(body)
         return None

@@ -22,8 +22,9 @@ from gitlab.exceptions import GitlabError
 
 from reviewbot.errors import ForgeError, redact
 from reviewbot.findings import Finding
-from reviewbot.forges.base import ChangeRequest, PostOutcome, read_marker
+from reviewbot.forges.base import ChangeRequest, PostOutcome
 from reviewbot.forges.gitlab_position import note_payload
+from reviewbot.forges.markers import finding_marker
 
 log = logging.getLogger(__name__)
 
@@ -69,8 +70,8 @@ class WritePolicy:
 
 
 def _fingerprint(body: str) -> str | None:
-    meta = read_marker(body)
-    return meta.get("fingerprint") if meta and meta.get("kind") == "finding" else None
+    meta = finding_marker(body)
+    return meta.fingerprint if meta else None
 
 
 class Poster:

@@ -7,7 +7,8 @@ from typing import TextIO
 
 from reviewbot.diff import ChangeSet
 from reviewbot.findings import Finding
-from reviewbot.forges.base import ChangeRequest, PostedComment, PostOutcome, marker
+from reviewbot.forges.base import ChangeRequest, PostedComment, PostOutcome
+from reviewbot.forges.markers import FindingMarker
 
 
 class LocalForge:
@@ -64,5 +65,5 @@ def format_comment(f: Finding) -> str:
     parts = [head, f.body]
     if f.suggestion is not None:
         parts.append("suggested replacement:\n" + f.suggestion)
-    parts.append(marker("finding", fingerprint=f.fingerprint))
+    parts.append(FindingMarker(f.fingerprint).render())
     return "\n".join(p for p in parts if p)

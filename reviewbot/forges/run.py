@@ -22,8 +22,8 @@ from reviewbot.forges.base import (
     PostedComment,
     PostOutcome,
     Resolver,
-    read_marker,
 )
+from reviewbot.forges.markers import SummaryMarker, summary_marker
 from reviewbot.forges.summary import MAX_BODY, SummaryInput, render_summary, unpack
 from reviewbot.result import ReviewResult, Stats, unreviewed_error
 
@@ -92,8 +92,8 @@ def review_change_request(
 ) -> ForgeRun:
     """Review and post. A set `cancel` (a newer push arrived) stops before anything is posted."""
     request = forge.fetch()
-    previous = read_marker(forge.read_summary() or "") or {}
-    last_sha = previous.get("last_reviewed_sha") or None
+    previous = summary_marker(forge.read_summary()) or SummaryMarker()
+    last_sha = previous.last_reviewed_sha
     if mode == "incremental" and last_sha == request.head_sha:
         return ForgeRun(request, _empty_result(), "up-to-date", last_sha, dry_run=dry_run)
     changes, used_mode, since = request.changes, "full", None
@@ -114,7 +114,7 @@ def review_change_request(
     anchored, refused = split_anchorable(current, request.changes, new_side_only=since is not None)
     run.unanchored = list(result.unanchored) + refused
     if since is not None:  # what earlier reviews could not anchor, on code not reviewed again
-        run.unanchored += carried(previous.get("unanchored"), changes, current + run.unanchored)
+        run.unanchored += carried(previous.unanchored, changes, current + run.unanchored)
     existing = forge.existing()
     known = {c.fingerprint for c in existing}
     run.to_post = [f for f in anchored if f.fingerprint not in known]
@@ -136,7 +136,7 @@ def review_change_request(
                 run.errors.append(f"resolving outdated threads failed: {exc}")
     run.unanchored += run.outcome.moved_to_summary
     limit = getattr(forge, "max_comment_chars", MAX_BODY)
-    run.summary = render_summary(_summary_input(run, previous.get("last_reviewed_sha"), limit))
+    run.summary = render_summary(_summary_input(run, last_sha, limit))
     if not dry_run:
         try:
             forge.write_summary(request, run.summary)

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 
 from reviewbot.diff import Side
 from reviewbot.findings import Finding, Severity
-from reviewbot.forges.base import ChangeRequest, marker
+from reviewbot.forges.base import ChangeRequest
+from reviewbot.forges.markers import SummaryMarker
 from reviewbot.modeltext import code, inline, prose
 from reviewbot.result import ReviewResult
 
@@ -43,14 +44,11 @@ def render_summary(s: SummaryInput) -> str:
     parts += _findings("Findings not posted (will be retried on the next run)", s.failed)
     if s.errors:
         parts += ["", "**Errors**", *[f"- {inline(e)}" for e in s.errors[:20]]]
-    fields = {"last_reviewed_sha": s.last_reviewed_sha} if s.last_reviewed_sha else {}
-    if s.unanchored:
-        fields["unanchored"] = pack(s.unanchored)
+    state = SummaryMarker(s.last_reviewed_sha, pack(s.unanchored) if s.unanchored else None)
     body = "\n".join(parts)
-    tail = "\n\n" + marker("summary", **fields)
+    tail = "\n\n" + state.render()
     if len(tail) > s.max_chars // 3:  # the marker must never crowd out the summary itself
-        fields.pop("unanchored", None)
-        tail = "\n\n" + marker("summary", **fields)
+        tail = "\n\n" + SummaryMarker(s.last_reviewed_sha).render()
     if len(body) + len(tail) > s.max_chars:
         body = body[: s.max_chars - len(tail) - 40] + "\n\n… (summary cut to fit the note limit)"
     return body + tail

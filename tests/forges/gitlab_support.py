@@ -12,9 +12,9 @@ import pytest
 
 from reviewbot.diff import ChangeSet, Side
 from reviewbot.findings import Finding, Severity
-from reviewbot.forges.base import read_marker
 from reviewbot.forges.gitlab import GitLabForge
 from reviewbot.forges.gitlab_post import WritePolicy
+from reviewbot.forges.markers import decode
 from reviewbot.result import ReviewResult, Stats
 from tests.forges.fake_gitlab import FakeGitLab, State
 from tests.forges.gitrepo import Repo
@@ -68,7 +68,7 @@ def env_fixture(tmp_path: Path) -> Iterator[Env]:
 
 def sha_marker(body: str) -> dict[str, str] | None:
     """The summary marker without the carried unanchored findings."""
-    meta = read_marker(body)
+    meta = decode(body)
     return {k: v for k, v in meta.items() if k != "unanchored"} if meta else None
 
 

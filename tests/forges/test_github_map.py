@@ -9,7 +9,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reviewbot.diff import Side, parse
-from reviewbot.forges.base import marker, read_marker
 from reviewbot.forges.github import MAX_COMMENT, _fit
 from reviewbot.forges.github_map import (
     FileEntry,
@@ -18,6 +17,7 @@ from reviewbot.forges.github_map import (
     posted_comment,
     review_comment,
 )
+from reviewbot.forges.markers import FindingMarker, SummaryMarker, decode
 from tests.forges.github_repo import split_files
 from tests.forges.github_support import finding
 
@@ -75,7 +75,7 @@ def test_files_to_diff_covers_every_status() -> None:
 
 
 def test_posted_comment_reads_the_marker_and_the_outdated_state() -> None:
-    body = "**major** (bug): t\n\n" + marker("finding", fingerprint="abc")
+    body = "**major** (bug): t\n\n" + FindingMarker("abc").render()
     c = SimpleNamespace(id=5, body=body, path="p.py", side="LEFT", original_line=3,
                         original_commit_id="s1")
     posted = posted_comment(c)
@@ -91,9 +91,9 @@ def test_posted_comment_reads_the_marker_and_the_outdated_state() -> None:
 
 
 def test_a_long_summary_is_cut_to_githubs_limit_keeping_the_marker() -> None:
-    tail = marker("summary", last_reviewed_sha="f" * 40)
+    tail = SummaryMarker("f" * 40).render()
     body = "x" * 100_000 + "\n\n" + tail
     fitted = _fit(body)
     assert len(fitted) <= MAX_COMMENT and fitted.endswith(tail)
-    assert read_marker(fitted) == {"kind": "summary", "last_reviewed_sha": "f" * 40}
+    assert decode(fitted) == {"kind": "summary", "last_reviewed_sha": "f" * 40}
     assert _fit("short") == "short"

@@ -6,7 +6,7 @@ import time
 from dataclasses import replace
 
 from reviewbot.diff import Side, parse
-from reviewbot.forges.base import read_marker
+from reviewbot.forges.markers import decode
 from tests.forges.fake_github import FakeGitHub
 from tests.forges.github_support import fake_github, finding, forge  # noqa: F401 - fixture "fake"
 
@@ -43,7 +43,7 @@ def test_every_kind_of_line_lands_where_it_should(fake: FakeGitHub) -> None:
     assert "```suggestion\nline 5 fixed\nline 5b fixed\n```" in ranges[0]["body"]
     assert "```suggestion\nprint(os.getcwd())  # ok\n```" in got[(ADDED, 3, "RIGHT")]["body"]
     for c in fake.review_comments:
-        assert read_marker(c["body"])["kind"] == "finding"
+        assert decode(c["body"])["kind"] == "finding"
 
 
 def test_suggestions_only_on_the_right_side(fake: FakeGitHub) -> None:

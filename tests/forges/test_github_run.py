@@ -11,8 +11,8 @@ import pytest
 from reviewbot.config import Settings
 from reviewbot.diff import Side
 from reviewbot.errors import ForgeError
-from reviewbot.forges.base import read_marker
 from reviewbot.forges.github import GitHubForge
+from reviewbot.forges.markers import decode
 from reviewbot.forges.run import review_change_request
 from tests.forges.fake_github import FakeGitHub, Server
 from tests.forges.github_repo import GitRepo
@@ -27,11 +27,11 @@ from tests.forges.github_support import (  # noqa: F401 - fake_github: fixture "
 
 def _summaries(fake: FakeGitHub) -> list[dict]:  # type: ignore[type-arg]
     return [c for c in fake.issue_comments
-            if (read_marker(c["body"]) or {}).get("kind") == "summary"]
+            if (decode(c["body"]) or {}).get("kind") == "summary"]
 
 
 def _fingerprints(fake: FakeGitHub) -> list[str]:
-    return [read_marker(c["body"])["fingerprint"] for c in fake.review_comments]
+    return [decode(c["body"])["fingerprint"] for c in fake.review_comments]
 
 
 def test_full_review_posts_everything_with_no_422_and_a_rerun_posts_nothing(
@@ -48,7 +48,7 @@ def test_full_review_posts_everything_with_no_422_and_a_rerun_posts_nothing(
     sides = {(c["path"], c["side"]) for c in fake.review_comments}
     assert ("docs/removed.md", "LEFT") in sides and ("src/new_name.py", "RIGHT") in sides
     [summary] = _summaries(fake)
-    assert read_marker(summary["body"])["last_reviewed_sha"] == fake.pulls[7].head
+    assert decode(summary["body"])["last_reviewed_sha"] == fake.pulls[7].head
     assert "assets/logo.png" in summary["body"] and "Review complete" in summary["body"]
 
     again = review_change_request(forge(fake), Reviewer(), mode="full")
@@ -72,7 +72,7 @@ def test_push_reviews_only_new_commits_and_marks_gone_findings_outdated(fake: Fa
     new = fake.review_comments[before:]
     assert new and {c["path"] for c in new} == {"src/added.py"}
     assert not fake.statuses(422)
-    outdated = [c for c in fake.review_comments if (read_marker(c["body"]) or {}).get("state")]
+    outdated = [c for c in fake.review_comments if (decode(c["body"]) or {}).get("state")]
     assert [(c["path"], c["line"]) for c in outdated] == [("src/added.py", 3)]
     assert outdated[0]["body"].startswith("**Outdated**")
     assert len(second.to_resolve) == 1
@@ -94,7 +94,7 @@ def test_crash_mid_post_then_rerun_loses_nothing_and_doubles_nothing(
         assert len(run.outcome.posted) == 12 and len(run.outcome.failed) == total - 12
         assert len(fake.review_comments) == 12  # the 3rd review was not attempted
         assert "incomplete" in _summaries(fake)[0]["body"].lower()
-        assert "last_reviewed_sha" not in read_marker(_summaries(fake)[0]["body"])
+        assert "last_reviewed_sha" not in decode(_summaries(fake)[0]["body"])
     rerun = review_change_request(forge(fake), Reviewer(), mode="incremental")
     assert rerun.complete
     assert sorted(_fingerprints(fake)) == sorted({f.fingerprint for f in run.to_post})

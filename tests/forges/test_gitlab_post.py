@@ -6,7 +6,7 @@ import hashlib
 import json
 
 from reviewbot.diff import Side
-from reviewbot.forges.base import marker, read_marker
+from reviewbot.forges.markers import FindingMarker, decode
 from reviewbot.forges.run import review_change_request
 from tests.forges.fake_gitlab import Fault
 from tests.forges.gitlab_support import Env, env_fixture, finding, make_forge, reviewer, sha_marker  # noqa: F401
@@ -130,7 +130,7 @@ def test_without_draft_notes_it_posts_discussions_directly(env: Env) -> None:
 
 
 def test_a_humans_own_pending_drafts_are_never_published_by_the_bot(env: Env) -> None:
-    leftover = marker("finding", fingerprint="from-a-crashed-run")
+    leftover = FindingMarker("from-a-crashed-run").render()
     env.gitlab.drafts.append({"id": 1, "note": "my private draft", "position": None})
     env.gitlab.drafts.append({"id": 2, "note": f"old\n{leftover}", "position": None})
     run = review_change_request(make_forge(env.gitlab), reviewer, mode="full")
@@ -141,7 +141,7 @@ def test_a_humans_own_pending_drafts_are_never_published_by_the_bot(env: Env) ->
 
 def test_every_comment_carries_the_finding_marker(env: Env) -> None:
     run = review_change_request(make_forge(env.gitlab), reviewer, mode="full")
-    fps = {read_marker(n["body"])["fingerprint"] for n in env.gitlab.diff_notes()}  # type: ignore[index]
+    fps = {decode(n["body"])["fingerprint"] for n in env.gitlab.diff_notes()}  # type: ignore[index]
     assert fps == {f.fingerprint for f in run.to_post}
     summary = next(n["body"] for n in env.gitlab.notes() if not n.get("position"))
     assert sha_marker(summary) == {"kind": "summary", "last_reviewed_sha": env.head}
@@ -151,5 +151,5 @@ def test_a_refused_bulk_publish_falls_back_to_one_discussion_per_finding(env: En
     env.gitlab.faults.append(Fault("POST", r"/bulk_publish$", 400))
     run = review_change_request(make_forge(env.gitlab), reviewer, mode="full")
     assert run.complete and env.gitlab.drafts == []
-    fps = [read_marker(n["body"])["fingerprint"] for n in env.gitlab.diff_notes()]  # type: ignore[index]
+    fps = [decode(n["body"])["fingerprint"] for n in env.gitlab.diff_notes()]  # type: ignore[index]
     assert sorted(fps) == sorted(f.fingerprint for f in run.to_post)

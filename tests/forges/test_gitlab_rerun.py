@@ -10,7 +10,7 @@ from collections import Counter
 from pathlib import Path
 
 from reviewbot.diff import ChangeSet
-from reviewbot.forges.base import read_marker
+from reviewbot.forges.markers import decode
 from reviewbot.forges.run import review_change_request
 from reviewbot.result import ReviewResult
 from tests.forges.fake_gitlab import Fault
@@ -24,7 +24,7 @@ def _creates(env: Env) -> int:
 
 
 def _fingerprints(env: Env) -> Counter[str]:
-    return Counter(read_marker(n["body"])["fingerprint"]  # type: ignore[index]
+    return Counter(decode(n["body"])["fingerprint"]  # type: ignore[index]
                    for n in env.gitlab.diff_notes())
 
 
@@ -109,7 +109,7 @@ def test_outage_mid_posting_is_incomplete_exit_3_then_a_rerun_completes_exactly_
     assert second.exit_code == 0 and second.mode == "full"
     counts = _fingerprints(env)
     assert set(counts) == {f.fingerprint for f in first.to_post} and set(counts.values()) == {1}
-    assert read_marker(_summaries(env)[0])["last_reviewed_sha"] == env.head  # type: ignore[index]
+    assert decode(_summaries(env)[0])["last_reviewed_sha"] == env.head  # type: ignore[index]
 
 
 def test_a_lost_answer_after_a_note_was_created_does_not_double_it(env: Env) -> None:

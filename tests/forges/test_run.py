@@ -9,8 +9,9 @@ from dataclasses import dataclass, field, replace
 from reviewbot.diff import ChangeSet, Side, parse
 from reviewbot.errors import ForgeError
 from reviewbot.findings import Finding, Severity
-from reviewbot.forges.base import ChangeRequest, PostedComment, PostOutcome, marker, read_marker
+from reviewbot.forges.base import ChangeRequest, PostedComment, PostOutcome
 from reviewbot.forges.local import LocalForge
+from reviewbot.forges.markers import SummaryMarker, decode
 from reviewbot.forges.run import outdated, review_change_request, split_anchorable
 from reviewbot.result import ReviewResult, SkippedFile, Stats
 from tests.forges.gitlab_support import sha_marker
@@ -140,7 +141,7 @@ def test_full_flow_posts_new_findings_only_and_records_the_head() -> None:
 
 
 def test_incremental_uses_the_incremental_diff_and_falls_back_to_full() -> None:
-    forge = MemoryForge(summary=marker("summary", last_reviewed_sha="h1"))
+    forge = MemoryForge(summary=SummaryMarker("h1").render())
     seen: list[ChangeSet] = []
 
     def review(changes: ChangeSet) -> ReviewResult:
@@ -149,14 +150,14 @@ def test_incremental_uses_the_incremental_diff_and_falls_back_to_full() -> None:
 
     run = review_change_request(forge, review)
     assert run.mode == "full" and seen[-1] is CHANGES  # fetch_incremental gave None
-    forge.summary = marker("summary", last_reviewed_sha="h1")
+    forge.summary = SummaryMarker("h1").render()
     forge.incremental = ChangeSet(CHANGES.files[:1])
     run = review_change_request(forge, review)
     assert run.mode == "incremental" and run.since_sha == "h1" and seen[-1] is forge.incremental
 
 
 def test_a_forge_failure_is_exit_3_with_everything_in_the_summary_and_the_old_sha_kept() -> None:
-    forge = MemoryForge(summary=marker("summary", last_reviewed_sha="h1"), fail_post=True,
+    forge = MemoryForge(summary=SummaryMarker("h1").render(), fail_post=True,
                         incremental=CHANGES)
     run = review_change_request(forge, reviewer_of(f(2, title="lost?")))
     assert run.exit_code == 3 and not run.complete
@@ -209,7 +210,7 @@ def test_summary_stays_under_the_limit_and_keeps_its_marker() -> None:
                                        unanchored=many, last_reviewed_sha="h2"))
     assert len(body) <= 60_000 and sha_marker(body) == {"kind": "summary",
                                                         "last_reviewed_sha": "h2"}
-    carried = unpack(read_marker(body)["unanchored"])  # type: ignore[index]
+    carried = unpack(decode(body)["unanchored"])  # type: ignore[index]
     assert 0 < len(carried) <= 30 and carried[0].path == "app.py"
     assert unpack("not json") == [] and unpack('[{"path": 1}]') == []
 
@@ -217,7 +218,7 @@ def test_summary_stays_under_the_limit_and_keeps_its_marker() -> None:
 def test_incremental_old_side_findings_go_to_the_summary_not_to_a_wrong_line() -> None:
     # line 2 of the old side exists in the MR diff too, but in an incremental review the old
     # side is the previous head: posting there would point at different code
-    forge = MemoryForge(summary=marker("summary", last_reviewed_sha="h1"), incremental=CHANGES)
+    forge = MemoryForge(summary=SummaryMarker("h1").render(), incremental=CHANGES)
     run = review_change_request(forge, reviewer_of(f(2), f(2, Side.OLD)))
     assert [(x.line, x.side) for x in run.to_post] == [(2, Side.NEW)]
     assert [(x.line, x.side) for x in run.unanchored] == [(2, Side.OLD)]

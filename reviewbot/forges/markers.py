@@ -1,0 +1,97 @@
+"""The bot's state in its own comments: one hidden marker per comment, typed, with one parser.
+
+A marker is an HTML comment carrying base64 JSON, always the last line of a comment the bot
+wrote. Only the trailing marker counts (anything earlier is someone else's text; model text
+cannot contain one anyway, see modeltext), and the forge modules read markers only from the
+token's own comments. `parse` checks every field, so a marker edited by hand is just ignored.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+PREFIX = "<!-- reviewbot:"
+_MARKER = re.compile(r"<!-- reviewbot:([A-Za-z0-9+/=]{1,60000}) -->\s*\Z")
+_SHA = re.compile(r"[0-9A-Za-z]{1,64}")  # a commit id (tests use short names)
+OUTDATED = "outdated"
+
+
+@dataclass(frozen=True)
+class FindingMarker:
+    """On an inline comment: which finding it is, and whether the bot marked it outdated."""
+
+    fingerprint: str
+    outdated: bool = False
+
+    def render(self) -> str:
+        fields = {"fingerprint": self.fingerprint}
+        if self.outdated:
+            fields["state"] = OUTDATED
+        return encode("finding", fields)
+
+
+@dataclass(frozen=True)
+class SummaryMarker:
+    """On the summary note: the last head reviewed completely, and the findings carried over."""
+
+    last_reviewed_sha: str | None = None
+    unanchored: str | None = None  # forges.summary.pack()'s JSON
+
+    def render(self) -> str:
+        fields = {k: v for k, v in (("last_reviewed_sha", self.last_reviewed_sha),
+                                    ("unanchored", self.unanchored)) if v}
+        return encode("summary", fields)
+
+
+Marker = FindingMarker | SummaryMarker
+
+
+def encode(kind: str, fields: dict[str, str]) -> str:
+    """The wire form (tests build forged markers with it)."""
+    payload = json.dumps({"kind": kind, **fields}, sort_keys=True).encode()
+    return f"{PREFIX}{base64.b64encode(payload).decode()} -->"
+
+
+def decode(body: str | None) -> dict[str, Any] | None:
+    """The trailing marker's JSON object, or None."""
+    match = _MARKER.search((body or "")[-60100:])
+    if match is None:
+        return None
+    try:
+        data = json.loads(base64.b64decode(match.group(1), validate=True))
+    except (ValueError, RecursionError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def parse(body: str | None) -> Marker | None:
+    """The comment's marker, typed and checked, or None."""
+    data = decode(body)
+    if data is None:
+        return None
+    if data.get("kind") == "finding":
+        fp, state = data.get("fingerprint"), data.get("state")
+        if isinstance(fp, str) and fp and state in (None, OUTDATED):
+            return FindingMarker(fp, outdated=state == OUTDATED)
+        return None
+    if data.get("kind") == "summary":
+        sha, unanchored = data.get("last_reviewed_sha"), data.get("unanchored")
+        if (sha is not None and not (isinstance(sha, str) and _SHA.fullmatch(sha))) \
+                or (unanchored is not None and not isinstance(unanchored, str)):
+            return None
+        return SummaryMarker(sha, unanchored)
+    return None
+
+
+def finding_marker(body: str | None) -> FindingMarker | None:
+    m = parse(body)
+    return m if isinstance(m, FindingMarker) else None
+
+
+def summary_marker(body: str | None) -> SummaryMarker | None:
+    m = parse(body)
+    return m if isinstance(m, SummaryMarker) else None
