@@ -16,6 +16,7 @@ userinfo of URLs. Anything else that escapes reaches the CLI edge as one line, e
 
 from __future__ import annotations
 
+import logging
 import re
 
 EXIT_OK = 0
@@ -40,6 +41,18 @@ def redact(text: str) -> str:
     for secret in _SECRETS:
         text = text.replace(secret, "***")
     return _USERINFO.sub(r"\1***@", text)
+
+
+class RedactingFilter(logging.Filter):
+    """A log handler filter: the formatted message, tokens and URL passwords scrubbed (httpx
+    logs every request URL at INFO, userinfo included)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        cleaned = redact(message)
+        if cleaned != message:
+            record.msg, record.args = cleaned, None
+        return True
 
 
 class ReviewbotError(Exception):

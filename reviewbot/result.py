@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from reviewbot.errors import EXIT_FINDINGS, EXIT_INCOMPLETE, EXIT_OK
 from reviewbot.findings import Finding, Severity
 
 
@@ -93,3 +94,12 @@ class ReviewResult:
             "stats": self.stats.to_dict(),
             "model": self.model,
         }
+
+
+def exit_code(complete: bool, worst: Severity | None, fail_on: str) -> int:
+    """3 when incomplete (never reported as clean), 1 when a finding reaches fail_on, else 0."""
+    if not complete:
+        return EXIT_INCOMPLETE
+    if fail_on != "never" and worst is not None and worst >= Severity.parse(fail_on):
+        return EXIT_FINDINGS
+    return EXIT_OK

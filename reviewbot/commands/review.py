@@ -9,9 +9,8 @@ from pathlib import Path
 import click
 
 from reviewbot import config, diff
-from reviewbot.errors import EXIT_FINDINGS, EXIT_INCOMPLETE, EXIT_OK, DiffError, UsageError
-from reviewbot.findings import Severity
-from reviewbot.result import ReviewResult
+from reviewbot.errors import DiffError, UsageError
+from reviewbot.result import ReviewResult, exit_code
 
 
 def _read_diff(path: str | None, git_range: str | None) -> bytes:
@@ -35,16 +34,6 @@ def _tell_when_written(result: ReviewResult, output_file: str | None) -> None:
 
 def _tty(settings: config.Settings) -> bool:
     return settings.output_file is None and sys.stdout.isatty()
-
-
-def exit_code(result: ReviewResult, fail_on: str) -> int:
-    """3 when incomplete (never reported as clean), 1 when a finding reaches --fail-on, else 0."""
-    if not result.complete:
-        return EXIT_INCOMPLETE
-    worst = result.worst()
-    if fail_on != "never" and worst is not None and worst >= Severity.parse(fail_on):
-        return EXIT_FINDINGS
-    return EXIT_OK
 
 
 def emit(text: str, output_file: str | None) -> None:
@@ -115,4 +104,4 @@ def review(diff_path: str | None, git_range: str | None, mr: int | None, project
     result = make_engine(settings, progress).review(changes)
     emit(render(result, settings.output, color=_tty(settings)), settings.output_file)
     _tell_when_written(result, settings.output_file)
-    raise SystemExit(exit_code(result, settings.fail_on))
+    raise SystemExit(exit_code(result.complete, result.worst(), settings.fail_on))

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol, runtime_checkable
 
 from reviewbot.diff import ChangeSet, FileDiff, Side
-from reviewbot.errors import EXIT_INCOMPLETE, EXIT_OK, ForgeError
+from reviewbot.errors import ForgeError
 from reviewbot.findings import Finding, fingerprint, merge
 from reviewbot.forges.base import (
     ChangeRequest,
@@ -25,7 +25,7 @@ from reviewbot.forges.base import (
 )
 from reviewbot.forges.markers import SummaryMarker, summary_marker
 from reviewbot.forges.summary import MAX_BODY, SummaryInput, render_summary, unpack
-from reviewbot.result import ReviewResult, Stats, unreviewed_error
+from reviewbot.result import ReviewResult, Stats, exit_code, unreviewed_error
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +61,8 @@ class ForgeRun:
 
     @property
     def exit_code(self) -> int:
-        return EXIT_OK if self.complete else EXIT_INCOMPLETE
+        """Without a fail_on threshold: 3 when incomplete, else 0."""
+        return exit_code(self.complete, None, "never")
 
     def to_dict(self) -> dict[str, object]:
         return {

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from reviewbot.errors import RedactingFilter
 from reviewbot.webhook.settings import resolve_settings
 
 
@@ -75,7 +76,14 @@ def webhook(
         runner=runner,
     )
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    review = load_runner(settings.runner)
+    for handler in logging.getLogger().handlers:  # no secret in any log line, whoever logs it
+        handler.addFilter(RedactingFilter())
+    from reviewbot import config  # noqa: PLC0415
+
+    # the review settings, once, from the CLI's own resolver (REVIEWBOT_*, .reviewbot.toml)
+    review_settings = config.resolve({}, os.environ)
+    config.check_paths(review_settings)
+    review = load_runner(settings.runner, review_settings)
     queue = JobQueue.open(settings.db_path)
     try:
         app = create_app(settings, queue, review)

@@ -1,48 +1,79 @@
-"""The production review runner, and loading a replacement runner by name (a test hook)."""
+"""The production review runner, built once at start-up, and the `--runner` test hook.
+
+`ForgeRunner` receives the review settings (resolved once, by the same resolver as the CLI:
+flags, `REVIEWBOT_*`, `.reviewbot.toml`) and a way to make the engine; the engine (model
+client, token counter, connection pool) is made on the first job and reused by every job.
+"""
 
 from __future__ import annotations
 
 import importlib
 import threading
+from collections.abc import Callable
+from dataclasses import replace
 from typing import cast
 
-from reviewbot.errors import UsageError
+from reviewbot.config import Settings
+from reviewbot.diff import ChangeSet
+from reviewbot.errors import IncompleteReview, UsageError
+from reviewbot.result import ReviewResult
 from reviewbot.webhook.jobs import Job, Outcome, ReviewRunner
 
-
-def run_review(job: Job, cancel: threading.Event) -> Outcome:
-    """Review one MR/PR head through the review engine (blocking).
-
-    Calls `reviewbot.commands.forge.review_forge_change(forge=, project=, number=,
-    head_sha=, forge_url=)`, which posts the review to the forge idempotently and raises
-    `ReviewbotError` subclasses on failure (`IncompleteReview` when it did not cover the
-    change: retried). It returns `(ForgeRun, exit code)`; the code is kept as the detail.
-    """
-    if cancel.is_set():
-        return Outcome.cancelled()
-    try:
-        from reviewbot.commands.forge import review_forge_change  # noqa: PLC0415 - lazy
-    except ImportError as exc:
-        raise UsageError(f"the review engine is not available: {exc}") from None
-    result = review_forge_change(
-        forge=job.forge,
-        project=job.project,
-        number=job.number,
-        head_sha=job.head_sha,
-        forge_url=job.base_url,
-        cancel=cancel,
-    )
-    run = result[0] if isinstance(result, tuple) else None
-    if getattr(run, "mode", None) == "superseded":
-        return Outcome.cancelled("a newer push arrived during the review; nothing was posted")
-    code = result[1] if isinstance(result, tuple) and len(result) == 2 else None
-    return Outcome.done("" if code is None else f"review exit code {code}")
+Reviewer = Callable[[ChangeSet], ReviewResult]
 
 
-def load_runner(spec: str | None) -> ReviewRunner:
-    """`None` → `run_review`; `"module:function"` → that function (used by tests/benchmarks)."""
+def engine_reviewer(settings: Settings) -> Reviewer:
+    from reviewbot.review import make_engine  # noqa: PLC0415 - lazy: the listener starts fast
+
+    return make_engine(settings).review
+
+
+class ForgeRunner:
+    """Review one job's MR/PR head and post it; raise when the review is incomplete (retried)."""
+
+    def __init__(self, settings: Settings,
+                 make_reviewer: Callable[[Settings], Reviewer] = engine_reviewer) -> None:
+        self._settings = settings
+        self._make_reviewer = make_reviewer
+        self._reviewer: Reviewer | None = None
+        self._lock = threading.Lock()
+
+    def reviewer(self) -> Reviewer:
+        with self._lock:  # a backend that was down at the first job is tried again later
+            if self._reviewer is None:
+                self._reviewer = self._make_reviewer(self._settings)
+            return self._reviewer
+
+    def __call__(self, job: Job, cancel: threading.Event) -> Outcome:
+        if cancel.is_set():
+            return Outcome.cancelled()
+        from reviewbot.commands.forge import run_forge  # noqa: PLC0415
+        from reviewbot.forges.select import make_forge  # noqa: PLC0415
+
+        if job.forge not in ("gitlab", "github"):
+            raise UsageError(f"unknown forge {job.forge!r}")
+        gitlab = job.forge == "gitlab"
+        # the job names its forge's URL (checked against the allowed forge URLs at intake)
+        settings = replace(self._settings, **{"gitlab_url" if gitlab else "github_url": job.base_url})
+        forge = make_forge(settings, mr=job.number if gitlab else None,
+                           pr=None if gitlab else job.number, project=job.project if gitlab else None,
+                           repo=None if gitlab else job.project, env={})
+        run, code = run_forge(settings, forge, dry_run=False, reviewer=self.reviewer(),
+                              cancel=cancel)
+        if run.mode == "superseded":
+            return Outcome.cancelled("a newer push arrived during the review; nothing was posted")
+        if not run.complete:
+            reason = "; ".join(run.errors + run.result.stats.errors) \
+                or "the review did not cover the whole change"
+            raise IncompleteReview(f"{job.forge} {job.project} #{job.number} at "
+                                   f"{run.request.head_sha[:12]}: incomplete: {reason}")
+        return Outcome.done(f"review exit code {code}")
+
+
+def load_runner(spec: str | None, settings: Settings) -> ReviewRunner:
+    """`None` → a `ForgeRunner`; `"module:function"` → that function (tests/benchmarks)."""
     if spec is None:
-        return run_review
+        return ForgeRunner(settings)
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
         raise UsageError(f"--runner must look like module:function, got {spec!r}")

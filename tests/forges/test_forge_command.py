@@ -1,4 +1,4 @@
-"""run_forge / review_forge_change: CI defaults, dispatch, exit codes, against the fake GitLab."""
+"""run_forge / the listener's ForgeRunner: CI defaults, dispatch, exit codes, against the fake GitLab."""
 
 from __future__ import annotations
 
@@ -7,7 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from reviewbot.commands.forge import _pr_from_event, make_forge, review_forge_change, run_forge
+import threading
+
+from reviewbot.commands.forge import run_forge
+from reviewbot.forges.select import _pr_from_event, make_forge
+from reviewbot.webhook.jobs import Job, Outcome
+from reviewbot.webhook.runner import ForgeRunner
 from reviewbot.config import Settings
 from reviewbot.errors import IncompleteReview, UsageError
 from reviewbot.forges.gitlab import GitLabForge
@@ -66,15 +71,23 @@ def test_pr_number_comes_from_the_actions_event_payload(tmp_path: Path) -> None:
     assert _pr_from_event({"GITHUB_EVENT_PATH": str(event)}) is None
 
 
-def test_review_forge_change_posts_and_raises_when_incomplete(env: Env) -> None:
-    s = Settings(gitlab_url=env.gitlab.url, gitlab_token=TOKEN)
-    run, code = review_forge_change("gitlab", "42", 7, env.head, env.gitlab.url,
-                                    reviewer=reviewer, settings=s)
-    assert code == 0 and run.request.head_sha == env.head
+def test_the_listeners_runner_posts_and_raises_when_incomplete(env: Env) -> None:
+    s = Settings(gitlab_token=TOKEN)  # the job names the forge's URL
+    made: list[Settings] = []
+
+    def make_reviewer(settings: Settings):  # type: ignore[no-untyped-def]
+        made.append(settings)
+        return reviewer
+
+    runner = ForgeRunner(s, make_reviewer)
+    job = Job(1, "gitlab", "42", 7, env.head, env.gitlab.url, "d1", 0.0)
+    assert runner(job, threading.Event()) == Outcome.done("review exit code 0")
+    assert [n for n in env.gitlab.diff_notes()]  # posted
     env.repo.write({"src/app.py": "rewritten\n"})
     env.gitlab.push(env.repo.commit("push"))
     env.gitlab.faults.append(Fault("POST", r"/draft_notes$", 500, times=10**6))
     with pytest.raises(IncompleteReview) as err:
-        review_forge_change("gitlab", "42", 7, env.gitlab.head, env.gitlab.url,
-                            reviewer=reviewer, settings=s)
+        runner(Job(2, "gitlab", "42", 7, env.gitlab.head, env.gitlab.url, "d2", 0.0),
+               threading.Event())
     assert err.value.exit_code == 3 and TOKEN not in str(err.value)
+    assert len(made) == 1  # the engine is made once, for every job

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from reviewbot.commands.forge import make_forge, run_forge
+from reviewbot.commands.forge import run_forge
+from reviewbot.forges.select import make_forge
 from reviewbot.config import resolve
 from reviewbot.forges.github import GitHubForge
 from tests.forges.fake_github import FakeGitHub

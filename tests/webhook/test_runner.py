@@ -8,41 +8,27 @@ from pathlib import Path
 import pytest
 from webhook_support import free_port
 
-import reviewbot.commands.forge as forge_commands
+from reviewbot.config import Settings, resolve
 from reviewbot.errors import ReviewbotError, UsageError
 from reviewbot.webhook.jobs import Job, Outcome
-from reviewbot.webhook.runner import load_runner, run_review
+from reviewbot.webhook.runner import ForgeRunner, load_runner
 from reviewbot.webhook.worker import is_retryable
 
 JOB = Job(1, "gitlab", "42", 7, "c" * 40, "https://gitlab.example.com", "d1", 0.0)
 
 
-def test_run_review_calls_the_engine_with_the_job(monkeypatch: pytest.MonkeyPatch) -> None:
-    calls: list[dict[str, object]] = []
-
-    def review_forge_change(**kwargs: object) -> tuple[object, int]:
-        calls.append(kwargs)
-        return object(), 1
-
-    monkeypatch.setattr(forge_commands, "review_forge_change", review_forge_change)
-    cancel = threading.Event()
-    assert run_review(JOB, cancel) == Outcome.done("review exit code 1")
-    assert calls == [{"forge": "gitlab", "project": "42", "number": 7, "head_sha": "c" * 40,
-                      "forge_url": "https://gitlab.example.com", "cancel": cancel}]
-
-
 def test_run_review_does_nothing_once_cancelled() -> None:
     cancel = threading.Event()
     cancel.set()
-    assert run_review(JOB, cancel) == Outcome.cancelled()
+    assert ForgeRunner(Settings())(JOB, cancel) == Outcome.cancelled()
 
 
 def test_load_runner() -> None:
-    assert load_runner(None) is run_review
-    assert load_runner("recording_runner:noop")(JOB, threading.Event()) == Outcome.done()
+    assert isinstance(load_runner(None, Settings()), ForgeRunner)
+    assert load_runner("recording_runner:noop", Settings())(JOB, threading.Event()) == Outcome.done()
     for bad in ("nocolon", "no_such_module_xyz:run", "recording_runner:missing", ":x"):
         with pytest.raises(UsageError):
-            load_runner(bad)
+            load_runner(bad, Settings())
 
 
 def test_run_review_with_nothing_reachable_raises_a_retryable_error(
@@ -54,6 +40,22 @@ def test_run_review_with_nothing_reachable_raises_a_retryable_error(
     monkeypatch.setenv("REVIEWBOT_GITLAB_TOKEN", "glpat-test-token-0001")
     job = Job(1, "gitlab", "42", 7, "c" * 40, f"http://127.0.0.1:{free_port()}", "d1", 0.0)
     with pytest.raises(ReviewbotError) as caught:
-        run_review(job, threading.Event())
+        load_runner(None, resolve({}))(job, threading.Event())
     assert is_retryable(caught.value)
     assert "glpat-test-token-0001" not in str(caught.value)
+
+
+def test_log_lines_never_carry_url_passwords_or_tokens(caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    from reviewbot.errors import RedactingFilter, register_secret
+
+    register_secret("glpat-log-token-0002")
+    handler = logging.StreamHandler()
+    handler.addFilter(RedactingFilter())
+    record = logging.LogRecord("httpx", logging.INFO, __file__, 1, 'HTTP Request: POST %s "%s"',
+                               ("http://bob:s3cret@127.0.0.1:8000/v1/chat", "glpat-log-token-0002"),
+                               None)
+    assert handler.filter(record)
+    text = record.getMessage()
+    assert "s3cret" not in text and "glpat-log-token-0002" not in text and "***@127.0.0.1" in text
