@@ -34,9 +34,9 @@ class LazyGroup(click.Group):
     cls=LazyGroup,
     lazy={
         "review": "reviewbot.commands.review:review",
-        "demo": "reviewbot.commands.demo:demo",
+        "demo": "reviewbot.server.demo:demo",
         "webhook": "reviewbot.webhook.cli:webhook",
-        "server": "server.cli:server",
+        "server": "reviewbot.server.cli:server",
     },
 )
 @click.version_option(package_name="reviewbot")

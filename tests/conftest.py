@@ -1,6 +1,6 @@
 """Shared fixtures. The real vLLM CPU server: started once per session, on demand.
 
-`vllm_server` builds the tiny random-weight model (server/tinymodel.py), starts
+`vllm_server` builds the tiny random-weight model (reviewbot/server/tinymodel.py), starts
 `python -m vllm.entrypoints.openai.api_server` with the interpreter from
 $REVIEWBOT_VLLM_PYTHON (or this one, if it has vllm) on a free loopback port, and stops it
 at the end of the session; with $REVIEWBOT_TEST_VLLM_INFO it uses the server that .ci/run
@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from reviewbot.errors import LaunchError, UsageError
-from server.launcher import LaunchSpec, VllmProcess, find_vllm_python, free_port
-from server.tinymodel import SERVE_ARGS, SERVE_ENV, build_tiny_model
+from reviewbot.server.process.launcher import LaunchSpec, VllmProcess, find_vllm_python, free_port
+from reviewbot.server.tinymodel import SERVE_ARGS, SERVE_ENV, build_tiny_model
 
 TINY_MODEL_NAME = "tiny"
 TINY_MAX_MODEL_LEN = 65536

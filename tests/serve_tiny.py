@@ -13,8 +13,8 @@ import sys
 import threading
 from pathlib import Path
 
-from server.launcher import VllmProcess
-from server.tinymodel import build_tiny_model
+from reviewbot.server.process.launcher import VllmProcess
+from reviewbot.server.tinymodel import build_tiny_model
 
 sys.path.insert(0, str(Path(__file__).parent))
 from conftest import tiny_spec  # noqa: E402

@@ -11,8 +11,8 @@ import pytest
 
 from reviewbot.cli import main
 from reviewbot.errors import UsageError
-from server.bench import parse_sizes
-from server.bench_load import percentile
+from reviewbot.server.probe.bench import parse_sizes
+from reviewbot.server.probe.bench_load import percentile
 
 
 def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:

@@ -11,7 +11,7 @@ import pytest
 from fake_openai import FakeOpenAI, Reply
 
 from reviewbot.cli import main
-from server.check import Server, check_tool_auto, check_tool_forced
+from reviewbot.server.probe.check import Server, check_tool_auto, check_tool_forced
 
 CHECKS = ("reachable", "model served", "context", "tokenize", "latency", "tool call (forced)",
           "tool call (auto)")

@@ -10,7 +10,12 @@ import pytest
 
 from reviewbot.cli import main
 from reviewbot.errors import UsageError
-from server.integrity import MANIFEST, ManifestError, verify_manifest, write_manifest
+from reviewbot.server.probe.integrity import (
+    MANIFEST,
+    ManifestError,
+    verify_manifest,
+    write_manifest,
+)
 
 
 @pytest.fixture

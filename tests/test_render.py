@@ -21,10 +21,10 @@ import httpx
 import pytest
 
 from reviewbot.cli import main
-from server.model import load_model
-from server.plan import Plan, plan
-from server.render import helm_values, plan_json, plan_text, systemd_units
-from server.render_lb import LbSettings, haproxy_cfg, nginx_conf
+from reviewbot.server.plan.model import load_model
+from reviewbot.server.plan.planner import Plan, plan
+from reviewbot.server.render.balancers import LbSettings, haproxy_cfg, nginx_conf
+from reviewbot.server.render.serve import helm_values, plan_json, plan_text, systemd_units
 
 KEY = "sk-test-0123456789"
 INSTALL = "install with: apt-get install -y nginx haproxy (systemd provides systemd-analyze)"

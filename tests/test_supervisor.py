@@ -20,9 +20,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from server.canary import parse_load
-from server.launcher import free_port, group_members
-from server.tinymodel import SERVE_ARGS, SERVE_ENV
+from reviewbot.server.process.launcher import free_port, group_members
+from reviewbot.server.supervise.canary import parse_load
+from reviewbot.server.tinymodel import SERVE_ARGS, SERVE_ENV
 from tests.conftest import vllm_python
 
 FAKE = Path(__file__).with_name("fake_vllm.py")
@@ -235,7 +235,7 @@ def test_port_in_use_is_a_clear_error(tmp_path: Path) -> None:
 
 def test_several_gpu_instances_behind_nginx(tmp_path: Path) -> None:
     """2xA10: the plan gives one replica per GPU; nginx serves both on one port."""
-    from server.tinymodel import build_tiny_model
+    from reviewbot.server.tinymodel import build_tiny_model
 
     model = build_tiny_model(tmp_path / "tiny")
     up = Up(["--gpus", "2xA10", "--model", str(model), "--served-model-name", "tiny",

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from server.canary import EngineLoad, parse_load
-from server.launcher import likely_cause
-from server.supervisor import SupervisorSettings, _made_progress, backoff_delay
+from reviewbot.server.process.launcher import likely_cause
+from reviewbot.server.supervise.canary import EngineLoad, parse_load
+from reviewbot.server.supervise.supervisor import SupervisorSettings, _made_progress, backoff_delay
 
 NEW = """\
 # TYPE vllm:num_requests_running gauge

@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import pytest
 
-import threading
-
 from reviewbot.commands.forge import run_forge
-from reviewbot.forges.select import _pr_from_event, make_forge
-from reviewbot.webhook.jobs import Job, Outcome
-from reviewbot.webhook.runner import ForgeRunner
 from reviewbot.config import Settings
 from reviewbot.errors import IncompleteReview, UsageError
 from reviewbot.forges.gitlab import GitLabForge
+from reviewbot.forges.select import _pr_from_event, make_forge
+from reviewbot.webhook.jobs import Job, Outcome
+from reviewbot.webhook.runner import ForgeRunner
 from tests.forges.fake_gitlab import Fault
 from tests.forges.gitlab_support import TOKEN, Env, env_fixture, reviewer  # noqa: F401
 

@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from server import topology
-
-if TYPE_CHECKING:
-    from server.plan import Plan
+from reviewbot.server.plan import topology
+from reviewbot.server.plan.types import Plan
 
 
 def _hardware(plan: Plan) -> list[str]:

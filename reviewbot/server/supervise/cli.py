@@ -15,10 +15,10 @@ import click
 import httpx
 
 from reviewbot.errors import BackendUnreachable, LaunchError, UsageError
-from server.launcher import LaunchSpec, check_port_free, find_vllm_python
-from server.status_app import Metrics, StatusServer, build_app
-from server.supervisor import Supervisor, SupervisorSettings
-from server.supervisor_specs import Nginx, gpu_specs, nginx_for
+from reviewbot.server.process.launcher import LaunchSpec, check_port_free, find_vllm_python
+from reviewbot.server.supervise.specs import Nginx, gpu_specs, nginx_for
+from reviewbot.server.supervise.status_app import Metrics, StatusServer, build_app
+from reviewbot.server.supervise.supervisor import Supervisor, SupervisorSettings
 
 DEFAULT_STATUS_PORT = 8089
 STATE_FILE = "supervisor.json"
@@ -38,8 +38,8 @@ def _setup_logging(state_dir: Path) -> None:
 
 
 def _verify_model(model_dir: Path) -> None:
-    """Refuse a model dir whose SHA256SUMS does not match (server/integrity.py)."""
-    from server.integrity import MANIFEST, verify_manifest
+    """Refuse a model dir whose SHA256SUMS does not match (reviewbot/server/probe/integrity.py)."""
+    from reviewbot.server.probe.integrity import MANIFEST, verify_manifest
 
     if (model_dir / MANIFEST).is_file():
         verify_manifest(model_dir)

@@ -25,8 +25,8 @@ from pathlib import Path
 import httpx
 
 from reviewbot.errors import LaunchError, UsageError
-from server.canary import EngineLoad, fetch_load, run_canary
-from server.launcher import LaunchSpec, VllmProcess
+from reviewbot.server.process.launcher import LaunchSpec, VllmProcess
+from reviewbot.server.supervise.canary import EngineLoad, fetch_load, run_canary
 
 log = logging.getLogger("reviewbot.supervisor")
 

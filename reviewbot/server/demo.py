@@ -34,8 +34,8 @@ def demo(state_dir: Path, diff_path: str | None, output: str) -> None:
     from reviewbot.report import render
     from reviewbot.report.progress import progress
     from reviewbot.review import make_engine
-    from server.launcher import LaunchSpec, VllmProcess, free_port
-    from server.tinymodel import SERVE_ARGS, SERVE_ENV, build_tiny_model
+    from reviewbot.server.process.launcher import LaunchSpec, VllmProcess, free_port
+    from reviewbot.server.tinymodel import SERVE_ARGS, SERVE_ENV, build_tiny_model
 
     raw = (Path(diff_path).read_bytes() if diff_path
            else resources.files("reviewbot").joinpath("data/sample.diff").read_bytes())

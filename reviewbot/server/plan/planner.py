@@ -18,60 +18,16 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from reviewbot.errors import ReviewbotError
-from server import topology
-from server.hardware import GpuSpec, GpuType, parse_gpus
-from server.memory import Memory, WeightFormat, gpu_memory, weight_format
-from server.model import ModelSpec
+from reviewbot.server.plan import notes, topology
+from reviewbot.server.plan.hardware import GpuSpec, GpuType, parse_gpus
+from reviewbot.server.plan.memory import Memory, WeightFormat, gpu_memory, weight_format
+from reviewbot.server.plan.model import ModelSpec
+from reviewbot.server.plan.types import Plan
 
 DEFAULT_CONTEXT = 65_536
 REVIEW_CHUNK = 4_096  # a typical review request; sizes --max-num-seqs
 MAX_SEQS = 256
 UTILIZATIONS = (0.90, 0.95)  # 0.90 leaves room for the driver and stray processes
-
-
-@dataclass(frozen=True)
-class Instance:
-    index: int
-    node: int
-    host: str
-    port: int
-    gpus: tuple[int, ...]
-    argv: tuple[str, ...]
-    env: tuple[tuple[str, str], ...]
-
-
-@dataclass(frozen=True)
-class Plan:
-    gpus: GpuSpec
-    nodes: int
-    model: ModelSpec
-    weights: WeightFormat
-    tp: int
-    replicas_per_node: int
-    memory: Memory  # one GPU of one replica
-    max_model_len: int
-    max_num_seqs: int
-    max_num_batched_tokens: int
-    dtype: str
-    tool_call_parser: str | None
-    reasoning_parser: str | None
-    hf_overrides: str | None
-    expert_parallel: bool
-    pcie_tp: bool
-    instances: tuple[Instance, ...]
-    warnings: tuple[str, ...]
-
-    @property
-    def gpu(self) -> GpuType:
-        return self.gpus.gpu
-
-    @property
-    def reviews_per_replica(self) -> int:
-        return self.memory.reviews(self.max_model_len)
-
-    @property
-    def max_concurrent_reviews(self) -> int:
-        return self.reviews_per_replica * self.replicas_per_node * self.nodes
 
 
 class PlanRefused(ReviewbotError):
@@ -206,7 +162,7 @@ def _build(
         instances=(), warnings=(),
     )
     return replace(draft, instances=topology.instances(draft, base_port),
-                   warnings=topology.warnings(draft))
+                   warnings=notes.collect(draft))
 
 
 def _refusal(

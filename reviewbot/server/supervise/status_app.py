@@ -20,7 +20,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from reviewbot.errors import UsageError
-from server.supervisor import STATES, Events
+from reviewbot.server.supervise.supervisor import STATES, Events
 
 StatusFn = Callable[[], dict[str, object]]
 

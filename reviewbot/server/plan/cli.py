@@ -7,11 +7,11 @@ import sys
 
 import click
 
-from server.model import load_model
-from server.plan import DEFAULT_CONTEXT, Plan, PlanRefused
-from server.plan import plan as make_plan
-from server.render import VLLM_BIN, helm_values, plan_json, plan_text, systemd_text
-from server.render_lb import LbSettings, haproxy_cfg, nginx_conf
+from reviewbot.server.plan.model import load_model
+from reviewbot.server.plan.planner import DEFAULT_CONTEXT, Plan, PlanRefused
+from reviewbot.server.plan.planner import plan as make_plan
+from reviewbot.server.render.balancers import LbSettings, haproxy_cfg, nginx_conf
+from reviewbot.server.render.serve import VLLM_BIN, helm_values, plan_json, plan_text, systemd_text
 
 OUTPUTS = ("text", "json", "systemd", "nginx", "haproxy", "helm")
 
@@ -85,4 +85,4 @@ def plan_command(gpus_spec: str, model_ref: str, max_model_len: int, quantizatio
     click.echo(_render(p, output, vllm_bin, lb), nl=False)
 
 
-plan = plan_command  # the name server/cli.py imports lazily
+plan = plan_command  # the name reviewbot/server/cli.py imports lazily

@@ -8,15 +8,12 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from reviewbot.errors import UsageError
-from server.hardware import GpuType
-from server.memory import WeightFormat
-from server.model import ModelSpec, Quant
-
-if TYPE_CHECKING:
-    from server.plan import Instance, Plan
+from reviewbot.server.plan.hardware import GpuType
+from reviewbot.server.plan.memory import WeightFormat
+from reviewbot.server.plan.model import ModelSpec, Quant
+from reviewbot.server.plan.types import Instance, Plan
 
 MAX_YARN_FACTOR = 4.0  # Qwen documents YaRN up to ×4 of the native context
 KV_DTYPES = ("auto", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2")
@@ -46,7 +43,7 @@ def context_limit(model: ModelSpec) -> int:
 
 
 def check_inputs(context: int, nodes: int, kv_cache_dtype: str | None) -> None:
-    """Bad input is a usage error (exit 2); what does not fit is a refusal (server.plan)."""
+    """Bad input is a usage error (exit 2); what does not fit is a refusal (reviewbot.server.plan.planner)."""
     if not 1 <= nodes <= 64:
         raise UsageError(f"--nodes {nodes}: between 1 and 64")
     if context < 1024:
@@ -136,8 +133,6 @@ def vllm_argv(plan: Plan, bind: str, port: int) -> tuple[str, ...]:
 
 
 def instances(plan: Plan, base_port: int) -> tuple[Instance, ...]:
-    from server.plan import Instance
-
     bind = "127.0.0.1" if plan.nodes == 1 else "0.0.0.0"
     out: list[Instance] = []
     for node in range(plan.nodes):
@@ -155,7 +150,4 @@ def instances(plan: Plan, base_port: int) -> tuple[Instance, ...]:
     return tuple(out)
 
 
-def warnings(plan: Plan) -> tuple[str, ...]:
-    from server.plan_notes import collect
 
-    return collect(plan)

@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reviewbot.errors import UsageError
-from server.hardware import GIB
-from server.model import ModelSpec
+from reviewbot.server.plan.hardware import GIB
+from reviewbot.server.plan.model import ModelSpec
 
 BLOCK = 16
 RESERVE_BASE = 1 * GIB

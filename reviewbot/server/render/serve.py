@@ -1,6 +1,6 @@
 """Plan → what people and machines read: text, JSON, systemd units, Helm values.
 
-Load-balancer configs (nginx, HAProxy) live in server/render_lb.py.
+Load-balancer configs (nginx, HAProxy) live in reviewbot/server/render/balancers.py.
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import json
 import shlex
 from typing import Any
 
-from server.hardware import GIB
-from server.plan import Plan
+from reviewbot.server.plan.hardware import GIB
+from reviewbot.server.plan.planner import Plan
 
 VLLM_BIN = "/opt/vllm/bin/vllm"
 ENV_FILE = "/etc/reviewbot/vllm.env"

@@ -18,7 +18,7 @@ from typing import Any
 import openai
 from openai.types.chat import ChatCompletionMessageParam
 
-from server.check import FORCED, TOOL
+from reviewbot.server.probe.check import FORCED, TOOL
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """GPU instances for `server up`: from the planner, and nginx in front of several.
 
 With one vLLM process per GPU group on a host, clients get one endpoint through a real nginx
-(config from `server.render_lb`), run under the same keeper as vLLM so it dies with the
+(config from `reviewbot.server.render.balancers`), run under the same keeper as vLLM so it dies with the
 supervisor. vLLM's `--data-parallel-size` (one process, one port) needs none of this: pass
 it after `--` with `--gpus cpu`-style single-instance use, or let the plan choose.
 """
@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from reviewbot.errors import UsageError
-from server.launcher import REAPER, LaunchSpec
+from reviewbot.server.process.launcher import REAPER, LaunchSpec
 
 # Flags the launcher sets itself; the plan's values go into LaunchSpec fields instead.
 _OWN_FLAGS = {"--host", "--port", "--served-model-name", "--max-model-len", "--dtype",
@@ -44,8 +44,8 @@ def gpu_specs(
     extra: tuple[str, ...],
 ) -> dict[str, LaunchSpec]:
     """One LaunchSpec per planned instance on this host, on ports port+1, port+2, …"""
-    from server.model import load_model
-    from server.plan import plan
+    from reviewbot.server.plan.model import load_model
+    from reviewbot.server.plan.planner import plan
 
     the_plan = plan(gpus, load_model(str(model_dir)), max_model_len=max_model_len,
                     base_port=port + 1)

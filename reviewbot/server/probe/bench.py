@@ -19,8 +19,8 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from reviewbot.errors import BackendUnreachable, UsageError, redact, register_secret
-from server.bench_load import LoadConfig, Phase, PhaseStats, run_load
-from server.check import TOOL, split_url
+from reviewbot.server.probe.bench_load import LoadConfig, Phase, PhaseStats, run_load
+from reviewbot.server.probe.check import TOOL, split_url
 
 NAMES = ("small", "medium", "large", "x-large", "xx-large")
 

@@ -1,0 +1,1 @@
+"""Sizing: hardware and model catalogs, memory, topology, the planner and its notes."""

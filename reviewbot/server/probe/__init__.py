@@ -1,0 +1,1 @@
+"""Measuring a running backend: check, load bench, model integrity."""

@@ -1,0 +1,1 @@
+"""One vLLM process: launch, readiness, and the reaper that outlives nothing."""

@@ -1,0 +1,1 @@
+"""Keeping instances up: the supervisor, its canary, specs and status app."""
