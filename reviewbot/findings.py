@@ -83,7 +83,9 @@ def fingerprint(finding: Finding, changes: ChangeSet) -> str:
 
 
 def with_fingerprints(findings: list[Finding], changes: ChangeSet) -> list[Finding]:
-    return [replace(f, fingerprint=fingerprint(f, changes)) for f in findings]
+    """Every finding with its fingerprint (those that have one keep it)."""
+    return [f if f.fingerprint else replace(f, fingerprint=fingerprint(f, changes))
+            for f in findings]
 
 
 def merge(findings: list[Finding]) -> list[Finding]:

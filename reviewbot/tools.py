@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from reviewbot.anchoring import at_row
 from reviewbot.chunking import Chunk, Row
 from reviewbot.diff import Side
 from reviewbot.findings import SEVERITIES, Finding, Severity
@@ -151,13 +152,8 @@ def _finding(item: Any, rows: dict[int, Row]) -> tuple[Finding | None, bool]:
         severity = Severity.parse(str(item.get("severity", "minor")))
     except KeyError:
         return None, False
-    anchored = row if row in rows else min(rows, key=lambda r: (abs(r - row), r))
-    at = rows[anchored]
-    end_line = None
-    end = rows.get(item.get("end_row")) if _is_int(item.get("end_row")) else None
-    if (end is not None and anchored == row and end.hunk is at.hunk and end.side is at.side
-            and end.number > at.number):
-        end_line = end.number
+    anchor = at_row(rows, row, item.get("end_row"))
+    at = anchor.row
     suggestion: str | None = clean(item.get("suggestion"), MAX_CHARS["suggestion"])
     if not suggestion or not suggestion.strip() or at.side is not Side.NEW \
             or not suggestion_ok(suggestion):
@@ -167,13 +163,13 @@ def _finding(item: Any, rows: dict[int, Row]) -> tuple[Finding | None, bool]:
         path=at.file.path,
         line=at.number,
         side=at.side,
-        end_line=end_line,
+        end_line=anchor.end_line,
         severity=severity,
         category=category if category in CATEGORIES else "bug",
         title=title,
         body=clean(item.get("body"), MAX_CHARS["body"]).strip(),
         suggestion=suggestion,
-    ), anchored != row
+    ), anchor.moved
 
 
 def _is_int(value: Any) -> bool:

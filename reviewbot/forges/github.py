@@ -55,7 +55,6 @@ class GitHubForge:
         self._pull: PullRequest | None = None
         self._comments: dict[str, PullRequestComment] = {}
         self._summary: IssueComment | None = None
-        self._incremental = False  # set once fetch_incremental handed out a diff (see plan())
         self._me: str | None = None
 
     def me(self) -> str:
@@ -140,7 +139,6 @@ class GitHubForge:
                      forge_error("comparing", exc))
             return None
         if status == "identical":
-            self._incremental = True
             return ChangeSet()
         entries = [_entry(f) for f in files]
         if status != "ahead" or len(files) >= MAX_COMPARE_FILES or any(
@@ -149,7 +147,6 @@ class GitHubForge:
             # the full review reports skipped files; an incremental one could not
             return None
         text, _ = files_to_diff(entries)
-        self._incremental = True
         return parse(text) if text else ChangeSet()
 
     def target_file(self, path: str) -> str | None:
@@ -193,8 +190,7 @@ class GitHubForge:
 
     # --- writing -----------------------------------------------------------------------------
     def post(self, request: ChangeRequest, findings: list[Finding]) -> PostOutcome:
-        batches, unanchored = plan(findings, request.changes, self._batch_size,
-                                   incremental=self._incremental)
+        batches, unanchored = plan(findings, request.changes, self._batch_size)
         if not batches:
             return PostOutcome(moved_to_summary=unanchored)
         try:
@@ -207,8 +203,7 @@ class GitHubForge:
 
     def preview(self, request: ChangeRequest, findings: list[Finding]) -> list[dict[str, object]]:
         """The exact review bodies `post` would send (for --dry-run)."""
-        batches, _ = plan(findings, request.changes, self._batch_size,
-                          incremental=self._incremental)
+        batches, _ = plan(findings, request.changes, self._batch_size)
         return [{"commit_id": request.head_sha, "event": "COMMENT",
                  "body": review_body(len(b), request.head_sha), "comments": [c for _, c in b]}
                 for b in batches]

@@ -13,9 +13,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
+from reviewbot import anchoring
 from reviewbot.diff import ChangeSet, Side
 from reviewbot.findings import Finding
 from reviewbot.forges.base import PostedComment
@@ -29,23 +30,14 @@ NO_PATCH = "GitHub sent no patch for this file (binary, empty, or its diff is to
 
 def review_comment(f: Finding, changes: ChangeSet) -> dict[str, Any] | None:
     """The `comments[]` entry for `f`, or None if (path, side, line) is not a line of the diff."""
+    placed = anchoring.place(f, changes)
     file = changes.file(f.path)
-    if file is None or file.binary or file.submodule or f.line is None:
+    if placed is None or file is None or file.submodule or placed.line is None:
         return None
-    if (f.side, f.line) not in file.commentable:
-        return None
+    f = placed
     side = SIDES[f.side]
-    end = f.end_line if f.end_line is not None and f.end_line != f.line else None
-    if end is not None and not (
-        end > f.line
-        and (f.side, end) in file.commentable
-        and file.hunk_at(f.side, f.line) is file.hunk_at(f.side, end)
-    ):
-        end = None  # GitHub refuses a range across hunks: keep the first line only
-        f = replace(f, suggestion=None)
-    suggestion = ""
-    if f.suggestion is not None and f.side is Side.NEW:
-        suggestion = suggestion_block(f.suggestion)
+    end = f.end_line
+    suggestion = suggestion_block(f.suggestion) if f.suggestion is not None else ""
     out: dict[str, Any] = {"path": file.path, "body": comment_body(f, suggestion), "side": side}
     if end is None:
         out["line"] = f.line

@@ -20,7 +20,7 @@ from github.Commit import Commit
 from github.PullRequest import PullRequest, ReviewComment
 from requests import RequestException
 
-from reviewbot.diff import ChangeSet, Side
+from reviewbot.diff import ChangeSet
 from reviewbot.findings import Finding
 from reviewbot.forges.base import PostOutcome
 from reviewbot.forges.github_client import error_text, forge_error
@@ -38,18 +38,17 @@ _REVIEW_ERRORS = ("commit", "event", "submitted too quickly")
 Item = tuple[Finding, dict[str, Any]]
 
 
-def plan(findings: list[Finding], changes: ChangeSet, batch_size: int = BATCH_SIZE,
-         *, incremental: bool = False) -> tuple[list[list[Item]], list[Finding]]:
+def plan(findings: list[Finding], changes: ChangeSet,
+         batch_size: int = BATCH_SIZE) -> tuple[list[list[Item]], list[Finding]]:
     """(batches of (finding, comments[] entry), findings GitHub could not anchor).
 
-    After an incremental review, old-side line numbers refer to the previously reviewed head,
-    not to the PR's base that GitHub's LEFT side means: those findings go to the summary.
+    The posting flow has placed the findings already (reviewbot.anchoring, which also keeps
+    an incremental review's old-side findings off GitHub's LEFT side).
     """
     items: list[Item] = []
     unanchored: list[Finding] = []
     for f in findings:
-        old_elsewhere = incremental and f.side is Side.OLD
-        comment = None if old_elsewhere else review_comment(f, changes)
+        comment = review_comment(f, changes)
         if comment is None:
             unanchored.append(f)
         else:

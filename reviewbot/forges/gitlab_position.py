@@ -87,13 +87,12 @@ def position(request: ChangeRequest, file: FileDiff, f: Finding) -> dict[str, An
 
 
 def body(file: FileDiff, f: Finding) -> str:
-    """The note body, with a suggestion only where GitLab can apply it (added or context lines)."""
+    """The note body; a placed finding's suggestion is on new-side lines (reviewbot.anchoring),
+    anchored on its last line, so it replaces the `above` lines before that one too."""
     block = ""
     if f.suggestion is not None and f.line is not None:
-        lines = [file.line_at(f.side, n) for n in range(f.line, (f.end_line or f.line) + 1)]
-        if all(dl is not None and dl.new is not None for dl in lines):
-            above = len(lines) - 1
-            block = suggestion_block(f.suggestion, f"suggestion:-{above}+0")
+        above = (f.end_line or f.line) - f.line
+        block = suggestion_block(f.suggestion, f"suggestion:-{above}+0")
     return comment_body(f, block)
 
 

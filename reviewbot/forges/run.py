@@ -1,8 +1,8 @@
 """The forge-agnostic posting flow: fetch → review → de-duplicate → post → resolve → summary.
 
-It receives a Forge and a reviewer and never looks anything up. Position validation here is a
-pure function over the parsed diff (is (side, line) commentable in the change request's diff?);
-the host modules only translate valid positions into their own formats.
+It receives a Forge and a reviewer and never looks anything up. Where a finding may go is
+decided by `reviewbot.anchoring` over the parsed diff; the host modules only translate placed
+findings into their own formats.
 """
 
 from __future__ import annotations
@@ -10,12 +10,13 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from reviewbot.diff import ChangeSet, FileDiff, Side
+from reviewbot import anchoring
+from reviewbot.diff import ChangeSet, Side
 from reviewbot.errors import ForgeError
-from reviewbot.findings import Finding, fingerprint, merge
+from reviewbot.findings import Finding, merge, with_fingerprints
 from reviewbot.forges.base import (
     ChangeRequest,
     Forge,
@@ -110,9 +111,9 @@ def review_change_request(
         return ForgeRun(request, result, "superseded", since, dry_run=dry_run)
     run = ForgeRun(request, result, used_mode, since, dry_run=dry_run)
 
-    current = merge(_with_fingerprints(result.findings, changes))
+    current = merge(with_fingerprints(result.findings, changes))
     # incremental: old-side numbers refer to the previous head, not to the MR's base
-    anchored, refused = split_anchorable(current, request.changes, new_side_only=since is not None)
+    anchored, refused = anchoring.split(current, request.changes, new_side_only=since is not None)
     run.unanchored = list(result.unanchored) + refused
     if since is not None:  # what earlier reviews could not anchor, on code not reviewed again
         run.unanchored += carried(previous.unanchored, changes, current + run.unanchored)
@@ -192,49 +193,6 @@ def _add_skipped(stats: Stats, request: ChangeRequest) -> None:
         if skipped.path not in known:
             stats.files_skipped.append(skipped)
             known.add(skipped.path)
-
-
-def _with_fingerprints(findings: list[Finding], changes: ChangeSet) -> list[Finding]:
-    return [f if f.fingerprint else replace(f, fingerprint=fingerprint(f, changes)) for f in findings]
-
-
-def split_anchorable(
-    findings: list[Finding], changes: ChangeSet, *, new_side_only: bool = False
-) -> tuple[list[Finding], list[Finding]]:
-    """(findings with a valid position in `changes`, findings that belong in the summary).
-
-    A range whose end is not in the same hunk is narrowed to its first line (and its
-    suggestion dropped, since it would replace the wrong lines); suggestions on the old side
-    are dropped too (no forge applies them there).
-    """
-    ok: list[Finding] = []
-    refused: list[Finding] = []
-    for f in findings:
-        file = changes.file(f.path)
-        if (file is None or f.line is None or file.binary or (new_side_only and f.side is Side.OLD)
-                or (f.side, f.line) not in file.commentable):
-            refused.append(f)
-            continue
-        ok.append(_narrow(f, file))
-    return ok, refused
-
-
-def _narrow(f: Finding, file: FileDiff) -> Finding:
-    end = f.end_line
-    if end is not None and end != f.line:
-        assert f.line is not None
-        valid = (
-            end > f.line
-            and (f.side, end) in file.commentable
-            and file.hunk_at(f.side, f.line) is file.hunk_at(f.side, end)
-        )
-        if not valid:
-            f = replace(f, end_line=None, suggestion=None)
-    elif end is not None:
-        f = replace(f, end_line=None)
-    if f.suggestion is not None and f.side is Side.OLD:
-        f = replace(f, suggestion=None)
-    return replace(f, path=file.path)
 
 
 def outdated(

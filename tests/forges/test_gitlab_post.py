@@ -83,7 +83,7 @@ def test_suggestions_only_on_added_or_context_lines_and_fenced_safely(env: Env) 
         finding("src/added.py", 3, suggestion=fence, title="fenced"),
         finding("src/app.py", 5, Side.OLD, suggestion="nope", title="on removed"),
     ]
-    from reviewbot.forges.run import split_anchorable
+    from reviewbot.anchoring import split as split_anchorable
 
     ok, _ = split_anchorable(findings, req.changes)
     outcome = forge.post(req, [f for f in ok])
