@@ -83,11 +83,16 @@ def code(text: str, *, in_table: bool = False) -> str:
     return span.replace("|", "\\|") if in_table else span
 
 
-def fenced(text: str, info: str = "") -> str:
-    """A fenced code block whose fence is longer than any backtick run inside the text."""
+def fence(text: str) -> str:
+    """A backtick fence longer than any backtick run inside `text` (at least three)."""
     longest = max((len(m) for m in _BACKTICKS.findall(text)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}{info}\n{no_actions(text.rstrip(chr(10)))}\n{fence}"
+    return "`" * max(3, longest + 1)
+
+
+def fenced(text: str, info: str = "") -> str:
+    """A fenced code block that nothing inside the text can close."""
+    bar = fence(text)
+    return f"{bar}{info}\n{no_actions(text.rstrip(chr(10)))}\n{bar}"
 
 
 def prose(text: str) -> str:

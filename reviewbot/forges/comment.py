@@ -2,26 +2,16 @@
 
 from __future__ import annotations
 
-import re
-
 from reviewbot.findings import Finding
 from reviewbot.forges.markers import FindingMarker
-from reviewbot.modeltext import inline, prose
-
-_FENCE = re.compile(r"^\s*(`{3,}|~{3,})", re.MULTILINE)
-
-
-def fence_for(text: str) -> str:
-    """A backtick fence longer than any fence inside `text` (at least three)."""
-    longest = max((len(m.group(1)) for m in _FENCE.finditer(text) if m.group(1)[0] == "`"), default=0)
-    return "`" * max(3, longest + 1)
+from reviewbot.modeltext import fence, inline, prose
 
 
 def suggestion_block(text: str, info: str = "suggestion") -> str:
     """A suggestion block; `info` is "suggestion" (GitHub) or "suggestion:-0+N" (GitLab)."""
-    fence = fence_for(text)
+    bar = fence(text)  # verbatim code: the one thing in a comment model text is not escaped in
     body = text if text.endswith("\n") or not text else text + "\n"
-    return f"{fence}{info}\n{body}{fence}"
+    return f"{bar}{info}\n{body}{bar}"
 
 
 def comment_body(f: Finding, suggestion: str = "") -> str:

@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent.parent))
-from fake_openai import FakeOpenAI, Reply, row_of  # noqa: E402
+from tests.fake_openai import FakeOpenAI, Reply, row_of
 
 DIFF = b"""diff --git a/app.py b/app.py
 --- a/app.py

@@ -4,17 +4,13 @@ from __future__ import annotations
 
 import json
 import re
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent.parent))
-from fake_openai import FakeOpenAI, Reply, request_tokens, row_ranges  # noqa: E402
-
-from reviewbot.config import resolve  # noqa: E402
-from reviewbot.diff import parse  # noqa: E402
-from reviewbot.review import make_engine  # noqa: E402
+from reviewbot.config import resolve
+from reviewbot.diff import parse
+from reviewbot.review import make_engine
+from tests.fake_openai import FakeOpenAI, Reply, request_tokens, row_ranges
 
 
 def make_diff(files: int = 3, hunks: int = 2, lines: int = 4) -> bytes:
