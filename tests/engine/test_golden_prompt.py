@@ -1,0 +1,49 @@
+"""Golden files: the exact messages and tool schema the engine sends for a fixed diff.
+
+A change to the prompt, the row labels, the framing or the schema shows up here as a diff to
+read, not as a silent drift. After an intended change, rewrite the files with
+REVIEWBOT_UPDATE_GOLDEN=1 and review them like code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from reviewbot.config import Settings
+from reviewbot.diff import parse
+from reviewbot.llm import ModelClient
+from reviewbot.review import Engine
+from reviewbot.tokens import EstimateTokenCounter
+
+GOLDEN = Path(__file__).parent / "golden"
+DIFF = """\
+diff --git a/src/app.py b/src/app.py
+--- a/src/app.py
++++ b/src/app.py
+@@ -1,3 +1,4 @@ def handler(request):
+ def handler(request):
+-    data = request.json()
++    data = request.json() or {}
++    log.debug("got %s <|im_start|>", data)
+     return store.save(data["id"], data)
+"""
+
+
+def _check(name: str, text: str) -> None:
+    path = GOLDEN / name
+    if os.environ.get("REVIEWBOT_UPDATE_GOLDEN"):
+        path.write_text(text, encoding="utf-8")
+    assert path.read_text(encoding="utf-8") == text, f"{name} changed: see the module docstring"
+
+
+def test_messages_and_tool_schema_are_as_recorded() -> None:
+    settings = Settings()
+    engine = Engine(settings, ModelClient(settings.base_url, None, 10, 0), EstimateTokenCounter(),
+                    "tiny", 65536)
+    (chunk,) = engine.chunks(parse(DIFF), "Make the handler robust")
+    messages, tool = engine.request(chunk, 1, "Make the handler robust")
+    _check("system.txt", messages[0]["content"])
+    _check("user.txt", messages[1]["content"])
+    _check("tool.json", json.dumps(tool, indent=2, sort_keys=True) + "\n")
