@@ -14,6 +14,7 @@ from reviewbot.server.plan.hardware import GpuType
 from reviewbot.server.plan.memory import WeightFormat
 from reviewbot.server.plan.model import ModelSpec, Quant
 from reviewbot.server.plan.types import Instance, Plan
+from reviewbot.server.serve_config import ServeConfig
 
 MAX_YARN_FACTOR = 4.0  # Qwen documents YaRN up to ×4 of the native context
 KV_DTYPES = ("auto", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2")
@@ -104,21 +105,16 @@ def vllm_quantization(plan: Plan) -> str | None:
     return {"awq": "awq_marlin", "gptq": "gptq_marlin"}.get(fmt.method, fmt.method)
 
 
-def vllm_argv(plan: Plan, bind: str, port: int) -> tuple[str, ...]:
+def serve_config(plan: Plan, bind: str, port: int) -> ServeConfig:
     m = plan.memory
-    argv = ["vllm", "serve", plan.model.source, "--served-model-name", plan.model.name,
-            "--host", bind, "--port", str(port), "--dtype", plan.dtype,
-            "--tensor-parallel-size", str(plan.tp),
+    argv = ["--tensor-parallel-size", str(plan.tp),
             "--gpu-memory-utilization", f"{m.utilization:.2f}",
-            "--max-model-len", str(plan.max_model_len),
             "--max-num-seqs", str(plan.max_num_seqs),
             "--max-num-batched-tokens", str(plan.max_num_batched_tokens),
             "--kv-cache-dtype", m.kv_dtype]
     quant = vllm_quantization(plan)
     if quant:
         argv += ["--quantization", quant]
-    if plan.tool_call_parser:
-        argv += ["--enable-auto-tool-choice", "--tool-call-parser", plan.tool_call_parser]
     if plan.reasoning_parser:
         argv += ["--reasoning-parser", plan.reasoning_parser]
     if plan.hf_overrides:
@@ -129,7 +125,9 @@ def vllm_argv(plan: Plan, bind: str, port: int) -> tuple[str, ...]:
         argv.append("--disable-custom-all-reduce")
     if plan.gpu.turing:
         argv += ["--attention-backend", "TRITON_ATTN"]
-    return tuple(argv)
+    return ServeConfig(model=plan.model.source, served_model_name=plan.model.name, host=bind,
+                       port=port, max_model_len=plan.max_model_len, dtype=plan.dtype,
+                       tool_call_parser=plan.tool_call_parser, flags=tuple(argv))
 
 
 def instances(plan: Plan, base_port: int) -> tuple[Instance, ...]:
@@ -145,7 +143,7 @@ def instances(plan: Plan, base_port: int) -> tuple[Instance, ...]:
                 env["NCCL_P2P_DISABLE"] = "1"
             host = "127.0.0.1" if plan.nodes == 1 else f"node{node + 1}"
             out.append(Instance(index=len(out), node=node, host=host, port=base_port + r,
-                                gpus=gpus, argv=vllm_argv(plan, bind, base_port + r),
+                                gpus=gpus, serve=serve_config(plan, bind, base_port + r),
                                 env=tuple(env.items())))
     return tuple(out)
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from reviewbot.server.plan.hardware import GpuSpec, GpuType
 from reviewbot.server.plan.memory import Memory, WeightFormat
 from reviewbot.server.plan.model import ModelSpec
+from reviewbot.server.serve_config import ServeConfig
 
 
 @dataclass(frozen=True)
@@ -16,8 +17,12 @@ class Instance:
     host: str
     port: int
     gpus: tuple[int, ...]
-    argv: tuple[str, ...]
+    serve: ServeConfig
     env: tuple[tuple[str, str], ...]
+
+    @property
+    def argv(self) -> tuple[str, ...]:
+        return self.serve.vllm_serve()
 
 
 @dataclass(frozen=True)

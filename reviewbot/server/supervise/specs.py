@@ -19,25 +19,6 @@ from pathlib import Path
 from reviewbot.errors import UsageError
 from reviewbot.server.process.launcher import REAPER, LaunchSpec
 
-# Flags the launcher sets itself; the plan's values go into LaunchSpec fields instead.
-_OWN_FLAGS = {"--host", "--port", "--served-model-name", "--max-model-len", "--dtype",
-              "--tool-call-parser"}
-_OWN_SWITCHES = {"--enable-auto-tool-choice"}
-
-
-def _split_plan_argv(argv: tuple[str, ...]) -> tuple[dict[str, str], tuple[str, ...]]:
-    """`vllm serve MODEL --flag value …` → (the launcher's own flags, the rest)."""
-    own: dict[str, str] = {}
-    rest: list[str] = []
-    args = list(argv[3:])  # drop "vllm", "serve", MODEL
-    while args:
-        arg = args.pop(0)
-        if arg in _OWN_FLAGS and args:
-            own[arg] = args.pop(0)
-        elif arg not in _OWN_SWITCHES:
-            rest.append(arg)
-    return own, tuple(rest)
-
 
 def gpu_specs(
     gpus: str, model_dir: Path, name: str, max_model_len: int, port: int,
@@ -53,13 +34,12 @@ def gpu_specs(
     for inst in the_plan.instances:
         if inst.node != 0:
             continue  # other nodes run their own supervisor
-        own, rest = _split_plan_argv(inst.argv)
+        serve = inst.serve  # typed: nothing is parsed back out of an argv
         specs[f"gpu{inst.index}"] = LaunchSpec(
             model_dir=model_dir, port=inst.port, served_model_name=name,
-            max_model_len=int(own.get("--max-model-len", max_model_len)),
-            dtype=own.get("--dtype", "auto"),
-            tool_call_parser=own.get("--tool-call-parser", "hermes"),
-            extra_args=rest + extra, env=dict(inst.env),
+            max_model_len=serve.max_model_len, dtype=serve.dtype,
+            tool_call_parser=serve.tool_call_parser or "hermes",
+            extra_args=serve.flags + extra, env=dict(inst.env),
         )
     if len(specs) == 1:  # a single instance serves on the client port itself
         (key, spec), = specs.items()
