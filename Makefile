@@ -1,7 +1,7 @@
 # Two commands on a fresh machine: `make demo` and `make test`.
 export REVIEWBOT_VLLM_PYTHON ?= $(CURDIR)/.venv-vllm/bin/python
 
-.PHONY: setup demo test
+.PHONY: setup demo test lint
 setup:
 	./scripts/setup.sh
 
@@ -10,3 +10,7 @@ demo: setup
 
 test: setup
 	.venv/bin/python -m pytest -q
+
+lint: setup
+	.venv/bin/ruff check .
+	.venv/bin/mypy

@@ -67,7 +67,7 @@ PAD = "<|endoftext|>"
 
 # Qwen2.5's ChatML template with hermes-style tools (what vLLM's `hermes` parser reads): the
 # same one the project's tiny model uses.
-from reviewbot.server.tinymodel import CHAT_TEMPLATE  # noqa: E402
+from reviewbot.server.tinymodel import CHAT_TEMPLATE
 
 # ---------------------------------------------------------------- reading the quicktok data
 

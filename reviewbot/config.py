@@ -145,7 +145,7 @@ def _coerce(name: str, value: Any, source: str) -> Any:
                 raise ValueError
             return tuple(value)
         if not isinstance(value, str):
-            raise ValueError
+            raise ValueError  # noqa: TRY004 - caught below: every bad value is one UsageError
         return value
     except ValueError:
         raise UsageError(f"{source}: {name} has an invalid value {value!r} ({kind})") from None
@@ -173,7 +173,7 @@ def parse_text(text: str, source: str) -> dict[str, Any]:
         raise UsageError(f"config file {source}: [reviewbot] is not a table")
     if section is not data and set(data) - {"reviewbot"}:
         raise UsageError(f"config file {source}: keys both at the top level and under "
-                         f"[reviewbot] ({sorted(set(data) - {'reviewbot'})[0]!r}); use one")
+                         f"[reviewbot] ({min(set(data) - {'reviewbot'})!r}); use one")
     unknown = sorted(set(section) - set(_FIELDS))
     if unknown:
         raise UsageError(f"config file {source}: unknown key {unknown[0]!r}")

@@ -15,8 +15,8 @@ from enum import Enum
 from functools import cached_property
 from io import StringIO
 
-from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
+from unidiff.patch import PatchSet
 
 from reviewbot.errors import DiffError
 
@@ -131,7 +131,7 @@ class ChangeSet:
         return sum(f.changed_lines for f in self.files)
 
 
-_DIFF_START = re.compile(r"^(diff --git |--- )", re.M)
+_DIFF_START = re.compile(r"^(diff --git |--- )", re.MULTILINE)
 
 
 def parse(raw: bytes | str) -> ChangeSet:
@@ -231,7 +231,7 @@ def _hunk(h) -> Hunk:  # type: ignore[no-untyped-def]
             kind=line.line_type,
             old=line.source_line_no,
             new=line.target_line_no,
-            text=line.value[:-1] if line.value.endswith("\n") else line.value,
+            text=line.value.removesuffix("\n"),
         )
         for line in h
         if line.line_type in ("+", "-", " ")
@@ -240,11 +240,11 @@ def _hunk(h) -> Hunk:  # type: ignore[no-untyped-def]
                 h.section_header, lines)
 
 
-_MODE = re.compile(r"^(old|new|new file|deleted file) mode (\d+)$", re.M)
+_MODE = re.compile(r"^(old|new|new file|deleted file) mode (\d+)$", re.MULTILINE)
 
 
 def _modes(info: str) -> tuple[str | None, str | None]:
-    found = dict((kind, mode) for kind, mode in _MODE.findall(info))
+    found = dict(_MODE.findall(info))
     return (found.get("old") or found.get("deleted file"), found.get("new") or found.get("new file"))
 
 

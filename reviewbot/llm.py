@@ -57,13 +57,13 @@ class ModelClient:
             api_key=api_key or "EMPTY",
             timeout=timeout,
             max_retries=retries,
-            http_client=http_client,
+            http_client=http_client,  # type: ignore[arg-type]  # openai types its own httpx fork
         )
 
     @property
     def root_url(self) -> str:
         """The server root (where vLLM's /tokenize lives), without the /v1 suffix."""
-        return self.base_url[:-3] if self.base_url.endswith("/v1") else self.base_url
+        return self.base_url.removesuffix("/v1")
 
     def discover(self, wanted: str | None) -> Served:
         """The model to use and its context length, from GET /v1/models."""
@@ -94,10 +94,10 @@ class ModelClient:
                   max_tokens: int, temperature: float) -> Reply:
         name = tool["function"]["name"]
         try:
-            response = self._client.chat.completions.create(
+            response = self._client.chat.completions.create(  # type: ignore[call-overload]
                 model=model,
-                messages=messages,  # type: ignore[arg-type]
-                tools=[tool],  # type: ignore[list-item]
+                messages=messages,  # plain dicts: the schema is ours, not openai's types
+                tools=[tool],
                 tool_choice={"type": "function", "function": {"name": name}},
                 max_tokens=max_tokens,
                 temperature=temperature,
@@ -142,7 +142,7 @@ def _reply(response: Any, name: str) -> Reply:
     )
 
 
-_TOOL_CALL = re.compile(r"<tool_call>\s*(\{.*\})\s*(?:</tool_call>)?", re.S)
+_TOOL_CALL = re.compile(r"<tool_call>\s*(\{.*\})\s*(?:</tool_call>)?", re.DOTALL)
 
 
 def _arguments_from_content(content: str) -> str:

@@ -86,7 +86,7 @@ class LocalTokenCounter:
 
         try:
             self._tok = Tokenizer.from_file(path)
-        except Exception as exc:  # tokenizers raises a bare Exception on any bad file
+        except Exception as exc:  # noqa: BLE001 - tokenizers raises a bare Exception on a bad file
             raise UsageError(f"cannot load tokenizer {path}: {exc}") from None
         self._cache = _Cache()
 

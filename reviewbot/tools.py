@@ -146,7 +146,7 @@ def _finding(item: Any, rows: dict[int, Row]) -> tuple[Finding | None, bool]:
         return None, False
     title = one_line(clean(item.get("title"), MAX_CHARS["title"]))
     row = item.get("row")
-    if not title or not _is_int(row) or not rows:
+    if not title or not isinstance(row, int) or isinstance(row, bool) or not rows:
         return None, False
     try:
         severity = Severity.parse(str(item.get("severity", "minor")))
@@ -170,7 +170,3 @@ def _finding(item: Any, rows: dict[int, Row]) -> tuple[Finding | None, bool]:
         body=clean(item.get("body"), MAX_CHARS["body"]).strip(),
         suggestion=suggestion,
     ), anchor.moved
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)

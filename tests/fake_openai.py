@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 TOKEN = re.compile(r"\w+|[^\w\s]")
 
@@ -65,7 +65,7 @@ class FakeOpenAI:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
 
-    def __enter__(self) -> FakeOpenAI:
+    def __enter__(self) -> Self:
         self._thread.start()
         return self
 

@@ -17,7 +17,7 @@ from reviewbot.server.process.launcher import VllmProcess
 from reviewbot.server.tinymodel import build_tiny_model
 
 sys.path.insert(0, str(Path(__file__).parent))
-from conftest import tiny_spec  # noqa: E402
+from conftest import tiny_spec
 
 
 def main(info_path: str, state_dir: str) -> None:

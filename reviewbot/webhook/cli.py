@@ -54,11 +54,11 @@ def webhook(
     log_level: str,
 ) -> None:
     """Receive GitLab/GitHub webhooks and review every pushed MR/PR from a durable queue."""
-    import uvicorn  # noqa: PLC0415 - lazy: keeps `reviewbot --help` light
+    import uvicorn
 
-    from reviewbot.webhook.app import create_app  # noqa: PLC0415
-    from reviewbot.webhook.queue import JobQueue  # noqa: PLC0415
-    from reviewbot.webhook.runner import load_runner  # noqa: PLC0415
+    from reviewbot.webhook.app import create_app
+    from reviewbot.webhook.queue import JobQueue
+    from reviewbot.webhook.runner import load_runner
 
     settings = resolve_settings(
         os.environ,
@@ -78,7 +78,7 @@ def webhook(
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for handler in logging.getLogger().handlers:  # no secret in any log line, whoever logs it
         handler.addFilter(RedactingFilter())
-    from reviewbot import config  # noqa: PLC0415
+    from reviewbot import config
 
     # the review settings, once, from the CLI's own resolver (REVIEWBOT_*, .reviewbot.toml)
     review_settings = config.resolve({}, os.environ)
@@ -87,7 +87,7 @@ def webhook(
     queue = JobQueue.open(settings.db_path)
     try:
         app = create_app(settings, queue, review)
-        config = uvicorn.Config(
+        server_config = uvicorn.Config(
             app,
             host=settings.host,
             port=settings.port,
@@ -96,6 +96,6 @@ def webhook(
             server_header=False,
             lifespan="on",
         )
-        uvicorn.Server(config).run()
+        uvicorn.Server(server_config).run()
     finally:
         queue.close()

@@ -23,7 +23,7 @@ Reviewer = Callable[[ChangeSet], ReviewResult]
 
 
 def engine_reviewer(settings: Settings) -> Reviewer:
-    from reviewbot.review import make_engine  # noqa: PLC0415 - lazy: the listener starts fast
+    from reviewbot.review import make_engine
 
     return make_engine(settings).review
 
@@ -47,14 +47,15 @@ class ForgeRunner:
     def __call__(self, job: Job, cancel: threading.Event) -> Outcome:
         if cancel.is_set():
             return Outcome.cancelled()
-        from reviewbot.commands.forge import run_forge  # noqa: PLC0415
-        from reviewbot.forges.select import make_forge  # noqa: PLC0415
+        from reviewbot.commands.forge import run_forge
+        from reviewbot.forges.select import make_forge
 
         if job.forge not in ("gitlab", "github"):
             raise UsageError(f"unknown forge {job.forge!r}")
         gitlab = job.forge == "gitlab"
         # the job names its forge's URL (checked against the allowed forge URLs at intake)
-        settings = replace(self._settings, **{"gitlab_url" if gitlab else "github_url": job.base_url})
+        settings = (replace(self._settings, gitlab_url=job.base_url) if gitlab
+                    else replace(self._settings, github_url=job.base_url))
         forge = make_forge(settings, mr=job.number if gitlab else None,
                            pr=None if gitlab else job.number, project=job.project if gitlab else None,
                            repo=None if gitlab else job.project, env={})

@@ -82,7 +82,7 @@ def test_anchor_schema_only_admits_rows_shown_in_the_chunk() -> None:
     with FakeOpenAI(good, max_model_len=8000) as server:
         engine_for(server).review(changes)
         body = server.requests[0]
-    shown = {int(m) for m in re.findall(r"^[-+ ](\d+)\|", body["messages"][1]["content"], re.M)}
+    shown = {int(m) for m in re.findall(r"^[-+ ](\d+)\|", body["messages"][1]["content"], re.MULTILINE)}
     admitted = {r for lo, hi in row_ranges(body) for r in range(lo, hi + 1)}
     assert admitted == shown and len(shown) == sum(len(h.lines) for f in changes.files for h in f.hunks)
 

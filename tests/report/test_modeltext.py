@@ -7,7 +7,7 @@ import re
 
 from reviewbot.modeltext import ZWSP, clean, inline, prose, suggestion_ok
 
-HOSTILE = "\n".join([
+HOSTILE = "\n".join([  # noqa: FLY002 - one hostile construct a line
     "/merge",
     "  /approve",
     "/assign @alice",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from reviewbot.server.plan.planner import Plan
+from reviewbot.server.plan.types import Plan
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ import shlex
 from typing import Any
 
 from reviewbot.server.plan.hardware import GIB
-from reviewbot.server.plan.planner import Plan
+from reviewbot.server.plan.types import Plan
 
 VLLM_BIN = "/opt/vllm/bin/vllm"
 ENV_FILE = "/etc/reviewbot/vllm.env"

@@ -109,7 +109,7 @@ class Events:
 
 def backoff_delay(failures: int, settings: SupervisorSettings, rng: random.Random) -> float:
     base = min(settings.backoff_max_s, settings.backoff_initial_s * 2 ** max(0, failures - 1))
-    return base * (1 + rng.uniform(-settings.backoff_jitter, settings.backoff_jitter))
+    return float(base * (1 + rng.uniform(-settings.backoff_jitter, settings.backoff_jitter)))
 
 
 class Instance:
