@@ -7,8 +7,15 @@
     │   ├── BackendUnreachable
     │   ├── ModelNotServed   (exit 2) names the models that are served
     │   └── LaunchError      vLLM did not start or stay up; carries the last log lines
+    │   └── ManifestError    the model directory does not match its SHA256SUMS
     ├── ForgeError           (exit 3) GitLab/GitHub refused or failed; carries status and body
-    └── IncompleteReview     (exit 3) a review ran but did not cover everything
+    ├── IncompleteReview     (exit 3) a review ran but did not cover everything
+    ├── MalformedPayload     (400 in the listener) a webhook body without the fields it needs
+    └── PlanRefused          (exit 1) no deployment fits; carries the nearest one that does
+
+Signals between modules, caught before they reach anyone (their messages are safe to show):
+    ContextTooLong, RequestFailed, BadAnswer   the model client → the engine
+    Refused, Unavailable                       GitLab's write policy → the GitLab poster
 
 Messages are one line and never contain secrets: `redact()` scrubs known tokens and the
 userinfo of URLs. Anything else that escapes reaches the CLI edge as one line, exit 3.
@@ -18,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import re
+from typing import Any
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1
@@ -104,3 +112,42 @@ class ForgeError(ReviewbotError):
 
 class IncompleteReview(ReviewbotError):
     exit_code = EXIT_INCOMPLETE
+
+
+class ManifestError(BackendError):
+    """The model directory does not match its manifest (exit 3)."""
+
+
+class MalformedPayload(ReviewbotError):
+    """The webhook body is not JSON, or lacks a field the event must carry."""
+
+
+class PlanRefused(ReviewbotError):
+    """No plan works; `nearest` is the closest one that does, `alternatives` other ways out."""
+
+    exit_code = EXIT_FINDINGS
+
+    def __init__(self, reason: str, nearest: Any, alternatives: tuple[str, ...] = ()) -> None:
+        super().__init__(reason)
+        self.nearest = nearest  # the planner's nearest Plan, or None
+        self.alternatives = alternatives
+
+
+class ContextTooLong(Exception):
+    """The server says the request does not fit its context."""
+
+
+class RequestFailed(Exception):
+    """The request failed after the client's retries; the message is safe to show."""
+
+
+class BadAnswer(Exception):
+    """The server answered, but not with a chat completion we can use (worth another try)."""
+
+
+class Refused(Exception):
+    """GitLab answered 400/422: the position (or body) is not acceptable."""
+
+
+class Unavailable(Exception):
+    """Still failing after the last retry."""

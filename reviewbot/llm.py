@@ -15,22 +15,17 @@ from typing import Any
 import httpx
 import openai
 
-from reviewbot.errors import BackendUnreachable, ModelNotServed, redact
+from reviewbot.errors import (
+    BackendUnreachable,
+    BadAnswer,
+    ContextTooLong,
+    ModelNotServed,
+    RequestFailed,
+    redact,
+)
 
 _CONTEXT_MARKERS = ("context length", "maximum context", "too long", "max_model_len",
                     "maximum model length", "is longer than")
-
-
-class ContextTooLong(Exception):
-    """The server says the request does not fit its context."""
-
-
-class RequestFailed(Exception):
-    """The request failed after the client's retries; the message is safe to show."""
-
-
-class BadAnswer(Exception):
-    """The server answered, but not with a chat completion we can use (worth another try)."""
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,9 @@ from reviewbot.chunking import Chunk, Piece, file_header, make_pieces, pack, spl
 from reviewbot.config import Settings
 from reviewbot.deadline import DeadlineTransport, until
 from reviewbot.diff import ChangeSet, FileDiff
-from reviewbot.errors import redact
+from reviewbot.errors import BadAnswer, ContextTooLong, RequestFailed, redact
 from reviewbot.findings import Finding, merge, with_fingerprints
-from reviewbot.llm import BadAnswer, ContextTooLong, ModelClient, RequestFailed
+from reviewbot.llm import ModelClient
 from reviewbot.prompttext import label
 from reviewbot.report.progress import ChunkProgress, NoProgress
 from reviewbot.result import ReviewResult, Stats, unreviewed_error

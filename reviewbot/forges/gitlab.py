@@ -11,12 +11,12 @@ from gitlab.exceptions import GitlabError
 
 from reviewbot.config import Settings
 from reviewbot.diff import ChangeSet, FileDiff, parse
-from reviewbot.errors import DiffError, ForgeError, UsageError, redact
+from reviewbot.errors import DiffError, ForgeError, Refused, Unavailable, UsageError, redact
 from reviewbot.findings import Finding
 from reviewbot.forges import gitlab_diffs
 from reviewbot.forges.base import ChangeRequest, PostedComment, PostOutcome
 from reviewbot.forges.gitlab_position import note_payload
-from reviewbot.forges.gitlab_post import Poster, Refused, Unavailable, WritePolicy
+from reviewbot.forges.gitlab_post import Poster, WritePolicy
 from reviewbot.forges.markers import finding_marker, summary_marker
 from reviewbot.result import SkippedFile
 

@@ -20,7 +20,7 @@ from typing import Any
 import requests
 from gitlab.exceptions import GitlabError
 
-from reviewbot.errors import ForgeError, redact
+from reviewbot.errors import ForgeError, Refused, Unavailable, redact
 from reviewbot.findings import Finding
 from reviewbot.forges.base import ChangeRequest, PostOutcome
 from reviewbot.forges.gitlab_position import note_payload
@@ -30,14 +30,6 @@ log = logging.getLogger(__name__)
 
 TRANSIENT = frozenset({None, 408, 409, 429, 500, 502, 503, 504})
 REFUSED = frozenset({400, 422})
-
-
-class Refused(Exception):
-    """GitLab answered 400/422: the position (or body) is not acceptable."""
-
-
-class Unavailable(Exception):
-    """Still failing after the last retry."""
 
 
 @dataclass

@@ -11,15 +11,11 @@ import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from reviewbot.errors import ReviewbotError
+from reviewbot.errors import MalformedPayload
 from reviewbot.webhook.jobs import ChangeRequest
 
 GITLAB_ACTIONS = ("open", "reopen", "update")
 GITHUB_ACTIONS = ("opened", "synchronize", "reopened")
-
-
-class MalformedPayload(ReviewbotError):
-    """The body is not JSON, or lacks a field the event must carry."""
 
 
 @dataclass(frozen=True)

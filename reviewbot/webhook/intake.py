@@ -19,11 +19,11 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+from reviewbot.errors import MalformedPayload
 from reviewbot.webhook.auth import github_signature_ok, gitlab_token_ok
 from reviewbot.webhook.events import (
     Accepted,
     Ignored,
-    MalformedPayload,
     body_key,
     parse_github,
     parse_gitlab,

@@ -7,8 +7,9 @@ import sys
 
 import click
 
+from reviewbot.errors import PlanRefused
 from reviewbot.server.plan.model import load_model
-from reviewbot.server.plan.planner import DEFAULT_CONTEXT, PlanRefused
+from reviewbot.server.plan.planner import DEFAULT_CONTEXT
 from reviewbot.server.plan.planner import plan as make_plan
 from reviewbot.server.plan.types import Plan
 from reviewbot.server.render.balancers import LbSettings, haproxy_cfg, nginx_conf

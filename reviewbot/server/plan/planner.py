@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from reviewbot.errors import ReviewbotError
+from reviewbot.errors import PlanRefused
 from reviewbot.server.plan import notes, topology
 from reviewbot.server.plan.hardware import GpuSpec, GpuType, parse_gpus
 from reviewbot.server.plan.memory import Memory, WeightFormat, gpu_memory, weight_format
@@ -28,17 +28,6 @@ DEFAULT_CONTEXT = 65_536
 REVIEW_CHUNK = 4_096  # a typical review request; sizes --max-num-seqs
 MAX_SEQS = 256
 UTILIZATIONS = (0.90, 0.95)  # 0.90 leaves room for the driver and stray processes
-
-
-class PlanRefused(ReviewbotError):
-    """No plan works; `nearest` is the closest one that does, `alternatives` other ways out."""
-
-    exit_code = 1
-
-    def __init__(self, reason: str, nearest: Plan | None, alternatives: tuple[str, ...] = ()):
-        super().__init__(reason)
-        self.nearest = nearest
-        self.alternatives = alternatives
 
 
 @dataclass(frozen=True)
@@ -106,7 +95,8 @@ class _Ask:
                         quantization=again.quantization, kv_cache_dtype=again.kv_cache_dtype,
                         nodes=again.nodes, base_port=again.base_port)
         except PlanRefused as refused:
-            return refused.nearest
+            nearest: Plan | None = refused.nearest
+            return nearest
 
 
 def plan(

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from reviewbot.errors import BackendError, UsageError
+from reviewbot.errors import ManifestError, UsageError
 
 MANIFEST = "SHA256SUMS"
 # Files vLLM or transformers read: weights, configs, tokenizers, templates, remote code.
@@ -23,10 +23,6 @@ PINNED = ("*.safetensors", "*.bin", "*.pt", "*.pth", "*.gguf", "*.json", "*.mode
 # An unlisted file of these kinds could be loaded, so it fails verification.
 MUST_BE_LISTED = ("*.safetensors", "*.bin", "*.pt", "*.pth", "*.gguf", "*.py")
 _LINE = re.compile(r"^([0-9a-fA-F]{64}) [ *](.+)$")
-
-
-class ManifestError(BackendError):
-    """The model directory does not match its manifest (exit 3)."""
 
 
 def _model_dir(model_dir: str | Path) -> Path:
