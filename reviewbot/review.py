@@ -23,7 +23,7 @@ from reviewbot.deadline import DeadlineTransport, until
 from reviewbot.diff import ChangeSet, FileDiff
 from reviewbot.errors import BadAnswer, ContextTooLong, RequestFailed, redact
 from reviewbot.findings import Finding, merge, with_fingerprints
-from reviewbot.llm import ModelClient
+from reviewbot.llm import ModelClient, Reply
 from reviewbot.prompttext import label
 from reviewbot.report.progress import ChunkProgress, NoProgress
 from reviewbot.result import ReviewResult, Stats, unreviewed_error
@@ -123,80 +123,91 @@ class Engine:
         return req[0], [req[1]]
 
     # -- the review -------------------------------------------------------------------------
+    def ask(self, chunk: Chunk, depth: int, total: int, title: str, deadline: float) -> Attempted:
+        """One chunk's requests: an unusable answer is asked for again, up to ANSWER_ATTEMPTS."""
+        messages, tool = self.request(chunk, total, title)
+        problem, unusable = "the review deadline passed", 0
+        for attempt in range(1, ANSWER_ATTEMPTS + 1):
+            if time.monotonic() >= deadline:
+                break
+            try:
+                with until(deadline):
+                    reply = self.client.call_tool(self.model, messages, tool,
+                                                  self.settings.max_output_tokens,
+                                                  self.settings.temperature)
+            except (ContextTooLong, RequestFailed) as exc:
+                return Attempted(chunk, depth, attempt, unusable, exc)
+            except BadAnswer as exc:
+                problem, unusable = str(exc), unusable + 1
+                continue
+            parsed = tools.parse_calls(reply.calls, chunk, self.settings.max_findings_per_chunk)
+            if reply.truncated:  # a call cut short may have lost findings
+                problem = "the answer was cut at max_output_tokens"
+            elif not parsed.usable:
+                problem = parsed.problem
+            else:
+                return Attempted(chunk, depth, attempt, unusable, (reply, parsed))
+            unusable += 1
+        return Attempted(chunk, depth, unusable, unusable,
+                         RequestFailed(f"no usable answer after {unusable} attempt(s): {problem}"))
+
     def review(self, changes: ChangeSet, title: str = "") -> ReviewResult:
         started = time.monotonic()
+        deadline = started + self.settings.review_timeout
         reviewed, skipped = filters.split(changes, self.settings.exclude)
         stats = Stats(files_total=len(changes.files), files_reviewed=len(reviewed.files),
                       files_skipped=skipped, changed_lines=reviewed.changed_lines)
         if self.settings.fail_on_skipped:
             stats.errors += unreviewed_error([s for s in skipped if s.source])
-        findings: list[Finding] = []
-        summaries: list[str] = []
         chunks = self.chunks(reviewed, title) if reviewed.files else []
         stats.chunks = len(chunks)
+        self.progress.start(len(chunks))
+        answers = self._answers(chunks, title, deadline, stats)
+        self.progress.close()
+        findings = [f for _, parsed in answers for f in parsed.findings]
+        merged = merge(with_fingerprints(findings, reviewed))
+        summaries = [parsed.summary for _, parsed in answers if parsed.summary]
+        stats.wall_seconds = time.monotonic() - started
+        return ReviewResult(findings=merged, unanchored=[],
+                            summary=summarize(stats, merged, summaries, self.model),
+                            stats=stats, model=self.model, base_url=redact(self.client.base_url))
+
+    def _answers(self, chunks: list[Chunk], title: str, deadline: float,
+                 stats: Stats) -> list[tuple[Reply, tools.Parsed]]:
+        """Every chunk asked at once (`concurrency` in flight); a chunk the server finds too
+        long is split in two and asked again. Counts go into `stats` as answers arrive."""
         total = len(chunks)
-        self.progress.start(total)
-
-        deadline = started + self.settings.review_timeout
-
-        def run(chunk: Chunk, depth: int) -> Attempted:
-            messages, tool = self.request(chunk, total, title)
-            problem, unusable = "the review deadline passed", 0
-            for attempt in range(1, ANSWER_ATTEMPTS + 1):
-                if time.monotonic() >= deadline:
-                    break
-                try:
-                    with until(deadline):
-                        reply = self.client.call_tool(self.model, messages, tool,
-                                                      self.settings.max_output_tokens,
-                                                      self.settings.temperature)
-                except (ContextTooLong, RequestFailed) as exc:
-                    return Attempted(chunk, depth, attempt, unusable, exc)
-                except BadAnswer as exc:
-                    problem, unusable = str(exc), unusable + 1
-                    continue
-                parsed = tools.parse_calls(reply.calls, chunk,
-                                           self.settings.max_findings_per_chunk)
-                if reply.truncated:  # a call cut short may have lost findings
-                    problem = "the answer was cut at max_output_tokens"
-                elif not parsed.usable:
-                    problem = parsed.problem
-                else:
-                    return Attempted(chunk, depth, attempt, unusable, (reply, parsed))
-                unusable += 1
-            return Attempted(chunk, depth, unusable, unusable,
-                             RequestFailed(f"no usable answer after {unusable} attempt(s): "
-                                           f"{problem}"))
-
+        out: list[tuple[Reply, tools.Parsed]] = []
         pool = ThreadPoolExecutor(max_workers=self.settings.concurrency)
-        pending: set[Future[Attempted]] = {pool.submit(run, c, 0) for c in chunks}
+
+        def submit(chunk: Chunk, depth: int) -> Future[Attempted]:
+            return pool.submit(self.ask, chunk, depth, total, title, deadline)
+
+        pending = {submit(c, 0) for c in chunks}
         try:
             while pending:
-                left = deadline - time.monotonic()
-                done, pending = wait(pending, timeout=max(left, 0), return_when=FIRST_COMPLETED)
+                done, pending = wait(pending, timeout=max(deadline - time.monotonic(), 0),
+                                     return_when=FIRST_COMPLETED)
                 if not done:
                     stats.errors.append(
                         f"review_timeout ({self.settings.review_timeout:g} s) reached with "
                         f"{len(pending)} request(s) unanswered")
                     break
-                for future in done:
-                    a = future.result()
+                for a in (future.result() for future in done):
                     stats.requests += a.attempts
                     stats.answers_unusable += a.unusable
                     if isinstance(a.outcome, ContextTooLong) and len(a.chunk.pieces) > 1 \
                             and a.depth < MAX_RESPLITS:
                         half = len(a.chunk.pieces) // 2
                         stats.chunks += 1
-                        for part in (a.chunk.pieces[:half], a.chunk.pieces[half:]):
-                            pending.add(pool.submit(run, Chunk(a.chunk.index, part), a.depth + 1))
+                        pending |= {submit(Chunk(a.chunk.index, part), a.depth + 1)
+                                    for part in (a.chunk.pieces[:half], a.chunk.pieces[half:])}
                         continue
                     if isinstance(a.outcome, Exception):
                         stats.errors.append(redact(f"chunk {a.chunk.index}: {a.outcome}"))
                     else:
                         reply, parsed = a.outcome
-                        findings.extend(parsed.findings)
-                        if parsed.summary:
-                            summaries.append(parsed.summary)
+                        out.append((reply, parsed))
                         stats.prompt_tokens += reply.prompt_tokens
                         stats.completion_tokens += reply.completion_tokens
                         stats.tool_calls_invalid += parsed.invalid
@@ -206,11 +217,7 @@ class Engine:
         finally:
             # a thread still waiting ends at the deadline it carries; nothing waits for it here
             pool.shutdown(wait=False, cancel_futures=True)
-        self.progress.close()
-        merged = merge(with_fingerprints(findings, reviewed))
-        stats.wall_seconds = time.monotonic() - started
-        return ReviewResult(findings=merged, unanchored=[], summary=summarize(stats, merged, summaries, self.model),
-                            stats=stats, model=self.model, base_url=redact(self.client.base_url))
+        return out
 
 
 def summarize(stats: Stats, findings: list[Finding], notes: list[str], model: str) -> str:
