@@ -56,6 +56,8 @@ class Settings:
     )
     github_url: str = field(default="https://api.github.com", metadata=_env("GITHUB_API_URL"))
     github_token: str | None = field(default=None, metadata=_env("GITHUB_TOKEN"))
+    # whose comments are the bot's when GET /user is refused (an App installation token)
+    github_bot_login: str = "github-actions[bot]"
     ssl_verify: bool = True
     ca_file: str | None = None
 
@@ -112,7 +114,8 @@ _FIELDS = {f.name: f for f in fields(Settings)}
 # Keys that decide where secrets go or how they are protected: from flags and the environment
 # (CI variables) only, never from a file a merge request could change.
 NOT_FROM_FILES = frozenset({"base_url", "api_key", "gitlab_url", "gitlab_token", "github_url",
-                            "github_token", "ssl_verify", "ca_file", "prompts_dir", "tokenizer"})
+                            "github_token", "github_bot_login", "ssl_verify", "ca_file",
+                            "prompts_dir", "tokenizer"})
 
 
 def env_names(name: str) -> tuple[str, ...]:

@@ -38,7 +38,6 @@ DIFF_MEDIA_TYPE = "application/vnd.github.v3.diff"
 MAX_COMMENT = 65536
 MAX_LISTED_FILES = 3000
 MAX_COMPARE_FILES = 300
-ACTIONS_BOT = "github-actions[bot]"
 _GH_ERRORS = (GithubException, RequestException)
 
 
@@ -56,12 +55,13 @@ class GitHubForge:
         self._comments: dict[str, PullRequestComment] = {}
         self._summary: IssueComment | None = None
         self._me: str | None = None
+        self._bot_login = settings.github_bot_login
 
     def me(self) -> str:
         """The token's own login: only comments it wrote carry the bot's state.
 
-        GET /user answers 403 to an Actions installation token (`GITHUB_TOKEN`), whose comments
-        are written by `github-actions[bot]`.
+        GET /user answers 403 to an installation token: the Actions `GITHUB_TOKEN` writes as
+        `github-actions[bot]` (the default of `github_bot_login`), a custom App as `<slug>[bot]`.
         """
         if self._me is None:
             try:
@@ -69,7 +69,7 @@ class GitHubForge:
             except GithubException as exc:
                 if exc.status != 403:
                     raise forge_error("reading the token's user", exc) from None
-                self._me = ACTIONS_BOT
+                self._me = self._bot_login
             except RequestException as exc:
                 raise forge_error("reading the token's user", exc) from None
         return self._me

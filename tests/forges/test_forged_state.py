@@ -119,6 +119,9 @@ def test_github_a_commenters_summary_marker_does_not_switch_the_review_off(tmp_p
         fake.user_forbidden = True
         assert _gh_forge(fake).me() == "github-actions[bot]"
         assert _gh_forge(fake).existing() == []
+        app = Settings(github_url=fake.base_url, github_token=fake.token, retries=0,
+                       github_bot_login="acme-review[bot]")
+        assert GitHubForge(app, fake.full_name, 7).me() == "acme-review[bot]"
 
 
 def test_github_urls_outside_the_api_prefix_are_one_line_and_exit_3(tmp_path: Path) -> None:
