@@ -1,6 +1,6 @@
 """Serve the tiny random-weight model with the real vLLM CPU build until SIGTERM.
 
-.ci/run starts this before the test command, so the suite shares one server; it writes
+.ci/run starts this (`python -m tests.serve_tiny INFO STATE`) before the test command, so the suite shares one server; it writes
 the server's details as JSON to the path given, which tests/conftest.py reads from
 $REVIEWBOT_TEST_VLLM_INFO. Without that variable the suite starts its own server.
 """
@@ -15,9 +15,7 @@ from pathlib import Path
 
 from reviewbot.server.process.launcher import VllmProcess
 from reviewbot.server.tinymodel import build_tiny_model
-
-sys.path.insert(0, str(Path(__file__).parent))
-from conftest import tiny_spec
+from tests.conftest import tiny_spec
 
 
 def main(info_path: str, state_dir: str) -> None:

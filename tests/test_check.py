@@ -8,10 +8,10 @@ import socket
 from typing import Any
 
 import pytest
-from fake_openai import FakeOpenAI, Reply
 
 from reviewbot.cli import main
 from reviewbot.server.probe.check import Server, check_tool_auto, check_tool_forced
+from tests.fake_openai import FakeOpenAI, Reply
 
 CHECKS = ("reachable", "model served", "context", "tokenize", "latency", "tool call (forced)",
           "tool call (auto)")

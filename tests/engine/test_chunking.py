@@ -13,8 +13,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import GitRepo
-from pieces_support import owned_lines
 
 from reviewbot import diff, filters
 from reviewbot.chunking import Chunk, file_header, make_pieces, pack, render_line
@@ -22,6 +20,8 @@ from reviewbot.config import Settings
 from reviewbot.diff import ChangeSet, FileDiff
 from reviewbot.review import Engine
 from reviewbot.tokens import EstimateTokenCounter, LocalTokenCounter, TokenCounter
+from tests.engine.conftest import GitRepo
+from tests.engine.pieces_support import owned_lines
 
 WORDS = ("account", "user", "order", "total", "price", "item", "cache", "retry", "limit", "config",
          "path", "value", "result", "buffer", "index", "count", "name", "token", "session",

@@ -11,11 +11,11 @@ import subprocess
 from collections.abc import Callable
 
 import pytest
-from conftest import GitRepo
 
 from reviewbot import diff, filters
 from reviewbot.diff import ChangeSet, DiffLine, FileDiff, Side
 from reviewbot.errors import DiffError
+from tests.engine.conftest import GitRepo
 
 NEW, OLD = Side.NEW, Side.OLD
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from conftest import GitRepo
 
 from reviewbot import diff, filters
 from reviewbot.diff import ChangeSet
+from tests.engine.conftest import GitRepo
 
 PY = "".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(30))
 

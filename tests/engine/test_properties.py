@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
-from pieces_support import owned_lines
 
 from reviewbot import diff, tools
 from reviewbot.chunking import Chunk, file_header, make_pieces, pack
@@ -25,6 +24,7 @@ from reviewbot.diff import ChangeSet, Side
 from reviewbot.errors import DiffError
 from reviewbot.review import Engine
 from reviewbot.tokens import EstimateTokenCounter, LocalTokenCounter, TokenCounter
+from tests.engine.pieces_support import owned_lines
 
 FAST = settings(max_examples=80, deadline=None, database=None, derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

@@ -5,8 +5,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from recording_runner import RecordingRunner
-from webhook_support import ThreadServer, make_settings
+
+from tests.webhook.recording_runner import RecordingRunner
+from tests.webhook.webhook_support import ThreadServer, make_settings
 
 
 @pytest.fixture

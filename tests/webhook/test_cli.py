@@ -7,7 +7,8 @@ import subprocess
 from pathlib import Path
 
 import httpx
-from webhook_support import (
+
+from tests.webhook.webhook_support import (
     ADMIN_TOKEN,
     GITHUB_SECRET,
     GITLAB_SECRET,

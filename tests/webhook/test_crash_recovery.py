@@ -6,8 +6,15 @@ from collections import Counter
 from pathlib import Path
 
 import httpx
-from recording_runner import recorded
-from webhook_support import ADMIN_TOKEN, github_event, gitlab_event, wait_for, webhook_process
+
+from tests.webhook.recording_runner import recorded
+from tests.webhook.webhook_support import (
+    ADMIN_TOKEN,
+    github_event,
+    gitlab_event,
+    wait_for,
+    webhook_process,
+)
 
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 

@@ -8,8 +8,10 @@ import uuid
 from pathlib import Path
 
 import httpx
-from recording_runner import RecordingRunner, recorded
-from webhook_support import (
+
+from reviewbot.webhook.auth import github_signature
+from tests.webhook.recording_runner import RecordingRunner, recorded
+from tests.webhook.webhook_support import (
     ADMIN_TOKEN,
     GITHUB_SECRET,
     GITLAB_SECRET,
@@ -19,8 +21,6 @@ from webhook_support import (
     make_settings,
     wait_for,
 )
-
-from reviewbot.webhook.auth import github_signature
 
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 

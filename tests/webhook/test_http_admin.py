@@ -9,12 +9,13 @@ from pathlib import Path
 import httpx
 import pytest
 import uvicorn
-from recording_runner import RecordingRunner
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
-from webhook_support import (
+
+from tests.webhook.recording_runner import RecordingRunner
+from tests.webhook.webhook_support import (
     ADMIN_TOKEN,
     ThreadServer,
     free_port,

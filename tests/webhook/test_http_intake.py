@@ -11,8 +11,10 @@ import httpx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from recording_runner import RecordingRunner, recorded
-from webhook_support import (
+
+from reviewbot.webhook.auth import github_signature
+from tests.webhook.recording_runner import RecordingRunner, recorded
+from tests.webhook.webhook_support import (
     ADMIN_TOKEN,
     GITHUB_SECRET,
     ThreadServer,
@@ -21,8 +23,6 @@ from webhook_support import (
     make_settings,
     wait_for,
 )
-
-from reviewbot.webhook.auth import github_signature
 
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 

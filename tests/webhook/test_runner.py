@@ -6,13 +6,13 @@ import threading
 from pathlib import Path
 
 import pytest
-from webhook_support import free_port
 
 from reviewbot.config import Settings, resolve
 from reviewbot.errors import ReviewbotError, UsageError
 from reviewbot.webhook.jobs import Job, Outcome
 from reviewbot.webhook.runner import ForgeRunner, load_runner
 from reviewbot.webhook.worker import is_retryable
+from tests.webhook.webhook_support import free_port
 
 JOB = Job(1, "gitlab", "42", 7, "c" * 40, "https://gitlab.example.com", "d1", 0.0)
 
@@ -25,8 +25,8 @@ def test_run_review_does_nothing_once_cancelled() -> None:
 
 def test_load_runner() -> None:
     assert isinstance(load_runner(None, Settings()), ForgeRunner)
-    assert load_runner("recording_runner:noop", Settings())(JOB, threading.Event()) == Outcome.done()
-    for bad in ("nocolon", "no_such_module_xyz:run", "recording_runner:missing", ":x"):
+    assert load_runner("tests.webhook.recording_runner:noop", Settings())(JOB, threading.Event()) == Outcome.done()
+    for bad in ("nocolon", "no_such_module_xyz:run", "tests.webhook.recording_runner:missing", ":x"):
         with pytest.raises(UsageError):
             load_runner(bad, Settings())
 

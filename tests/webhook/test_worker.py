@@ -5,8 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import httpx
-from recording_runner import RecordingRunner, recorded
-from webhook_support import (
+
+from reviewbot.errors import BackendUnreachable, ForgeError, UsageError
+from reviewbot.webhook.jobs import Job
+from tests.webhook.recording_runner import RecordingRunner, recorded
+from tests.webhook.webhook_support import (
     ADMIN_TOKEN,
     ThreadServer,
     github_event,
@@ -14,9 +17,6 @@ from webhook_support import (
     make_settings,
     wait_for,
 )
-
-from reviewbot.errors import BackendUnreachable, ForgeError, UsageError
-from reviewbot.webhook.jobs import Job
 
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 

@@ -147,11 +147,11 @@ class WebhookProcess:
         self.port = port
         self.url = f"http://127.0.0.1:{port}"
         self.cmd = [str(REVIEWBOT), "webhook", "--host", "127.0.0.1", "--port", str(port),
-                    "--db", str(db), "--runner", "recording_runner:run", "--log-level",
+                    "--db", str(db), "--runner", "tests.webhook.recording_runner:run", "--log-level",
                     "warning", *args]
         self.env = {
             **os.environ,
-            "PYTHONPATH": str(HERE),
+            "PYTHONPATH": str(HERE.parents[1]),  # the repository: tests.webhook.recording_runner
             "REVIEWBOT_GITLAB_WEBHOOK_SECRET": GITLAB_SECRET,
             "REVIEWBOT_GITHUB_WEBHOOK_SECRET": GITHUB_SECRET,
             "REVIEWBOT_ADMIN_TOKEN": ADMIN_TOKEN,
