@@ -17,17 +17,18 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from itertools import pairwise
 from pathlib import Path
 
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ceiling import metrics_delta, scrape  # noqa: E402
+from ceiling import metrics_delta, scrape
 
-from reviewbot import filters  # noqa: E402
-from reviewbot.config import resolve  # noqa: E402
-from reviewbot.diff import parse  # noqa: E402
-from reviewbot.review import make_engine  # noqa: E402
+from reviewbot import filters
+from reviewbot.config import resolve
+from reviewbot.diff import parse
+from reviewbot.review import make_engine
 
 
 def change(files: int = 10, funcs: int = 6) -> bytes:
@@ -75,7 +76,7 @@ def main() -> None:
                                                     "tools": [tool], "add_generation_prompt": True})
             r.raise_for_status()
             ids.append(r.json()["tokens"])
-        pairs = [(common(a, b), min(len(a), len(b))) for a, b in zip(ids, ids[1:])]
+        pairs = [(common(a, b), min(len(a), len(b))) for a, b in pairwise(ids)]
         before = scrape(root)
         result = engine.review(changes, "Make the handlers robust")
         after = scrape(root)
