@@ -72,7 +72,6 @@ class Stats:
 @dataclass
 class ReviewResult:
     findings: list[Finding]
-    unanchored: list[Finding]
     summary: str
     stats: Stats
     model: str = ""
@@ -83,13 +82,11 @@ class ReviewResult:
         return self.stats.complete
 
     def worst(self) -> Severity | None:
-        all_ = self.findings + self.unanchored
-        return max((f.severity for f in all_), default=None)
+        return max((f.severity for f in self.findings), default=None)
 
     def to_dict(self) -> dict[str, object]:
         return {
             "findings": [f.to_dict() for f in self.findings],
-            "unanchored": [f.to_dict() for f in self.unanchored],
             "summary": self.summary,
             "stats": self.stats.to_dict(),
             "model": self.model,

@@ -168,7 +168,7 @@ class Engine:
         merged = merge(with_fingerprints(findings, reviewed))
         summaries = [parsed.summary for _, parsed in answers if parsed.summary]
         stats.wall_seconds = time.monotonic() - started
-        return ReviewResult(findings=merged, unanchored=[],
+        return ReviewResult(findings=merged,
                             summary=summarize(stats, merged, summaries, self.model),
                             stats=stats, model=self.model, base_url=redact(self.client.base_url))
 

@@ -20,8 +20,8 @@ from reviewbot import anchoring
 from reviewbot.diff import ChangeSet, Side
 from reviewbot.findings import Finding
 from reviewbot.forges.base import PostedComment
-from reviewbot.forges.comment import comment_body, suggestion_block
 from reviewbot.forges.markers import FindingMarker, finding_marker
+from reviewbot.rendering import comment, suggestion_block
 from reviewbot.result import SkippedFile
 
 SIDES = {Side.NEW: "RIGHT", Side.OLD: "LEFT"}
@@ -38,7 +38,7 @@ def review_comment(f: Finding, changes: ChangeSet) -> dict[str, Any] | None:
     side = SIDES[f.side]
     end = f.end_line
     suggestion = suggestion_block(f.suggestion) if f.suggestion is not None else ""
-    out: dict[str, Any] = {"path": file.path, "body": comment_body(f, suggestion), "side": side}
+    out: dict[str, Any] = {"path": file.path, "body": comment(f, suggestion, FindingMarker(f.fingerprint).render()), "side": side}
     if end is None:
         out["line"] = f.line
     else:

@@ -15,7 +15,8 @@ from typing import Any
 from reviewbot.diff import DiffLine, FileDiff, Hunk
 from reviewbot.findings import Finding
 from reviewbot.forges.base import ChangeRequest
-from reviewbot.forges.comment import comment_body, suggestion_block
+from reviewbot.forges.markers import FindingMarker
+from reviewbot.rendering import comment, suggestion_block
 
 
 def line_codes(file: FileDiff) -> dict[DiffLine, tuple[int, int]]:
@@ -93,7 +94,7 @@ def body(file: FileDiff, f: Finding) -> str:
     if f.suggestion is not None and f.line is not None:
         above = (f.end_line or f.line) - f.line
         block = suggestion_block(f.suggestion, f"suggestion:-{above}+0")
-    return comment_body(f, block)
+    return comment(f, block, FindingMarker(f.fingerprint).render())
 
 
 def note_payload(request: ChangeRequest, file: FileDiff, f: Finding) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from reviewbot.diff import ChangeSet
 from reviewbot.findings import Finding
 from reviewbot.forges.base import ChangeRequest, PostedComment, PostOutcome
 from reviewbot.forges.markers import FindingMarker
+from reviewbot.rendering import comment, suggestion_block
 
 
 class LocalForge:
@@ -59,11 +60,8 @@ class LocalForge:
 
 
 def format_comment(f: Finding) -> str:
-    """A plain-text rendering of one inline comment, with its position in front."""
+    """The comment a forge would post (the same renderer), with its position in front."""
     span = f"{f.line}" if f.end_line is None else f"{f.line}-{f.end_line}"
-    head = f"{f.path}:{span} ({f.side.value}) [{f.severity.label}] {f.title}"
-    parts = [head, f.body]
-    if f.suggestion is not None:
-        parts.append("suggested replacement:\n" + f.suggestion)
-    parts.append(FindingMarker(f.fingerprint).render())
-    return "\n".join(p for p in parts if p)
+    where = f"{f.path}:{span} ({f.side.value}) [{f.severity.label}]"
+    block = suggestion_block(f.suggestion) if f.suggestion is not None else ""
+    return where + "\n" + comment(f, block, FindingMarker(f.fingerprint).render())

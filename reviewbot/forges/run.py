@@ -114,14 +114,14 @@ def review_change_request(
     current = merge(with_fingerprints(result.findings, changes))
     # incremental: old-side numbers refer to the previous head, not to the MR's base
     anchored, refused = anchoring.split(current, request.changes, new_side_only=since is not None)
-    run.unanchored = list(result.unanchored) + refused
+    run.unanchored = refused
     if since is not None:  # what earlier reviews could not anchor, on code not reviewed again
         run.unanchored += carried(previous.unanchored, changes, current + run.unanchored)
     existing = forge.existing()
     known = {c.fingerprint for c in existing}
     run.to_post = [f for f in anchored if f.fingerprint not in known]
     run.already_posted = [f for f in anchored if f.fingerprint in known]
-    seen = {f.fingerprint for f in current} | {f.fingerprint for f in result.unanchored}
+    seen = {f.fingerprint for f in current}
     run.to_resolve = outdated(existing, seen, changes, request, since_sha=since)
 
     if dry_run:
@@ -184,7 +184,7 @@ def carried(packed: str | None, changes: ChangeSet, now: list[Finding]) -> list[
 
 
 def _empty_result() -> ReviewResult:
-    return ReviewResult(findings=[], unanchored=[], summary="", stats=Stats())
+    return ReviewResult(findings=[], summary="", stats=Stats())
 
 
 def _add_skipped(stats: Stats, request: ChangeRequest) -> None:

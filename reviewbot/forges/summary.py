@@ -10,6 +10,7 @@ from reviewbot.findings import Finding, Severity
 from reviewbot.forges.base import ChangeRequest
 from reviewbot.forges.markers import SummaryMarker
 from reviewbot.modeltext import code, inline, prose
+from reviewbot.rendering import list_item
 from reviewbot.result import ReviewResult
 
 TITLE = "### reviewbot review"
@@ -84,7 +85,7 @@ def _scope(s: SummaryInput) -> list[str]:
 
 
 def _counts(s: SummaryInput) -> list[str]:
-    everything = s.result.findings + s.result.unanchored
+    everything = s.result.findings
     by = {sev: sum(1 for f in everything if f.severity == sev) for sev in Severity}
     row = ", ".join(f"{by[sev]} {sev.label}" for sev in sorted(Severity, reverse=True))
     return [
@@ -110,10 +111,7 @@ def _findings(title: str, findings: list[Finding]) -> list[str]:
         return []
     out = ["", f"**{title}** ({len(findings)})"]
     for f in findings[:_MAX_ITEMS]:
-        where = code(f.path) + (f" line {f.line}" if f.line is not None else "")
-        out.append(f"- **{f.severity.label}** {where}: {inline(f.title)}")
-        if f.body.strip():
-            out.append("  " + inline(f.body[:2000]))
+        out += list_item(f)
     if len(findings) > _MAX_ITEMS:
         out.append(f"- … and {len(findings) - _MAX_ITEMS} more")
     return out

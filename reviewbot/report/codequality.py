@@ -1,8 +1,8 @@
 """`--output codequality`: a GitLab Code Quality report (a JSON array of issues).
 
 GitLab shows these in the merge request widget and, for lines in the diff, beside the code.
-Its location is a new-file path and line, so findings that have no new-side line (unanchored,
-or on lines the change removed) are pinned to line 1 of the file with the old position stated.
+Its location is a new-file path and line, so findings on lines the change removed are pinned to
+line 1 of the file with the old position stated.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ def render(result: ReviewResult) -> str:
 
 
 def to_codequality(result: ReviewResult) -> list[dict[str, object]]:
-    issues = [_issue(f) for f in result.findings + result.unanchored]
+    issues = [_issue(f) for f in result.findings]
     if not result.complete:
         # The format has no notion of an incomplete run; an empty report would read as "clean".
         issues.append(_incomplete(result))

@@ -1,27 +1,15 @@
 """`--output markdown`: a report for a forge note, a job summary or a file.
 
-Every piece of text here comes from the model or the diff, so it is escaped for the context it
-lands in: table cells (`|`, newlines, markdown syntax), inline code (backtick runs), HTML in
-`<summary>`, and free prose (unbalanced fences, raw HTML). The section functions are public so
-that a forge's summary note can reuse them.
+Every piece of text here comes from the model or the diff; findings are rendered by
+`reviewbot.rendering` (the renderer the forges use too), the rest through `modeltext` sinks.
 """
 
 from __future__ import annotations
 
-import html
-
-from reviewbot.diff import Side
-from reviewbot.findings import Finding, Severity
-from reviewbot.modeltext import code, fenced, inline, no_actions, one_line, prose
+from reviewbot.findings import Finding
+from reviewbot.modeltext import code, inline, prose
+from reviewbot.rendering import details, table
 from reviewbot.result import ReviewResult, SkippedFile, Stats
-
-ICONS = {
-    Severity.BLOCKER: "⛔",
-    Severity.CRITICAL: "🔴",
-    Severity.MAJOR: "🟠",
-    Severity.MINOR: "🟡",
-    Severity.INFO: "🔵",
-}
 
 
 def render(result: ReviewResult) -> str:
@@ -30,7 +18,6 @@ def render(result: ReviewResult) -> str:
         completeness(result),
         summary(result),
         findings_section("Findings", result.findings),
-        findings_section("Findings not on a changed line", result.unanchored),
         skipped_section(result.stats.files_skipped),
         stats_section(result),
     ]
@@ -60,29 +47,8 @@ def summary(result: ReviewResult) -> str:
 def findings_section(title: str, findings: list[Finding]) -> str:
     if not findings:
         return ""
-    return "\n\n".join([f"### {title} ({len(findings)})", findings_table(findings),
+    return "\n\n".join([f"### {title} ({len(findings)})", table(findings),
                         *(details(f) for f in findings)])
-
-
-def findings_table(findings: list[Finding]) -> str:
-    rows = ["| Severity | File | Line | Category | Title |", "| --- | --- | --- | --- | --- |"]
-    rows += [
-        f"| {ICONS[f.severity]} {f.severity.label} | {code(f.path, in_table=True)} | {line_label(f)} "
-        f"| {inline(f.category)} | {inline(f.title)} |"
-        for f in findings
-    ]
-    return "\n".join(rows)
-
-
-def details(f: Finding) -> str:
-    head = html.escape(f"{f.severity.label} · {f.path}:{line_label(f)} · {f.title}", quote=False)
-    body = [f"<details><summary>{ICONS[f.severity]} {no_actions(one_line(head))}</summary>", ""]
-    if f.body.strip():
-        body += [prose(f.body.strip()), ""]
-    if f.suggestion is not None:
-        body += ["Suggested change:", "", fenced(f.suggestion), ""]
-    body.append("</details>")
-    return "\n".join(body)
 
 
 def skipped_section(skipped: list[SkippedFile]) -> str:
@@ -106,9 +72,3 @@ def stats_section(result: ReviewResult) -> str:
 def coverage_text(stats: Stats) -> str:
     return f"{stats.changed_lines_sent}/{stats.changed_lines} changed lines reached the model"
 
-
-def line_label(f: Finding) -> str:
-    if f.line is None:
-        return "file"
-    span = str(f.line) if f.end_line in (None, f.line) else f"{f.line}–{f.end_line}"
-    return span if f.side is Side.NEW else f"{span} (old)"

@@ -35,13 +35,12 @@ def render(result: ReviewResult) -> str:
 
 
 def to_sarif(result: ReviewResult) -> Json:
-    everything = [(f, False) for f in result.findings] + [(f, True) for f in result.unanchored]
-    categories = sorted({_rule_id(f) for f, _ in everything})
+    categories = sorted({_rule_id(f) for f in result.findings})
     index = {c: i for i, c in enumerate(categories)}
     run: Json = {
         "tool": {"driver": _driver(categories)},
         "invocations": [_invocation(result)],
-        "results": [_result(f, index, unanchored) for f, unanchored in everything],
+        "results": [_result(f, index) for f in result.findings],
         "properties": {
             "summary": result.summary,
             "model": result.model,
@@ -87,14 +86,14 @@ def _rule_id(f: Finding) -> str:
     return f.category.strip() or "general"
 
 
-def _result(f: Finding, index: dict[str, int], unanchored: bool) -> Json:
+def _result(f: Finding, index: dict[str, int]) -> Json:
     rule = _rule_id(f)
     props: Json = {"severity": f.severity.label, "side": f.side.value, "title": f.title}
     out: Json = {
         "ruleId": rule,
         "ruleIndex": index[rule],
         "level": LEVELS[f.severity],
-        "message": {"text": _message(f, unanchored)},
+        "message": {"text": _message(f)},
     }
     if f.side is Side.OLD:
         # The line exists only in the old file: keep where it was as data, not as a location.
@@ -103,22 +102,18 @@ def _result(f: Finding, index: dict[str, int], unanchored: bool) -> Json:
         out["locations"] = [_location(f)]
         if f.suggestion is not None and f.line is not None:
             out["fixes"] = [_fix(f, f.line)]
-    if unanchored:
-        props["unanchored"] = True
     if f.fingerprint:
         out["partialFingerprints"] = {FINGERPRINT_KEY: f.fingerprint}
     out["properties"] = props
     return out
 
 
-def _message(f: Finding, unanchored: bool) -> str:
+def _message(f: Finding) -> str:
     text = f.title if not f.body else f"{f.title}\n\n{f.body}"
     if f.side is Side.OLD:
         where = f"line {f.line}" if f.end_line in (None, f.line) else f"lines {f.line}-{f.end_line}"
         text += (f"\n\n(On {where} of the old version of {f.path}, removed by this change: "
                  "there is no location for it in the new tree.)")
-    elif unanchored:
-        text += "\n\n(Could not be placed on a changed line of this diff.)"
     if f.suggestion is not None:
         text += f"\n\nSuggested change:\n{f.suggestion}"
     return text

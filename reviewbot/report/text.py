@@ -55,18 +55,11 @@ def _parts(result: ReviewResult) -> Iterable[RenderableType]:
         yield Text(_clean(result.summary.strip()))
         yield Text()
     # one "where" width for every table, so that all findings line up
-    where_width = max((len(where(f)) for f in result.findings + result.unanchored), default=4)
+    where_width = max((len(where(f)) for f in result.findings), default=4)
     if result.findings:
         yield Text(f"Findings ({len(result.findings)})", style="bold underline")
         for path, group in _by_file(result.findings):
             yield Text(_clean(path), style="bold magenta")
-            yield _table(group, where_width)
-        yield Text()
-    if result.unanchored:
-        yield Text(f"Unanchored findings ({len(result.unanchored)}): not on a changed line",
-                   style="bold underline")
-        for path, group in _by_file(result.unanchored):
-            yield Text(_clean(path) or "(no file)", style="bold magenta")
             yield _table(group, where_width)
         yield Text()
     if stats.files_skipped:
@@ -153,7 +146,7 @@ def coverage(stats: Stats) -> str:
 
 def count_line(result: ReviewResult) -> str:
     """`3 findings (1 major, 2 minor)`."""
-    all_ = result.findings + result.unanchored
+    all_ = result.findings
     counts = [(s, sum(1 for f in all_ if f.severity is s)) for s in reversed(Severity)]
     detail = ", ".join(f"{n} {s.label}" for s, n in counts if n)
     noun = "finding" if len(all_) == 1 else "findings"

@@ -47,7 +47,7 @@ def test_json_output_matches_the_contract(diff_file: Path) -> None:
                    "--output", "json")
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
-    assert set(out) >= {"findings", "unanchored", "summary", "stats"}
+    assert set(out) >= {"findings", "summary", "stats"}
     (f,) = out["findings"]
     assert set(f) == {"path", "line", "side", "end_line", "severity", "category", "title", "body",
                       "suggestion", "fingerprint"}

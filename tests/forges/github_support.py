@@ -100,5 +100,5 @@ class Reviewer:
                         suggestion=(line.text + "  # fixed") if line.kind == "+" else None))
         stats = Stats(files_total=len(changes.files), files_reviewed=len(changes.files),
                       changed_lines=changes.changed_lines, changed_lines_sent=changes.changed_lines)
-        return ReviewResult(findings=out + list(self.extra), unanchored=[], summary="",
+        return ReviewResult(findings=out + list(self.extra), summary="",
                             stats=stats, model="test-model", base_url="http://127.0.0.1:1/v1")

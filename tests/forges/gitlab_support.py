@@ -113,5 +113,5 @@ def reviewer(changes: ChangeSet) -> ReviewResult:
     lines = changes.changed_lines
     stats = Stats(files_total=len(changes.files), files_reviewed=len(changes.files),
                   changed_lines=lines, changed_lines_sent=lines, requests=1)
-    return ReviewResult(found, [], "Looks reasonable overall.", stats, model="tiny-model",
+    return ReviewResult(found, "Looks reasonable overall.", stats, model="tiny-model",
                         base_url="http://127.0.0.1:8000/v1")

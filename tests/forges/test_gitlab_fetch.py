@@ -71,7 +71,7 @@ def _three_hundred(tmp: Path) -> tuple[Repo, str, str]:
 def _one_per_file(changes: ChangeSet) -> ReviewResult:
     found = [finding(f.path, 2, title="b changed") for f in changes.files]
     n = changes.changed_lines
-    return ReviewResult(found, [], "", Stats(files_total=len(changes.files),
+    return ReviewResult(found, "", Stats(files_total=len(changes.files),
                                              files_reviewed=len(changes.files),
                                              changed_lines=n, changed_lines_sent=n))
 

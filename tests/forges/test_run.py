@@ -93,7 +93,7 @@ def reviewer_of(*findings: Finding, complete: bool = True):  # type: ignore[no-u
         n = changes.changed_lines
         stats = Stats(files_total=1, files_reviewed=1, changed_lines=n,
                       changed_lines_sent=n if complete else 0)
-        return ReviewResult(list(findings), [], "", stats, model="m")
+        return ReviewResult(list(findings), "", stats, model="m")
     return review
 
 
@@ -206,7 +206,7 @@ def test_summary_stays_under_the_limit_and_keeps_its_marker() -> None:
     from reviewbot.forges.summary import SummaryInput, render_summary, unpack
 
     many = [f(1000 + i, title="x" * 500) for i in range(400)]
-    result = ReviewResult([], many, "", Stats(), model="m")
+    result = ReviewResult([], "", Stats(), model="m")
     body = render_summary(SummaryInput(MemoryForge().fetch(), result, "full", None, 0, 0, 0,
                                        unanchored=many, last_reviewed_sha="h2"))
     assert len(body) <= 60_000 and sha_marker(body) == {"kind": "summary",

@@ -57,12 +57,10 @@ def _findings() -> tuple[list[Finding], list[Finding]]:
                 category="style", suggestion="The `new` text"),
         Finding("src/app.py", 13, Side.NEW, Severity.MINOR, "Unused variable <rows>",
                 "</details><script>alert(1)</script>\n```python\nreturn rows", category="style"),
-    ]
-    unanchored = [
-        Finding("src/app.py", None, Side.NEW, Severity.BLOCKER, "Credentials in the module",
+        Finding("src/app.py", 12, Side.NEW, Severity.BLOCKER, "Credentials in the module",
                 "A token appears in settings that this change imports.", category="security"),
     ]
-    return merge(with_fingerprints(anchored, changes)), with_fingerprints(unanchored, changes)
+    return merge(with_fingerprints(anchored, changes))
 
 
 def _stats(complete: bool) -> Stats:
@@ -79,8 +77,7 @@ def _stats(complete: bool) -> Stats:
 
 @pytest.fixture
 def result() -> ReviewResult:
-    findings, unanchored = _findings()
-    return ReviewResult(findings, unanchored, "Adds a search endpoint with an SQL injection.",
+    return ReviewResult(_findings(), "Adds a search endpoint with an SQL injection.",
                         _stats(complete=True), model="qwen2.5-coder", base_url="http://gpu:8000/v1")
 
 
@@ -91,5 +88,5 @@ def incomplete(result: ReviewResult) -> ReviewResult:
 
 @pytest.fixture
 def empty() -> ReviewResult:
-    return ReviewResult([], [], "", Stats(files_total=1, files_reviewed=1, changed_lines=3,
+    return ReviewResult([], "", Stats(files_total=1, files_reviewed=1, changed_lines=3,
                                           changed_lines_sent=3, chunks=1, requests=1))

@@ -22,7 +22,7 @@ def issue(doc: list[dict[str, Any]], start: str) -> dict[str, Any]:
 
 def test_required_keys_and_types(result: ReviewResult) -> None:
     doc = report(result)
-    assert isinstance(doc, list) and len(doc) == len(result.findings) + len(result.unanchored)
+    assert isinstance(doc, list) and len(doc) == len(result.findings)
     for x in doc:
         assert {"description", "check_name", "fingerprint", "severity", "location"} <= set(x)
         assert x["severity"] in SEVERITIES
@@ -39,8 +39,8 @@ def test_positions(result: ReviewResult) -> None:
     assert sql["location"] == {"path": "src/app.py", "lines": {"begin": 11, "end": 12}}
     assert sql["check_name"] == "reviewbot/security" and sql["severity"] == "critical"
     assert "Suggested change" in sql["content"]["body"]
-    unanchored = issue(doc, "Credentials")
-    assert unanchored["location"]["lines"] == {"begin": 1, "end": 1}
+    blocker = issue(doc, "Credentials")
+    assert blocker["location"]["lines"] == {"begin": 12, "end": 12}
     old = issue(doc, "Removed the None check")
     assert old["location"]["lines"]["begin"] == 1
     assert "removed line 11 of the old file" in old["description"]
@@ -48,7 +48,7 @@ def test_positions(result: ReviewResult) -> None:
 
 def test_fingerprints_are_the_findings(result: ReviewResult) -> None:
     fps = {x["fingerprint"] for x in report(result)}
-    assert fps == {f.fingerprint for f in result.findings + result.unanchored}
+    assert fps == {f.fingerprint for f in result.findings}
 
 
 def test_incomplete_review_is_never_an_empty_report(incomplete: ReviewResult) -> None:

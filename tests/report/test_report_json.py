@@ -10,7 +10,7 @@ from reviewbot.result import ReviewResult, Stats
 
 # The `--output json` contract (issue 2, section 8, plus `findings_reanchored` and `model`),
 # in the order written; docs/output.md documents exactly these.
-TOP = ["findings", "unanchored", "summary", "stats", "model"]
+TOP = ["findings", "summary", "stats", "model"]
 FINDING = ["path", "line", "side", "end_line", "severity", "category", "title", "body",
            "suggestion", "fingerprint"]
 STATS = ["files_total", "files_reviewed", "files_skipped", "changed_lines", "changed_lines_sent",
@@ -27,7 +27,7 @@ def test_json_is_exactly_to_dict(result: ReviewResult) -> None:
 def test_json_key_sets_and_order(result: ReviewResult) -> None:
     doc = json.loads(render(result, "json"))
     assert list(doc) == TOP
-    for f in doc["findings"] + doc["unanchored"]:
+    for f in doc["findings"]:
         assert list(f) == FINDING
     assert list(doc["stats"]) == STATS
     assert all(list(s) == ["path", "reason", "source"] for s in doc["stats"]["files_skipped"])
@@ -38,7 +38,6 @@ def test_json_types_and_values(result: ReviewResult) -> None:
     sides = {(f["path"], f["side"], f["line"], f["end_line"]) for f in doc["findings"]}
     assert ("src/app.py", "new", 11, 12) in sides
     assert ("src/app.py", "old", 11, 12) in sides
-    assert doc["unanchored"][0]["line"] is None
     assert {f["severity"] for f in doc["findings"]} <= {"info", "minor", "major", "critical",
                                                          "blocker"}
     assert all(isinstance(f["fingerprint"], str) and f["fingerprint"] for f in doc["findings"])
@@ -71,4 +70,4 @@ def test_every_format_renders_empty_and_full(fmt: str, result: ReviewResult,
 
 def test_unknown_format() -> None:
     with pytest.raises(ValueError, match="unknown output format"):
-        render(ReviewResult([], [], "", Stats()), "xml")
+        render(ReviewResult([], "", Stats()), "xml")

@@ -6,8 +6,8 @@ from dataclasses import replace
 from hypothesis import given
 from hypothesis import strategies as st
 
+from reviewbot.modeltext import code, fenced, inline, prose
 from reviewbot.report import render
-from reviewbot.report.markdown import code, fenced, inline, prose
 from reviewbot.result import ReviewResult, SkippedFile
 
 _UNESCAPED_PIPE = re.compile(r"(?<!\\)\|")
@@ -22,7 +22,7 @@ def test_sections(result: ReviewResult) -> None:
     assert out.startswith("## reviewbot review\n")
     assert "✅ **Complete**: 8/8 changed lines reached the model." in out
     assert "### Summary\n\nAdds a search endpoint" in out
-    assert "### Findings (4)" in out and "### Findings not on a changed line (1)" in out
+    assert "### Findings (5)" in out
     assert "### Skipped files (2)" in out and "| `poetry.lock` | lock file |" in out
     assert out.count("<details>") == out.count("</details>") == 5
     assert "INCOMPLETE" not in out
@@ -44,7 +44,7 @@ def test_table_rows_keep_their_columns(result: ReviewResult) -> None:
 
 def test_lines_and_sides(result: ReviewResult) -> None:
     out = render(result, "markdown")
-    assert "| 11–12 |" in out and "| 11–12 (old) |" in out and "| file |" in out
+    assert "| 11–12 |" in out and "| 11–12 (old) |" in out and "| 12 |" in out
 
 
 def test_hostile_body_cannot_break_the_page(result: ReviewResult) -> None:

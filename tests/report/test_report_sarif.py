@@ -76,13 +76,6 @@ def test_old_side_has_no_location_but_says_where(result: ReviewResult) -> None:
     assert "lines 11-12 of the old version of src/app.py" in hit["message"]["text"]
 
 
-def test_unanchored_is_file_level(result: ReviewResult) -> None:
-    hit = by_title(sarif(result), "Credentials")
-    [loc] = hit["locations"]
-    assert "region" not in loc["physicalLocation"]
-    assert hit["properties"]["unanchored"] is True
-
-
 def test_uri_is_percent_encoded(result: ReviewResult) -> None:
     hit = by_title(sarif(result), "Typo")
     uri = hit["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
