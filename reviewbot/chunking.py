@@ -174,6 +174,7 @@ class _Bin:
     used: int
     starts: set[int]  # first and last rows of the pieces in the bin: a piece next to one of
     ends: set[int]  # them extends a run of rows instead of adding a range to the row schema
+    changed: int = 0  # changed lines owned by the pieces in the bin
 
 
 def pack(
@@ -183,6 +184,7 @@ def pack(
     file_cost: Callable[[FileDiff], int],
     piece_cost: Callable[[Piece], int],
     range_cost: int = 0,
+    reserve: Callable[[int], int] = lambda changed: 0,
 ) -> list[Chunk]:
     """First-fit, big pieces first: each piece goes into the first chunk with room.
 
@@ -191,7 +193,9 @@ def pack(
     chunk of its own); the small ones follow in diff order, which keeps runs of rows and a
     file's hunks together. Inside a chunk the pieces keep their diff order. `fixed_tokens` is paid once per chunk (system prompt, tool text,
     wrapper), `file_cost` once per file per chunk (its header), `piece_cost` once per piece, and
-    `range_cost` once per run of consecutive rows (one range in the tool's row schema).
+    `range_cost` once per run of consecutive rows (one range in the tool's row schema), and
+    `reserve(changed lines)` is the answer's room beyond the budget's own (it grows with the
+    findings cap).
     """
     bins: list[_Bin] = []
 
@@ -199,7 +203,8 @@ def pack(
         first, last = piece.first_row + piece.lead, piece.first_row + len(piece.lines) - 1
         joins = first - 1 in b.ends or last + 1 in b.starts
         return (piece_cost(piece) + (0 if piece.file.path in b.paths else file_cost(piece.file))
-                + (0 if joins else range_cost))
+                + (0 if joins else range_cost)
+                + reserve(b.changed + piece.owned) - reserve(b.changed))
 
     order = {id(p): i for i, p in enumerate(pieces)}
     big = budget // 8
@@ -212,6 +217,7 @@ def pack(
             target = _Bin([], set(), fixed_tokens, set(), set())
             bins.append(target)
         target.used += cost(piece, target)
+        target.changed += piece.owned
         target.pieces.append(piece)
         target.paths.add(piece.file.path)
         target.starts.add(piece.first_row + piece.lead)

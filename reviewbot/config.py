@@ -42,12 +42,18 @@ class Settings:
     exclude: tuple[str, ...] = ()
     fail_on_skipped: bool = False  # a skipped source file (generated marker, …) is incomplete
     context_lines: int = 3
-    max_findings_per_chunk: int = 8
+    max_findings_per_chunk: int = 50  # the bound; a chunk may report one per 25 changed lines
+    verify: bool = True  # a second pass judges every candidate (it reuses the prompt cache)
+    samples: int = 1  # finding passes per chunk (n in one request); ⌈n/2⌉ must agree
     prompts_dir: str | None = None
     # reporting
     output: str = "text"
     output_file: str | None = None
     fail_on: str = "never"
+    # noise control on forges (the CLI outputs keep everything, marked)
+    inline_min_severity: str = "major"  # below: the summary note's list, not a thread
+    max_inline_comments: int = 10  # per review, ranked by severity × confidence
+    min_confidence: float = 0.5  # below: held back, only counted
     # forges
     mode: str = "incremental"  # full | incremental
     gitlab_url: str = field(default="https://gitlab.com", metadata=_env("CI_SERVER_URL"))
@@ -68,7 +74,15 @@ class Settings:
             raise UsageError(f"fail_on must be one of {', '.join(FAIL_ON)}, not {self.fail_on!r}")
         if self.mode not in ("full", "incremental"):
             raise UsageError(f"mode must be full or incremental, not {self.mode!r}")
-        for name in ("max_context", "max_output_tokens", "concurrency", "max_findings_per_chunk"):
+        if self.inline_min_severity not in FAIL_ON[:-1]:
+            raise UsageError(f"inline_min_severity must be one of {', '.join(FAIL_ON[:-1])}, "
+                             f"not {self.inline_min_severity!r}")
+        if not 0 <= self.min_confidence <= 1:
+            raise UsageError("min_confidence must be between 0 and 1")
+        if self.max_inline_comments < 0:
+            raise UsageError("max_inline_comments must be at least 0")
+        for name in ("max_context", "max_output_tokens", "concurrency", "max_findings_per_chunk",
+                     "samples"):
             if getattr(self, name) < 1:
                 raise UsageError(f"{name} must be at least 1")
         if self.max_output_tokens >= self.max_context:

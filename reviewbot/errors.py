@@ -78,6 +78,10 @@ class UsageError(ReviewbotError):
     pass
 
 
+class ContextTooSmall(ReviewbotError):
+    """The prompt's fixed part (system prompt, tools) leaves no room for a diff (exit 2)."""
+
+
 class DiffError(ReviewbotError):
     pass
 

@@ -41,6 +41,7 @@ class Finding:
     end_line: int | None = None  # last line of a multi-line finding, same side and hunk
     suggestion: str | None = None  # replacement text for lines line..end_line (new side only)
     fingerprint: str = ""
+    confidence: float | None = None  # the model's, in [0, 1]; the verifier's once verified
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -54,6 +55,7 @@ class Finding:
             "body": self.body,
             "suggestion": self.suggestion,
             "fingerprint": self.fingerprint,
+            "confidence": self.confidence,
         }
 
 

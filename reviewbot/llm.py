@@ -34,12 +34,28 @@ class Served:
     max_model_len: int | None
 
 
+Call = tuple[str, str]  # (tool name, arguments JSON)
+
+
+@dataclass(frozen=True)
+class Sample:
+    calls: list[Call]
+    truncated: bool  # finish_reason == "length": the call may be cut short
+
+
 @dataclass(frozen=True)
 class Reply:
-    calls: list[tuple[str, str]]  # (tool name, arguments JSON)
+    samples: list[Sample]  # one per choice (`n` of them: one prefill, n decodes)
     prompt_tokens: int
     completion_tokens: int
-    truncated: bool  # finish_reason == "length": the call may be cut short
+
+    @property
+    def calls(self) -> list[Call]:
+        return self.samples[0].calls
+
+    @property
+    def truncated(self) -> bool:
+        return self.samples[0].truncated
 
 
 class ModelClient:
@@ -85,17 +101,19 @@ class ModelClient:
             "max_model_len")
         return Served(chosen.id, int(max_len) if max_len else None)
 
-    def call_tool(self, model: str, messages: list[dict[str, Any]], tool: dict[str, Any],
-                  max_tokens: int, temperature: float) -> Reply:
-        name = tool["function"]["name"]
+    def call_tool(self, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+                  name: str, max_tokens: int, temperature: float, n: int = 1) -> Reply:
+        """A forced call of the tool `name`, with every tool of `tools` sent (the same list in
+        every pass keeps the prompt prefix shared)."""
         try:
             response = self._client.chat.completions.create(  # type: ignore[call-overload]
                 model=model,
                 messages=messages,  # plain dicts: the schema is ours, not openai's types
-                tools=[tool],
+                tools=tools,
                 tool_choice={"type": "function", "function": {"name": name}},
                 max_tokens=max_tokens,
                 temperature=temperature,
+                n=n,
             )
         except openai.BadRequestError as exc:
             text = str(exc).lower()
@@ -119,7 +137,15 @@ def _reply(response: Any, name: str) -> Reply:
     choices = getattr(response, "choices", None)
     if not isinstance(choices, list) or not choices:
         raise BadAnswer("the answer has no choices")
-    choice = choices[0]
+    usage = getattr(response, "usage", None)
+    return Reply(
+        samples=[_sample(choice, name) for choice in choices],
+        prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+        completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+    )
+
+
+def _sample(choice: Any, name: str) -> Sample:
     message = getattr(choice, "message", None)
     if message is None:
         raise BadAnswer("the answer has no message")
@@ -128,13 +154,7 @@ def _reply(response: Any, name: str) -> Reply:
              if getattr(c, "type", None) == "function" and getattr(c, "function", None)]
     if not calls and isinstance(message.content, str) and message.content:
         calls = [(name, _arguments_from_content(message.content))]
-    usage = getattr(response, "usage", None)
-    return Reply(
-        calls=calls,
-        prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-        completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-        truncated=getattr(choice, "finish_reason", None) == "length",
-    )
+    return Sample(calls, getattr(choice, "finish_reason", None) == "length")
 
 
 _TOOL_CALL = re.compile(r"<tool_call>\s*(\{.*\})\s*(?:</tool_call>)?", re.DOTALL)

@@ -27,6 +27,27 @@ def unreviewed_error(skipped: Sequence[SkippedFile]) -> list[str]:
     return [f"{len(skipped)} changed source file(s) not reviewed and fail_on_skipped is set: {names}"]
 
 
+@dataclass(frozen=True)
+class Dropped:
+    """A candidate finding that was not kept, and why."""
+
+    finding: Finding
+    stage: str  # "agreement" (too few samples found it) | "verify" (the verifier dropped it)
+    reason: str
+
+    def to_dict(self) -> dict[str, object]:
+        return {**self.finding.to_dict(), "stage": self.stage, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class Held:
+    """A kept finding that a forge does not post as an inline thread (noise control)."""
+
+    fingerprint: str
+    to: str  # "summary": listed in the summary note | "none": only counted there
+    reason: str
+
+
 @dataclass
 class Stats:
     files_total: int = 0
@@ -41,6 +62,10 @@ class Stats:
     tool_calls_invalid: int = 0
     answers_unusable: int = 0  # answers asked for again (no call, bad JSON, cut short, …)
     findings_reanchored: int = 0
+    candidates: int = 0  # findings the finding pass(es) produced, before agreement and verify
+    dropped: int = 0  # candidates not kept (see ReviewResult.dropped)
+    verify_requests: int = 0  # of `requests`, those of the verification pass
+    verify_failed: int = 0  # chunks whose verification had no usable answer: kept unverified
     wall_seconds: float = 0.0
     errors: list[str] = field(default_factory=list)
 
@@ -63,6 +88,10 @@ class Stats:
             "tool_calls_invalid": self.tool_calls_invalid,
             "answers_unusable": self.answers_unusable,
             "findings_reanchored": self.findings_reanchored,
+            "candidates": self.candidates,
+            "dropped": self.dropped,
+            "verify_requests": self.verify_requests,
+            "verify_failed": self.verify_failed,
             "wall_seconds": round(self.wall_seconds, 3),
             "complete": self.complete,
             "errors": list(self.errors),
@@ -76,6 +105,8 @@ class ReviewResult:
     stats: Stats
     model: str = ""
     base_url: str = ""
+    dropped: list[Dropped] = field(default_factory=list)
+    held: list[Held] = field(default_factory=list)
 
     @property
     def complete(self) -> bool:
@@ -85,12 +116,19 @@ class ReviewResult:
         return max((f.severity for f in self.findings), default=None)
 
     def to_dict(self) -> dict[str, object]:
+        held = {h.fingerprint: h for h in self.held}
         return {
-            "findings": [f.to_dict() for f in self.findings],
+            "findings": [{**f.to_dict(), "held_back": _held(held.get(f.fingerprint))}
+                         for f in self.findings],
+            "dropped": [d.to_dict() for d in self.dropped],
             "summary": self.summary,
             "stats": self.stats.to_dict(),
             "model": self.model,
         }
+
+
+def _held(h: Held | None) -> dict[str, str] | None:
+    return None if h is None else {"to": h.to, "reason": h.reason}
 
 
 def exit_code(complete: bool, worst: Severity | None, fail_on: str) -> int:

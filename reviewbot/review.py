@@ -10,23 +10,25 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
 import httpx
 
 from reviewbot import filters, templates, tools
+from reviewbot.candidates import agree, apply_verdicts
 from reviewbot.chunking import Chunk, Piece, file_header, make_pieces, pack, split
 from reviewbot.config import Settings
 from reviewbot.deadline import DeadlineTransport, until
-from reviewbot.diff import ChangeSet, FileDiff
-from reviewbot.errors import BadAnswer, ContextTooLong, RequestFailed, redact
-from reviewbot.findings import Finding, merge, with_fingerprints
+from reviewbot.diff import ChangeSet, FileDiff, Side
+from reviewbot.errors import BadAnswer, ContextTooLong, ContextTooSmall, RequestFailed, redact
+from reviewbot.findings import Finding, Severity, merge, with_fingerprints
 from reviewbot.llm import ModelClient, Reply
-from reviewbot.prompttext import label
+from reviewbot.noise import Floor, triage
+from reviewbot.prompttext import defuse, label
 from reviewbot.report.progress import ChunkProgress, NoProgress
-from reviewbot.result import ReviewResult, Stats, unreviewed_error
+from reviewbot.result import Dropped, ReviewResult, Stats, unreviewed_error
 from reviewbot.tokens import EstimateTokenCounter, LocalTokenCounter, TokenCounter, VllmTokenCounter
 
 SAFETY_TOKENS = 16  # slack for tokenizer merges across piece boundaries
@@ -34,15 +36,35 @@ MAX_RESPLITS = 6
 ANSWER_ATTEMPTS = 3  # an unusable answer (no call, bad JSON, cut short) is asked for again
 
 
+@dataclass
+class ChunkAnswer:
+    """A reviewed chunk: what its finding pass(es) and verification came to."""
+
+    findings: list[Finding] = field(default_factory=list)
+    dropped: list[Dropped] = field(default_factory=list)
+    summary: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    invalid: int = 0
+    reanchored: int = 0
+    candidates: int = 0
+    verify_requests: int = 0
+    verify_failed: bool = False
+
+    def add_usage(self, reply: Reply) -> None:
+        self.prompt_tokens += reply.prompt_tokens
+        self.completion_tokens += reply.completion_tokens
+
+
 @dataclass(frozen=True)
 class Attempted:
-    """What the requests for one chunk came to: (Reply, Parsed), or the exception that ended it."""
+    """What the requests for one chunk came to: a ChunkAnswer, or the exception that ended it."""
 
     chunk: Chunk
     depth: int
     attempts: int
     unusable: int  # answers that came back but could not be used
-    outcome: Any
+    outcome: ChunkAnswer | Exception
 
 
 @dataclass
@@ -56,7 +78,16 @@ class Engine:
 
     @property
     def budget(self) -> int:
+        """Prompt tokens of a chunk with at most MIN_FINDINGS findings' worth of changed lines
+        (a bigger chunk reserves `tools.extra_output` more for its answer)."""
         return self.context - self.settings.max_output_tokens - SAFETY_TOKENS
+
+    def cap(self, chunk: Chunk) -> int:
+        return tools.findings_cap(chunk.changed_lines, self.settings.max_findings_per_chunk)
+
+    def output_tokens(self, changed_lines: int) -> int:
+        return self.settings.max_output_tokens + tools.extra_output(
+            changed_lines, self.settings.max_findings_per_chunk)
 
     # -- requests ---------------------------------------------------------------------------
     def messages(self, chunk: Chunk, total: int, title: str) -> list[dict[str, Any]]:
@@ -70,14 +101,38 @@ class Engine:
     def system_prompt(self) -> str:
         return templates.render("system.j2", self.settings.prompts_dir)
 
-    def request(self, chunk: Chunk, total: int, title: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-        return self.messages(chunk, total, title), tools.tool_schema(
-            chunk, self.settings.max_findings_per_chunk)
+    def request(self, chunk: Chunk, total: int, title: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """The finding pass's messages and the tools both passes send (without verification,
+        only the finding tool: no second pass shares the prefix)."""
+        report = tools.report_tool(chunk, self.cap(chunk))
+        if not self.settings.verify:
+            return self.messages(chunk, total, title), [report]
+        return self.messages(chunk, total, title), [
+            tools.verify_tool(self.settings.max_findings_per_chunk), report]
+
+    def verify_messages(self, chunk: Chunk, messages: list[dict[str, Any]],
+                        candidates: list[Finding]) -> list[dict[str, Any]]:
+        """The finding pass's messages, byte for byte, then the candidates to judge."""
+        rows: dict[tuple[str, Side, int | None], int] = {
+            (r.file.path, r.side, r.number): n for n, r in chunk.rows().items()}
+        shown = [{"id": i, "row": rows.get((f.path, f.side, f.line)), "path": label(f.path),
+                  "side": f.side.value, "line": f.line, "end_line": f.end_line,
+                  "category": f.category, "severity": f.severity.label,
+                  "title": defuse(f.title), "body": defuse(f.body),
+                  "suggestion": defuse(f.suggestion) if f.suggestion is not None else None}
+                 for i, f in enumerate(candidates, 1)]
+        text = templates.render("verify.j2", self.settings.prompts_dir, candidates=shown)
+        return [*messages, {"role": "user", "content": text}]
 
     # -- chunking ---------------------------------------------------------------------------
     def chunks(self, changes: ChangeSet, title: str) -> list[Chunk]:
         """Pack with per-part estimates, then check every chunk's exact count and repair."""
         fixed = self._exact((), title)
+        if fixed + 64 > self.budget:
+            raise ContextTooSmall(
+                f"the system prompt and tools take {fixed} tokens, and max_context "
+                f"({self.context}) less max_output_tokens ({self.settings.max_output_tokens}) "
+                f"leaves {self.budget}: no room for the diff")
         count = self.counter.count_texts
         # one {"minimum", "maximum"} range in the row schema per run of consecutive rows
         range_cost = count([json.dumps({"minimum": 999999, "maximum": 999999}) + ", "])[0]
@@ -95,8 +150,11 @@ class Engine:
         def room(file: FileDiff) -> int:
             return self.budget - fixed - header_cost(file) - range_cost - 8
 
+        def reserve(changed: int) -> int:
+            return self.output_tokens(changed) - self.settings.max_output_tokens
+
         pieces = make_pieces(changes, self.counter, room, self.settings.context_lines)
-        packed = pack(pieces, self.budget, fixed, header_cost, piece_cost, range_cost)
+        packed = pack(pieces, self.budget, fixed, header_cost, piece_cost, range_cost, reserve)
         if not self.counter.exact:  # the same counter made the estimates: nothing to check
             return packed
         fitted: list[tuple[Piece, ...]] = []
@@ -104,7 +162,8 @@ class Engine:
             leftovers: list[Piece] = []
             for chunk in packed:
                 kept = list(chunk.pieces)
-                while (over := self._exact(kept, title) - self.budget) > 0:
+                while (over := self._exact(kept, title) - self.budget
+                       + reserve(sum(p.owned for p in kept))) > 0:
                     if len(kept) > 1:  # the estimate let one piece too many in: move it on
                         leftovers.insert(0, kept.pop())
                     else:  # one piece alone is too big: cut it finer
@@ -112,44 +171,90 @@ class Engine:
                                       self.settings.context_lines)
                         kept, leftovers[:0] = parts[:1], parts[1:]
                 fitted.append(tuple(kept))
-            packed = pack(leftovers, self.budget, fixed, header_cost, piece_cost, range_cost)
+            packed = pack(leftovers, self.budget, fixed, header_cost, piece_cost, range_cost,
+                          reserve)
         return [Chunk(i, pieces) for i, pieces in enumerate(fitted, 1)]
 
     def _exact(self, pieces: Sequence[Piece], title: str) -> int:
-        return self.counter.count_request(*self._as_pair(self.request(Chunk(0, tuple(pieces)), 1, title)))
+        return self.counter.count_request(*self.request(Chunk(0, tuple(pieces)), 1, title))
 
-    @staticmethod
-    def _as_pair(req: tuple[list[dict[str, Any]], dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        return req[0], [req[1]]
 
     # -- the review -------------------------------------------------------------------------
     def ask(self, chunk: Chunk, depth: int, total: int, title: str, deadline: float) -> Attempted:
-        """One chunk's requests: an unusable answer is asked for again, up to ANSWER_ATTEMPTS."""
-        messages, tool = self.request(chunk, total, title)
-        problem, unusable = "the review deadline passed", 0
-        for attempt in range(1, ANSWER_ATTEMPTS + 1):
+        """One chunk: the finding pass (an unusable answer is asked for again, up to
+        ANSWER_ATTEMPTS), agreement across samples, then the verification pass."""
+        messages, tool_list = self.request(chunk, total, title)
+        answer = ChunkAnswer()
+        cap, samples = self.cap(chunk), self.settings.samples
+        problem, unusable, requests = "the review deadline passed", 0, 0
+        usable: list[tools.Parsed] = []
+        for _ in range(ANSWER_ATTEMPTS):
             if time.monotonic() >= deadline:
                 break
+            requests += 1
             try:
                 with until(deadline):
-                    reply = self.client.call_tool(self.model, messages, tool,
-                                                  self.settings.max_output_tokens,
-                                                  self.settings.temperature)
+                    reply = self.client.call_tool(
+                        self.model, messages, tool_list, tools.TOOL_NAME,
+                        self.output_tokens(chunk.changed_lines), self.settings.temperature,
+                        n=samples)
             except (ContextTooLong, RequestFailed) as exc:
-                return Attempted(chunk, depth, attempt, unusable, exc)
+                return Attempted(chunk, depth, requests, unusable, exc)
             except BadAnswer as exc:
                 problem, unusable = str(exc), unusable + 1
                 continue
-            parsed = tools.parse_calls(reply.calls, chunk, self.settings.max_findings_per_chunk)
-            if reply.truncated:  # a call cut short may have lost findings
-                problem = "the answer was cut at max_output_tokens"
-            elif not parsed.usable:
-                problem = parsed.problem
-            else:
-                return Attempted(chunk, depth, attempt, unusable, (reply, parsed))
+            answer.add_usage(reply)
+            parsed = [tools.parse_calls(s.calls, chunk, cap) for s in reply.samples]
+            # a call cut at max_tokens may have lost findings: that sample does not count
+            usable = [p for p, s in zip(parsed, reply.samples) if p.usable and not s.truncated]
+            if usable:
+                break
+            problem = ("the answer was cut at max_output_tokens" if reply.truncated
+                       else parsed[0].problem)
             unusable += 1
-        return Attempted(chunk, depth, unusable, unusable,
-                         RequestFailed(f"no usable answer after {unusable} attempt(s): {problem}"))
+        if not usable:
+            return Attempted(chunk, depth, requests, unusable, RequestFailed(
+                f"no usable answer after {unusable} attempt(s): {problem}"))
+        answer.summary = next((p.summary for p in usable if p.summary), "")
+        answer.invalid = sum(p.invalid for p in usable)
+        answer.reanchored = sum(p.reanchored for p in usable)
+        answer.candidates = sum(len(p.findings) for p in usable)
+        answer.findings, answer.dropped = agree([p.findings for p in usable])
+        if self.settings.verify and answer.findings:
+            answer.verify_requests = self.verify(chunk, messages, tool_list, answer, deadline)
+        return Attempted(chunk, depth, requests + answer.verify_requests, unusable, answer)
+
+    def verify(self, chunk: Chunk, messages: list[dict[str, Any]],
+               tool_list: list[dict[str, Any]], answer: ChunkAnswer, deadline: float) -> int:
+        """Judge `answer.findings` in place; the requests it took. Without a usable verdict the
+        candidates stay, unverified, and the chunk says so (its review is still complete: the
+        finding pass answered)."""
+        candidates = answer.findings
+        verify_messages = self.verify_messages(chunk, messages, candidates)
+        max_tokens = 64 + tools.TOKENS_PER_VERDICT * len(candidates)
+        requests = 0
+        for _ in range(ANSWER_ATTEMPTS):
+            if time.monotonic() >= deadline:
+                break
+            requests += 1
+            try:
+                with until(deadline):
+                    reply = self.client.call_tool(self.model, verify_messages, tool_list,
+                                                  tools.VERIFY_TOOL, max_tokens,
+                                                  self.settings.temperature)
+            except (ContextTooLong, RequestFailed):
+                break
+            except BadAnswer:
+                continue
+            answer.add_usage(reply)
+            verdicts = tools.parse_verdicts(reply.calls, set(range(1, len(candidates) + 1)))
+            answer.invalid += verdicts.invalid
+            if verdicts.usable and not reply.truncated:
+                kept, dropped, _ = apply_verdicts(candidates, verdicts.by_id)
+                answer.findings, answer.dropped = kept, answer.dropped + dropped
+                return requests
+        answer.verify_failed = True
+        return requests
 
     def review(self, changes: ChangeSet, title: str = "") -> ReviewResult:
         started = time.monotonic()
@@ -164,20 +269,29 @@ class Engine:
         self.progress.start(len(chunks))
         answers = self._answers(chunks, title, deadline, stats)
         self.progress.close()
-        findings = [f for _, parsed in answers for f in parsed.findings]
-        merged = merge(with_fingerprints(findings, reviewed))
-        summaries = [parsed.summary for _, parsed in answers if parsed.summary]
+        merged = merge(with_fingerprints([f for a in answers for f in a.findings], reviewed))
+        dropped = [replace(d, finding=with_fingerprints([d.finding], reviewed)[0])
+                   for a in answers for d in a.dropped]
+        stats.dropped = len(dropped)
+        summaries = [a.summary for a in answers if a.summary]
         stats.wall_seconds = time.monotonic() - started
         return ReviewResult(findings=merged,
                             summary=summarize(stats, merged, summaries, self.model),
-                            stats=stats, model=self.model, base_url=redact(self.client.base_url))
+                            stats=stats, model=self.model, base_url=redact(self.client.base_url),
+                            dropped=dropped, held=triage(merged, self.floor))
+
+    @property
+    def floor(self) -> Floor:
+        s = self.settings
+        return Floor(Severity.parse(s.inline_min_severity), s.max_inline_comments,
+                     s.min_confidence)
 
     def _answers(self, chunks: list[Chunk], title: str, deadline: float,
-                 stats: Stats) -> list[tuple[Reply, tools.Parsed]]:
+                 stats: Stats) -> list[ChunkAnswer]:
         """Every chunk asked at once (`concurrency` in flight); a chunk the server finds too
         long is split in two and asked again. Counts go into `stats` as answers arrive."""
         total = len(chunks)
-        out: list[tuple[Reply, tools.Parsed]] = []
+        out: list[ChunkAnswer] = []
         pool = ThreadPoolExecutor(max_workers=self.settings.concurrency)
 
         def submit(chunk: Chunk, depth: int) -> Future[Attempted]:
@@ -206,12 +320,15 @@ class Engine:
                     if isinstance(a.outcome, Exception):
                         stats.errors.append(redact(f"chunk {a.chunk.index}: {a.outcome}"))
                     else:
-                        reply, parsed = a.outcome
-                        out.append((reply, parsed))
-                        stats.prompt_tokens += reply.prompt_tokens
-                        stats.completion_tokens += reply.completion_tokens
-                        stats.tool_calls_invalid += parsed.invalid
-                        stats.findings_reanchored += parsed.reanchored
+                        answer = a.outcome
+                        out.append(answer)
+                        stats.prompt_tokens += answer.prompt_tokens
+                        stats.completion_tokens += answer.completion_tokens
+                        stats.tool_calls_invalid += answer.invalid
+                        stats.findings_reanchored += answer.reanchored
+                        stats.candidates += answer.candidates
+                        stats.verify_requests += answer.verify_requests
+                        stats.verify_failed += answer.verify_failed
                         stats.changed_lines_sent += a.chunk.changed_lines
                     self.progress.advance()
         finally:

@@ -1,21 +1,28 @@
-"""The `report_findings` tool: its schema for one chunk, and turning its calls into Findings.
+"""The two tools, `report_findings` and `verify_findings`: their schemas, generated from one typed
+definition each, and turning their calls into Findings and verdicts.
 
-The schema is valid-by-construction: a finding names a `row` of the rendered diff, and `row`
-only admits the rows this chunk shows. Every row is a commentable position (added → new side,
-removed → old side, context → new side), so guided decoding cannot produce an anchor outside
-the chunk, whatever the model. Everything but the row ranges is the same for every chunk and
-comes first, so chunks share the longest possible prefix for vLLM's prefix cache.
+Valid by construction: a finding names a `row` of the rendered diff, and `row` only admits the
+rows this chunk shows. Every row is a commentable position (added → new side, removed → old
+side, context → new side), so guided decoding cannot produce an anchor outside the chunk.
+
+Prefix cache: chat templates render the tools into the system prompt, so both passes send the
+same two tools (the forced `tool_choice` picks one), and everything that differs between chunks
+(the admitted rows, the findings cap) sits in `$defs` at the very end of the tool JSON.
+Think before committing: a finding's anchor, title and explanation come before its category,
+severity and confidence; a verdict's reason before its decision.
 
 Calls are still validated: bad JSON, unknown tools, missing fields and rows outside the chunk
-are dropped or re-anchored to the nearest shown row of the same file, and counted.
+are dropped or re-anchored to the nearest shown row of the same file, and counted; the schema's
+limits are enforced again, since a server may not constrain decoding.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from reviewbot.anchoring import at_row
 from reviewbot.chunking import Chunk, Row
@@ -24,15 +31,95 @@ from reviewbot.findings import SEVERITIES, Finding, Severity
 from reviewbot.modeltext import clean, one_line, suggestion_ok
 
 TOOL_NAME = "report_findings"
-# the schema's own limits, enforced again after parsing (a server may not constrain decoding)
-MAX_CHARS = {"title": 120, "body": 1200, "suggestion": 2000, "summary": 400}
+VERIFY_TOOL = "verify_findings"
 MAX_ARGUMENTS = 1_000_000  # characters of one call's JSON; more is not an answer to this tool
 CATEGORIES = ("bug", "security", "performance", "error-handling", "concurrency", "maintainability")
 
-_DESCRIPTION = (
+# room for every real issue: at least one finding per LINES_PER_FINDING changed lines
+MIN_FINDINGS = 8
+LINES_PER_FINDING = 25
+TOKENS_PER_FINDING = 200  # output reserved per finding beyond the first MIN_FINDINGS
+TOKENS_PER_VERDICT = 96
+
+
+@dataclass(frozen=True)
+class Prop:
+    """One property of a tool's arguments: its JSON-schema type and the limits parsing enforces."""
+
+    name: str
+    kind: Literal["string", "integer", "number", "boolean", "array"]
+    required: bool = True
+    max_chars: int | None = None
+    enum: tuple[str, ...] | None = None
+    bounds: tuple[float, float] | None = None
+    ref: str | None = None  # the schema is a per-request definition under `$defs`
+
+    def schema(self) -> dict[str, Any]:
+        if self.ref is not None:
+            return {"$ref": f"#/$defs/{self.ref}"}
+        out: dict[str, Any] = {"type": self.kind}
+        if self.enum is not None:
+            out["enum"] = list(self.enum)
+        if self.max_chars is not None:
+            out["maxLength"] = self.max_chars
+        if self.bounds is not None:
+            out["minimum"], out["maximum"] = self.bounds
+        return out
+
+
+def _object(props: Iterable[Prop]) -> dict[str, Any]:
+    props = tuple(props)
+    return {
+        "type": "object",
+        "properties": {p.name: p.schema() for p in props},
+        "required": [p.name for p in props if p.required],
+        "additionalProperties": False,
+    }
+
+
+FINDING = (
+    Prop("row", "integer", ref="row"),
+    Prop("end_row", "integer", required=False, ref="row"),
+    Prop("title", "string", max_chars=120),
+    Prop("body", "string", max_chars=1200),  # the evidence: what goes wrong, when, why
+    Prop("suggestion", "string", required=False, max_chars=2000),
+    Prop("category", "string", enum=CATEGORIES),
+    Prop("severity", "string", enum=SEVERITIES),
+    Prop("confidence", "number", bounds=(0, 1)),
+)
+REPORT = (
+    Prop("summary", "string", max_chars=400),
+    Prop("findings", "array", ref="findings"),
+)
+VERDICT = (
+    Prop("id", "integer", ref="candidate"),
+    Prop("reason", "string", max_chars=200),
+    Prop("keep", "boolean"),
+    Prop("severity", "string", enum=SEVERITIES),
+    Prop("confidence", "number", bounds=(0, 1)),
+)
+VERIFY = (Prop("verdicts", "array", ref="verdicts"),)
+LIMITS = {p.name: p.max_chars for p in FINDING + REPORT + VERDICT if p.max_chars}
+
+_REPORT_DESCRIPTION = (
     "Report the problems found in this part of the change. Call it exactly once; "
     "pass an empty list when the change looks correct."
 )
+_VERIFY_DESCRIPTION = (
+    "Give a verdict on every candidate finding, by its id: keep it only if the diff shows the "
+    "problem is real and matters."
+)
+
+
+def findings_cap(changed_lines: int, bound: int) -> int:
+    """How many findings one chunk may report: one per LINES_PER_FINDING changed lines, at
+    least MIN_FINDINGS, at most `bound` (max_findings_per_chunk)."""
+    return min(bound, max(MIN_FINDINGS, math.ceil(changed_lines / LINES_PER_FINDING)))
+
+
+def extra_output(changed_lines: int, bound: int) -> int:
+    """Output tokens a chunk needs beyond `max_output_tokens` (which covers MIN_FINDINGS)."""
+    return TOKENS_PER_FINDING * (findings_cap(changed_lines, bound) - min(bound, MIN_FINDINGS))
 
 
 def _ranges(numbers: Iterable[int]) -> list[tuple[int, int]]:
@@ -53,41 +140,42 @@ def row_schema(rows: Iterable[int]) -> dict[str, Any]:
     return {"type": "integer", "anyOf": spans}
 
 
-def tool_schema(chunk: Chunk, max_findings: int) -> dict[str, Any]:
-    finding = {
-        "type": "object",
-        "properties": {
-            "severity": {"type": "string", "enum": list(SEVERITIES)},
-            "category": {"type": "string", "enum": list(CATEGORIES)},
-            "title": {"type": "string", "maxLength": MAX_CHARS["title"]},
-            "body": {"type": "string", "maxLength": MAX_CHARS["body"]},
-            "suggestion": {"type": "string", "maxLength": MAX_CHARS["suggestion"]},
-            "end_row": {"type": "integer"},
-            "row": row_schema(chunk.rows()),  # last: the only part that differs between chunks
-        },
-        "required": ["severity", "category", "title", "body", "row"],
-        "additionalProperties": False,
-    }
+def _tool(name: str, description: str, props: tuple[Prop, ...],
+          defs: dict[str, Any]) -> dict[str, Any]:
     return {
         "type": "function",
         "function": {
-            "name": TOOL_NAME,
-            "description": _DESCRIPTION,
+            "name": name,
+            "description": description,
             # vLLM >= 0.30 pins the arguments to this schema in its tool-call grammar only for
             # strict tools; older servers use the schema for guided decoding either way
             "strict": True,
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "summary": {"type": "string", "maxLength": MAX_CHARS["summary"]},
-                    "findings": {"type": "array", "maxItems": max_findings, "items": finding},
-                },
-                "required": ["summary", "findings"],
-                "additionalProperties": False,
-            },
+            "parameters": {**_object(props), "$defs": defs},
         },
     }
 
+
+def report_tool(chunk: Chunk, cap: int) -> dict[str, Any]:
+    return _tool(TOOL_NAME, _REPORT_DESCRIPTION, REPORT, {
+        "finding": _object(FINDING),
+        # last: the only part that differs between chunks
+        "findings": {"type": "array", "items": {"$ref": "#/$defs/finding"}, "maxItems": cap},
+        "row": row_schema(chunk.rows()),
+    })
+
+
+def verify_tool(bound: int) -> dict[str, Any]:
+    """The same for every chunk: candidate ids are bounded by max_findings_per_chunk here, and
+    checked against the real candidates when parsed (a per-request schema would end the shared
+    prefix at the system prompt)."""
+    return _tool(VERIFY_TOOL, _VERIFY_DESCRIPTION, VERIFY, {
+        "verdict": _object(VERDICT),
+        "verdicts": {"type": "array", "items": {"$ref": "#/$defs/verdict"}, "maxItems": bound},
+        "candidate": {"type": "integer", "minimum": 1, "maximum": bound},
+    })
+
+
+# --- parsing -------------------------------------------------------------------------------
 
 @dataclass
 class Parsed:
@@ -99,15 +187,12 @@ class Parsed:
     problem: str = "no call of report_findings"  # why not, when not usable
 
 
-def parse_calls(calls: list[tuple[str, str]], chunk: Chunk, max_findings: int) -> Parsed:
-    """(name, arguments JSON) pairs → validated Findings anchored inside this chunk.
-
-    Beyond `max_findings` per answer the rest are dropped and counted.
-    """
-    out = Parsed()
-    rows = chunk.rows()
+def _arguments(calls: list[tuple[str, str]], tool: str, key: str,
+               out: Parsed | Verdicts) -> list[tuple[dict[str, Any], list[Any]]]:
+    """The argument objects of the calls of `tool` that hold a `key` list; the rest counted."""
+    good = []
     for name, arguments in calls:
-        if name != TOOL_NAME:
+        if name != tool:
             out.invalid += 1
             out.problem = f"a call of an unknown tool {one_line(clean(name, 60))!r}"
             continue
@@ -121,15 +206,26 @@ def parse_calls(calls: list[tuple[str, str]], chunk: Chunk, max_findings: int) -
             out.invalid += 1
             out.problem = "arguments that are not JSON (or nested too deep)"
             continue
-        if not isinstance(args, dict) or not isinstance(args.get("findings"), list):
+        if not isinstance(args, dict) or not isinstance(args.get(key), list):
             out.invalid += 1
-            out.problem = "arguments without a findings list"
+            out.problem = f"arguments without a {key} list"
             continue
+        good.append((args, args[key]))
+    return good
+
+
+def parse_calls(calls: list[tuple[str, str]], chunk: Chunk, max_findings: int) -> Parsed:
+    """(name, arguments JSON) pairs → validated Findings anchored inside this chunk.
+
+    Beyond `max_findings` per answer the rest are dropped and counted.
+    """
+    out = Parsed()
+    rows = chunk.rows()
+    for args, items in _arguments(calls, TOOL_NAME, "findings", out):
         out.usable = True
-        summary = one_line(clean(args.get("summary"), MAX_CHARS["summary"]))
+        summary = one_line(clean(args.get("summary"), LIMITS["summary"]))
         if summary:
             out.summary = summary
-        items = args["findings"]
         out.invalid += max(0, len(items) - max_findings)
         for item in items[:max_findings]:
             finding, moved = _finding(item, rows)
@@ -141,10 +237,16 @@ def parse_calls(calls: list[tuple[str, str]], chunk: Chunk, max_findings: int) -
     return out
 
 
+def _confidence(value: Any, default: float | None) -> float | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return min(1.0, max(0.0, float(value)))
+    return default
+
+
 def _finding(item: Any, rows: dict[int, Row]) -> tuple[Finding | None, bool]:
     if not isinstance(item, dict):
         return None, False
-    title = one_line(clean(item.get("title"), MAX_CHARS["title"]))
+    title = one_line(clean(item.get("title"), LIMITS["title"]))
     row = item.get("row")
     if not title or not isinstance(row, int) or isinstance(row, bool) or not rows:
         return None, False
@@ -154,7 +256,7 @@ def _finding(item: Any, rows: dict[int, Row]) -> tuple[Finding | None, bool]:
         return None, False
     anchor = at_row(rows, row, item.get("end_row"))
     at = anchor.row
-    suggestion: str | None = clean(item.get("suggestion"), MAX_CHARS["suggestion"])
+    suggestion: str | None = clean(item.get("suggestion"), LIMITS["suggestion"])
     if not suggestion or not suggestion.strip() or at.side is not Side.NEW \
             or not suggestion_ok(suggestion):
         suggestion = None
@@ -167,6 +269,54 @@ def _finding(item: Any, rows: dict[int, Row]) -> tuple[Finding | None, bool]:
         severity=severity,
         category=category if category in CATEGORIES else "bug",
         title=title,
-        body=clean(item.get("body"), MAX_CHARS["body"]).strip(),
+        body=clean(item.get("body"), LIMITS["body"]).strip(),
         suggestion=suggestion,
+        confidence=_confidence(item.get("confidence"), None),
     ), anchor.moved
+
+
+@dataclass(frozen=True)
+class Verdict:
+    keep: bool
+    severity: Severity
+    confidence: float
+    reason: str
+
+
+@dataclass
+class Verdicts:
+    by_id: dict[int, Verdict] = field(default_factory=dict)
+    invalid: int = 0
+    usable: bool = False
+    problem: str = "no call of verify_findings"
+
+
+def parse_verdicts(calls: list[tuple[str, str]], ids: set[int]) -> Verdicts:
+    """Verdicts on the candidates `ids`; a verdict on any other id, or a second one on the same
+    id, is dropped and counted."""
+    out = Verdicts()
+    for _, items in _arguments(calls, VERIFY_TOOL, "verdicts", out):
+        out.usable = True
+        for item in items[:len(ids) + 1]:
+            verdict = _verdict(item)
+            cid = item.get("id") if isinstance(item, dict) else None
+            if verdict is None or not isinstance(cid, int) or cid not in ids or cid in out.by_id:
+                out.invalid += 1
+            else:
+                out.by_id[cid] = verdict
+        out.invalid += max(0, len(items) - len(ids) - 1)
+    return out
+
+
+def _verdict(item: Any) -> Verdict | None:
+    if not isinstance(item, dict) or not isinstance(item.get("keep"), bool):
+        return None
+    try:
+        severity = Severity.parse(str(item.get("severity")))
+    except KeyError:
+        return None
+    confidence = _confidence(item.get("confidence"), None)
+    if confidence is None:
+        return None
+    return Verdict(item["keep"], severity, confidence,
+                   one_line(clean(item.get("reason"), LIMITS["reason"])))

@@ -173,8 +173,8 @@ def user_text(body: dict[str, Any]) -> str:
 
 def row_ranges(body: dict[str, Any]) -> list[tuple[int, int]]:
     """The row ranges the tool schema the bot sent admits."""
-    params = body["tools"][0]["function"]["parameters"]
-    row = params["properties"]["findings"]["items"]["properties"]["row"]
+    report = next(t for t in body["tools"] if t["function"]["name"] == "report_findings")
+    row = report["function"]["parameters"]["$defs"]["row"]
     return [(s["minimum"], s["maximum"]) for s in row.get("anyOf", [row])]
 
 

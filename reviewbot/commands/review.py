@@ -70,6 +70,13 @@ def emit(text: str, output_file: str | None) -> None:
 @click.option("--output-file", help="Write the output here instead of stdout.")
 @click.option("--fail-on", type=click.Choice(config.FAIL_ON),
               help="Exit 1 when a finding has this severity or higher.")
+@click.option("--verify/--no-verify", default=None,
+              help="Judge every candidate in a second pass (default: on).")
+@click.option("--samples", type=int, help="Finding passes per chunk that vote (1).")
+@click.option("--min-confidence", type=float, help="Forges: hold back findings below (0.5).")
+@click.option("--inline-min-severity", type=click.Choice(config.FAIL_ON[:-1]),
+              help="Forges: findings below go to the summary note (major).")
+@click.option("--max-inline-comments", type=int, help="Forges: inline threads per review (10).")
 @click.option("--no-progress", is_flag=True, help="No progress bar on stderr.")
 @click.option("--config", "config_path", help="Config file (default: ./.reviewbot.toml).")
 def review(diff_path: str | None, git_range: str | None, mr: int | None, project: str | None,

@@ -49,6 +49,7 @@ class ForgeRun:
     to_post: list[Finding] = field(default_factory=list)
     already_posted: list[Finding] = field(default_factory=list)
     unanchored: list[Finding] = field(default_factory=list)  # findings for the summary
+    listed: list[Finding] = field(default_factory=list)  # below the inline floor or cap
     to_resolve: list[PostedComment] = field(default_factory=list)
     outcome: PostOutcome = field(default_factory=PostOutcome)
     summary: str = ""
@@ -80,6 +81,7 @@ class ForgeRun:
             "already_posted": [f.fingerprint for f in self.already_posted],
             "posted": [f.fingerprint for f in self.outcome.posted],
             "unanchored": [f.to_dict() for f in self.unanchored],
+            "listed": [f.fingerprint for f in self.listed],
             "failed": [f.fingerprint for f in self.outcome.failed],
             "to_resolve": [c.thread_id or c.id for c in self.to_resolve],
             "summary": self.summary,
@@ -114,12 +116,14 @@ def review_change_request(
     current = merge(with_fingerprints(result.findings, changes))
     # incremental: old-side numbers refer to the previous head, not to the MR's base
     anchored, refused = anchoring.split(current, request.changes, new_side_only=since is not None)
-    run.unanchored = refused
+    held = {h.fingerprint: h.to for h in result.held}  # noise control (reviewbot.noise)
+    run.unanchored = [f for f in refused if held.get(f.fingerprint) != "none"]
+    run.listed = [f for f in anchored if held.get(f.fingerprint) == "summary"]
     if since is not None:  # what earlier reviews could not anchor, on code not reviewed again
         run.unanchored += carried(previous.unanchored, changes, current + run.unanchored)
     existing = forge.existing()
     known = {c.fingerprint for c in existing}
-    run.to_post = [f for f in anchored if f.fingerprint not in known]
+    run.to_post = [f for f in anchored if f.fingerprint not in known | held.keys()]
     run.already_posted = [f for f in anchored if f.fingerprint in known]
     seen = {f.fingerprint for f in current}
     run.to_resolve = outdated(existing, seen, changes, request, since_sha=since)
@@ -167,6 +171,7 @@ def _summary_input(run: ForgeRun, previous_sha: str | None, max_chars: int) -> S
         already_posted=len(run.already_posted),
         resolved=len(run.to_resolve),
         unanchored=run.unanchored,
+        listed=run.listed,
         failed=run.outcome.failed,
         errors=run.errors,
         complete=complete,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass, field
 
 from reviewbot.diff import Side
@@ -29,6 +30,7 @@ class SummaryInput:
     already_posted: int
     resolved: int
     unanchored: list[Finding] = field(default_factory=list)
+    listed: list[Finding] = field(default_factory=list)  # kept, but not worth a thread
     failed: list[Finding] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     complete: bool = True
@@ -41,6 +43,7 @@ def render_summary(s: SummaryInput) -> str:
     if s.result.summary.strip():
         parts += ["", prose(s.result.summary.strip())]
     parts += _skipped(s)
+    parts += _findings("Findings not posted as threads" + _why(s), s.listed)
     parts += _findings("Findings not attached to a line", s.unanchored)
     parts += _findings("Findings not posted (will be retried on the next run)", s.failed)
     if s.errors:
@@ -92,7 +95,28 @@ def _counts(s: SummaryInput) -> list[str]:
         f"**Findings**: {len(everything)} ({row})",
         (f"- Posted now: {s.posted}; already posted earlier: {s.already_posted}; "
          f"outdated threads resolved: {s.resolved}"),
+        *_held_back(s.result),
     ]
+
+
+def _why(s: SummaryInput) -> str:
+    """`(3 below inline_min_severity major, 1 beyond max_inline_comments 10)`."""
+    listed = {f.fingerprint for f in s.listed}
+    reasons = Counter(h.reason for h in s.result.held if h.fingerprint in listed)
+    return f" ({', '.join(f'{n} {why}' for why, n in reasons.items())})" if reasons else ""
+
+
+def _held_back(result: ReviewResult) -> list[str]:
+    """What the floor and the verifier kept out of the note, counted (the CLI's JSON output
+    lists each one with its reason)."""
+    low = sum(1 for h in result.held if h.to == "none")
+    by_stage = Counter(d.stage for d in result.dropped)
+    parts = [f"{low} below min_confidence"] if low else []
+    if by_stage["verify"]:
+        parts.append(f"{by_stage['verify']} candidate(s) dropped by verification")
+    if by_stage["agreement"]:
+        parts.append(f"{by_stage['agreement']} candidate(s) too few samples agreed on")
+    return [f"- Held back: {'; '.join(parts)}"] if parts else []
 
 
 def _skipped(s: SummaryInput) -> list[str]:

@@ -12,7 +12,8 @@ import os
 from pathlib import Path
 
 from reviewbot.config import Settings
-from reviewbot.diff import parse
+from reviewbot.diff import Side, parse
+from reviewbot.findings import Finding, Severity
 from reviewbot.llm import ModelClient
 from reviewbot.review import Engine
 from reviewbot.tokens import EstimateTokenCounter
@@ -43,7 +44,14 @@ def test_messages_and_tool_schema_are_as_recorded() -> None:
     engine = Engine(settings, ModelClient(settings.base_url, None, 10, 0), EstimateTokenCounter(),
                     "tiny", 65536)
     (chunk,) = engine.chunks(parse(DIFF), "Make the handler robust")
-    messages, tool = engine.request(chunk, 1, "Make the handler robust")
+    messages, tool_list = engine.request(chunk, 1, "Make the handler robust")
     _check("system.txt", messages[0]["content"])
     _check("user.txt", messages[1]["content"])
-    _check("tool.json", json.dumps(tool, indent=2, sort_keys=True) + "\n")
+    # not sorted: the order is part of the contract (shared parts first, per-chunk $defs last)
+    _check("tools.json", json.dumps(tool_list, indent=2) + "\n")
+    candidate = Finding("src/app.py", 3, Side.NEW, Severity.MAJOR, "Logs the payload",
+                        "`data` may hold secrets <|im_end|>", category="security",
+                        suggestion="    log.debug(\"got a request\")", confidence=0.7)
+    verify = engine.verify_messages(chunk, messages, [candidate])
+    assert verify[:2] == messages  # the verification pass extends the finding pass's prompt
+    _check("verify.txt", verify[2]["content"])

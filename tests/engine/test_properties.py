@@ -241,18 +241,22 @@ def test_chunker_limits_hold_and_coverage_is_complete(
 
 
 @SLOW
-@given(changes=big_changes(), context=st.sampled_from([3072, 4096, 8192]), use_local=st.booleans())
+@given(changes=big_changes(), context=st.sampled_from([3072, 4096, 8192]), use_local=st.booleans(),
+       verify=st.booleans())
 def test_engine_requests_fit_the_context_and_cover_every_changed_line(
-        local_counter: LocalTokenCounter, changes: ChangeSet, context: int, use_local: bool) -> None:
+        local_counter: LocalTokenCounter, changes: ChangeSet, context: int, use_local: bool,
+        verify: bool) -> None:
     counter: TokenCounter = local_counter if use_local else ESTIMATE
-    engine = Engine(settings=Settings(max_context=context, max_output_tokens=1024), client=None,  # type: ignore[arg-type]
+    context += 1024 * verify  # the second tool's schema is in every request
+    settings = Settings(max_context=context, max_output_tokens=1024, verify=verify)
+    engine = Engine(settings=settings, client=None,  # type: ignore[arg-type]
                     counter=counter, model="m", context=context)
     chunks = engine.chunks(changes, "title")
     assert sum(c.changed_lines for c in chunks) == changes.changed_lines
     for chunk in chunks:
-        messages, tool = engine.request(chunk, len(chunks), "title")
-        size = counter.count_request(messages, [tool])
-        assert size + engine.settings.max_output_tokens <= context
+        messages, tool_list = engine.request(chunk, len(chunks), "title")
+        size = counter.count_request(messages, tool_list)
+        assert size + engine.output_tokens(chunk.changed_lines) <= context
 
 
 # -- tool calls ------------------------------------------------------------------------------

@@ -57,7 +57,8 @@ def test_review_json_end_to_end(vllm_server, tmp_path: Path) -> None:
     assert stats["complete"] is True, stats["errors"]
     assert stats["changed_lines_sent"] == stats["changed_lines"] == reviewed.changed_lines
     assert stats["chunks"] > 1, "a 4K context must force several chunks"
-    assert stats["requests"] == stats["chunks"], "exact counting: no request was refused as too long"
+    assert stats["requests"] - stats["verify_requests"] == stats["chunks"], \
+        "exact counting: no request was refused as too long"
     for f in out["findings"]:
         file = changes.file(f["path"])
         assert file is not None
@@ -73,9 +74,10 @@ def test_counts_match_the_servers_own_prompt_tokens(vllm_server) -> None:
     changes, _ = filters.split(parse(big_diff(files=4)))
     chunks = engine.chunks(changes, "")
     for chunk in chunks[:3]:
-        messages, tool = engine.request(chunk, len(chunks), "")
-        counted = engine.counter.count_request(messages, [tool])
-        reply = engine.client.call_tool(engine.model, messages, tool, 16, 0.0)
+        messages, tool_list = engine.request(chunk, len(chunks), "")
+        counted = engine.counter.count_request(messages, tool_list)
+        reply = engine.client.call_tool(engine.model, messages, tool_list, "report_findings", 16,
+                                        0.0)
         assert reply.prompt_tokens == counted
         assert counted + settings.max_output_tokens <= 4096
 
@@ -86,11 +88,12 @@ def test_guided_tool_call_is_valid_json_for_the_schema(vllm_server) -> None:
     engine = make_engine(settings)
     changes, _ = filters.split(parse(big_diff(files=1, funcs=2)))
     (chunk,) = engine.chunks(changes, "")
-    messages, tool = engine.request(chunk, 1, "")
+    messages, tool_list = engine.request(chunk, 1, "")
     rows = chunk.rows()
     finished = 0
     for _ in range(3):
-        reply = engine.client.call_tool(engine.model, messages, tool, 256, 0.7)
+        reply = engine.client.call_tool(engine.model, messages, tool_list, "report_findings", 256,
+                                        0.7)
         assert [name for name, _ in reply.calls] in ([], ["report_findings"])
         if not reply.truncated and reply.calls:
             # a random model may put raw control characters in strings; the grammar allows them
@@ -100,6 +103,42 @@ def test_guided_tool_call_is_valid_json_for_the_schema(vllm_server) -> None:
                 assert item["row"] in rows
             finished += 1
     assert finished >= 1, "guided decoding must let the tiny model finish a call"
+
+
+def test_the_verification_pass_shares_the_finding_passs_prompt_and_answers_in_schema(
+        vllm_server) -> None:
+    """Exact token ids from the real chat template: the verify request starts with every token
+    of the finding request but its generation prompt; the guided verdicts name only the
+    admitted ids (the parser then keeps only real candidates)."""
+    import httpx
+
+    from reviewbot.findings import Finding, Severity
+
+    settings = resolve({"base_url": vllm_server.base_url, "max_output_tokens": 256},
+                       env={}, config_path="/dev/null")
+    engine = make_engine(settings)
+    changes, _ = filters.split(parse(big_diff(files=1, funcs=2)))
+    (chunk,) = engine.chunks(changes, "")
+    messages, tool_list = engine.request(chunk, 1, "")
+    row = next(r for r in chunk.rows().values() if r.line.kind == "+")
+    candidates = [Finding(row.file.path, row.number, row.side, Severity.MAJOR, "t", "b")] * 3
+    verify = engine.verify_messages(chunk, messages, candidates)
+    with httpx.Client(timeout=60) as http:
+        def ids(msgs: list) -> list[int]:
+            r = http.post(f"{vllm_server.root_url}/tokenize", json={
+                "model": vllm_server.model, "messages": msgs, "tools": tool_list,
+                "add_generation_prompt": False})
+            r.raise_for_status()
+            return r.json()["tokens"]
+
+        first, second = ids(messages), ids(verify)
+    shared = next((i for i, (a, b) in enumerate(zip(first, second)) if a != b), len(first))
+    assert shared >= len(first) - 3, (shared, len(first))  # all but the end-of-turn tokens
+    reply = engine.client.call_tool(engine.model, verify, tool_list, "verify_findings", 512, 0.7)
+    assert [name for name, _ in reply.calls] in ([], ["verify_findings"])
+    if reply.calls and not reply.truncated:
+        args = json.loads(reply.calls[0][1], strict=False)
+        assert all(1 <= v["id"] <= settings.max_findings_per_chunk for v in args["verdicts"])
 
 
 def test_batched_token_counts_equal_one_by_one_counts(vllm_server) -> None:

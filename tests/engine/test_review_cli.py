@@ -50,7 +50,7 @@ def test_json_output_matches_the_contract(diff_file: Path) -> None:
     assert set(out) >= {"findings", "summary", "stats"}
     (f,) = out["findings"]
     assert set(f) == {"path", "line", "side", "end_line", "severity", "category", "title", "body",
-                      "suggestion", "fingerprint"}
+                      "suggestion", "fingerprint", "confidence", "held_back"}
     assert (f["path"], f["line"], f["side"], f["severity"]) == ("app.py", 2, "new", "blocker")
     stats = out["stats"]
     assert {"files_total", "files_reviewed", "files_skipped", "changed_lines", "changed_lines_sent",

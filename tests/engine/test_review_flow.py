@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 
 import pytest
 
@@ -41,7 +42,9 @@ def good(body: dict, attempt: int) -> Reply:
 
 
 def engine_for(server: FakeOpenAI, **flags: object):
+    # the finding pass alone: the verification pass has its own tests (test_verify.py)
     return make_engine(resolve({"base_url": server.base_url, "max_output_tokens": 256,
+                                "verify": False,
                                 "retries": 2, **flags}, env={}))
 
 
@@ -90,12 +93,20 @@ def test_anchor_schema_only_admits_rows_shown_in_the_chunk() -> None:
 def test_every_row_maps_to_a_commentable_position() -> None:
     changes = parse(make_diff(files=2, hunks=2))
 
+    window = 0  # the findings cap is 8 for a small chunk: each review names 8 rows of them
+
     def every_row(body: dict, n: int) -> Reply:
         rows = [r for lo, hi in row_ranges(body) for r in range(lo, hi + 1)]
-        return Reply(tool_args={"summary": "", "findings": [finding(r, f"t{r}") for r in rows]})
+        return Reply(tool_args={"summary": "", "findings": [
+            finding(r, f"t{r}") for r in rows[window:window + 8]]})
 
+    found: list = []
     with FakeOpenAI(every_row, max_model_len=8000) as server:
-        result = engine_for(server, max_findings_per_chunk=100).review(changes)
+        for window in (0, 8, 16):
+            result = engine_for(server, max_findings_per_chunk=100).review(changes)
+            assert result.stats.tool_calls_invalid == 0
+            found += result.findings
+    result = replace(result, findings=found)
     assert len(result.findings) == sum(len(h.lines) for f in changes.files for h in f.hunks)
     for f in result.findings:
         assert (f.side, f.line) in changes.file(f.path).commentable

@@ -10,12 +10,14 @@ from reviewbot.result import ReviewResult, Stats
 
 # The `--output json` contract (issue 2, section 8, plus `findings_reanchored` and `model`),
 # in the order written; docs/output.md documents exactly these.
-TOP = ["findings", "summary", "stats", "model"]
+TOP = ["findings", "dropped", "summary", "stats", "model"]
 FINDING = ["path", "line", "side", "end_line", "severity", "category", "title", "body",
-           "suggestion", "fingerprint"]
+           "suggestion", "fingerprint", "confidence", "held_back"]
 STATS = ["files_total", "files_reviewed", "files_skipped", "changed_lines", "changed_lines_sent",
          "chunks", "requests", "prompt_tokens", "completion_tokens", "tool_calls_invalid",
-         "answers_unusable", "findings_reanchored", "wall_seconds", "complete", "errors"]
+         "answers_unusable", "findings_reanchored", "candidates", "dropped", "verify_requests",
+         "verify_failed",
+         "wall_seconds", "complete", "errors"]
 
 
 def test_json_is_exactly_to_dict(result: ReviewResult) -> None:
