@@ -41,6 +41,7 @@ class Reply:
     body: Any = None  # a whole JSON answer of the test's own making (choices: [], …)
     raw: bytes | None = None  # a 200 whose body is these bytes, as text/html
     trickle: float = 0.0  # seconds between the bytes of the answer (headers sent at once)
+    samples: list[Any] | None = None  # tool_args of each choice, for a request with n > 1
 
 
 Script = Callable[[dict[str, Any], int], Reply]
@@ -149,17 +150,21 @@ class FakeOpenAI:
                     self._send(200, reply.raw if reply.raw is not None else reply.body,
                                trickle=reply.trickle)
                     return
-                calls = []
-                if reply.tool_args is not None:
-                    args = reply.tool_args if isinstance(reply.tool_args, str) else json.dumps(reply.tool_args)
-                    calls = [{"id": f"call_{attempt}", "type": "function",
-                              "function": {"name": reply.tool_name, "arguments": args}}]
+                def choice(index: int, tool_args: Any) -> dict[str, Any]:
+                    calls = []
+                    if tool_args is not None:
+                        args = tool_args if isinstance(tool_args, str) else json.dumps(tool_args)
+                        calls = [{"id": f"call_{attempt}_{index}", "type": "function",
+                                  "function": {"name": reply.tool_name, "arguments": args}}]
+                    return {"index": index, "finish_reason": reply.finish_reason,
+                            "message": {"role": "assistant", "content": reply.content,
+                                        "tool_calls": calls}}
+
+                each = reply.samples if reply.samples is not None else [reply.tool_args]
                 self._send(200, {
                     "id": f"cmpl-{attempt}", "object": "chat.completion", "created": 0,
                     "model": fake.model,
-                    "choices": [{"index": 0, "finish_reason": reply.finish_reason,
-                                 "message": {"role": "assistant", "content": reply.content,
-                                             "tool_calls": calls}}],
+                    "choices": [choice(i, args) for i, args in enumerate(each)],
                     "usage": {"prompt_tokens": prompt, "completion_tokens": 17,
                               "total_tokens": prompt + 17},
                 }, trickle=reply.trickle)

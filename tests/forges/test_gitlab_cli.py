@@ -56,3 +56,34 @@ def test_review_mr_posts_every_anchored_finding_once_with_zero_400s(env: Env) ->
     assert len(summaries) == 1 and "Review complete" in summaries[0]["body"]
     for proc in (first, second):
         assert TOKEN not in proc.stdout + proc.stderr
+
+
+def test_only_what_passes_the_floor_and_the_cap_becomes_a_thread(env: Env) -> None:
+    """5 major findings, 2 minor ones and 1 unsure one (a chunk's cap is 8), at most 3 threads:
+    the 3 most confident majors become threads, the rest are listed in the summary note, the
+    unsure one is only counted; the JSON output keeps all 8, marked."""
+    def script(body: dict[str, Any], attempt: int) -> Reply:
+        rows = [int(m) for m in re.findall(r"^[-+ ](\d+)\|", user_text(body), re.MULTILINE)]
+        findings = [{"row": r, "title": f"major {i}", "body": "Explained.", "category": "bug",
+                     "severity": "major", "confidence": 0.6 + i / 100}
+                    for i, r in enumerate(rows[:5])]
+        findings += [{"row": rows[5 + i], "title": f"minor {i}", "body": "Small.",
+                      "category": "bug", "severity": "minor", "confidence": 0.9} for i in range(2)]
+        findings.append({"row": rows[7], "title": "unsure", "body": "Maybe.", "category": "bug",
+                         "severity": "critical", "confidence": 0.1})
+        return Reply(tool_args={"summary": "reviewed", "findings": findings})
+
+    with FakeOpenAI(script, max_model_len=16000) as server:
+        proc = _cli(env, server, "--output", "json", "--no-verify", "--max-context", "16000",
+                    "--max-inline-comments", "3")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert len(out["findings"]) == 8
+    marks = {f["title"]: f["held_back"] for f in out["findings"]}
+    threads = {n["body"].split(": ", 1)[1].split("\n")[0] for n in env.gitlab.diff_notes()}
+    assert threads == {t for t, m in marks.items() if m is None}
+    assert threads == {"major 2", "major 3", "major 4"}  # the most confident
+    (summary,) = [n["body"] for n in env.gitlab.notes() if not n.get("position")]
+    assert "Findings not posted as threads" in summary
+    assert all(t in summary for t in ("major 0", "major 1", "minor 0", "minor 1"))
+    assert "unsure" not in summary and "Held back: 1 below min_confidence" in summary
