@@ -35,6 +35,7 @@ class LazyGroup(click.Group):
     cls=LazyGroup,
     lazy={
         "review": "reviewbot.commands.review:review",
+        "eval": "reviewbot.commands.eval:eval_group",
         "demo": "reviewbot.server.demo:demo",
         "webhook": "reviewbot.webhook.cli:webhook",
         "server": "reviewbot.server.cli:server",

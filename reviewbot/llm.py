@@ -48,6 +48,7 @@ class Reply:
     samples: list[Sample]  # one per choice (`n` of them: one prefill, n decodes)
     prompt_tokens: int
     completion_tokens: int
+    cached_tokens: int = 0  # of prompt_tokens, served from the prefix cache (when reported)
 
     @property
     def calls(self) -> list[Call]:
@@ -142,6 +143,9 @@ def _reply(response: Any, name: str) -> Reply:
         samples=[_sample(choice, name) for choice in choices],
         prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
         completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+        # vLLM reports it with --enable-prompt-tokens-details
+        cached_tokens=int(getattr(getattr(usage, "prompt_tokens_details", None),
+                                  "cached_tokens", 0) or 0),
     )
 
 

@@ -58,6 +58,7 @@ class Stats:
     chunks: int = 0
     requests: int = 0
     prompt_tokens: int = 0
+    cached_tokens: int = 0  # of prompt_tokens, from the prefix cache (if the server says)
     completion_tokens: int = 0
     tool_calls_invalid: int = 0
     answers_unusable: int = 0  # answers asked for again (no call, bad JSON, cut short, …)
@@ -84,6 +85,7 @@ class Stats:
             "chunks": self.chunks,
             "requests": self.requests,
             "prompt_tokens": self.prompt_tokens,
+            "cached_tokens": self.cached_tokens,
             "completion_tokens": self.completion_tokens,
             "tool_calls_invalid": self.tool_calls_invalid,
             "answers_unusable": self.answers_unusable,

@@ -44,6 +44,7 @@ class ChunkAnswer:
     dropped: list[Dropped] = field(default_factory=list)
     summary: str = ""
     prompt_tokens: int = 0
+    cached_tokens: int = 0
     completion_tokens: int = 0
     invalid: int = 0
     reanchored: int = 0
@@ -53,6 +54,7 @@ class ChunkAnswer:
 
     def add_usage(self, reply: Reply) -> None:
         self.prompt_tokens += reply.prompt_tokens
+        self.cached_tokens += reply.cached_tokens
         self.completion_tokens += reply.completion_tokens
 
 
@@ -323,6 +325,7 @@ class Engine:
                         answer = a.outcome
                         out.append(answer)
                         stats.prompt_tokens += answer.prompt_tokens
+                        stats.cached_tokens += answer.cached_tokens
                         stats.completion_tokens += answer.completion_tokens
                         stats.tool_calls_invalid += answer.invalid
                         stats.findings_reanchored += answer.reanchored

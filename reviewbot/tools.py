@@ -99,6 +99,7 @@ VERDICT = (
     Prop("confidence", "number", bounds=(0, 1)),
 )
 VERIFY = (Prop("verdicts", "array", ref="verdicts"),)
+JUDGE = (Prop("reason", "string", max_chars=300), Prop("same", "boolean"))
 LIMITS = {p.name: p.max_chars for p in FINDING + REPORT + VERDICT if p.max_chars}
 
 _REPORT_DESCRIPTION = (
@@ -173,6 +174,27 @@ def verify_tool(bound: int) -> dict[str, Any]:
         "verdicts": {"type": "array", "items": {"$ref": "#/$defs/verdict"}, "maxItems": bound},
         "candidate": {"type": "integer", "minimum": 1, "maximum": bound},
     })
+
+
+JUDGE_TOOL = "same_problem"
+
+
+def judge_tool() -> dict[str, Any]:
+    """`reviewbot eval --judge`: do a finding and a golden comment describe the same problem?"""
+    return _tool(JUDGE_TOOL, "Say whether the two review comments describe the same problem.",
+                 JUDGE, {})
+
+
+def parse_judgement(calls: list[tuple[str, str]]) -> bool | None:
+    """The judge's `same`, or None when the answer is not one call of the judge tool."""
+    for name, arguments in calls:
+        try:
+            args = json.loads(arguments, strict=False) if name == JUDGE_TOOL else None
+        except (json.JSONDecodeError, RecursionError):
+            args = None
+        if isinstance(args, dict) and isinstance(args.get("same"), bool):
+            return bool(args["same"])
+    return None
 
 
 # --- parsing -------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -46,6 +47,30 @@ def emit(text: str, output_file: str | None) -> None:
         click.echo(text, nl=not text.endswith("\n"))
 
 
+def engine_options(command: Callable[..., None]) -> Callable[..., None]:
+    """The flags of the model server and the engine, shared with `reviewbot eval run`."""
+    options = [
+        click.option("--base-url", help="OpenAI-compatible base URL (default $REVIEWBOT_BASE_URL)."),
+        click.option("--model", help="Served model name (default: the first of /v1/models)."),
+        click.option("--api-key", help="API key for the model server (default $REVIEWBOT_API_KEY)."),
+        click.option("--max-context", type=int,
+                     help="Upper bound on prompt + output tokens (65536)."),
+        click.option("--concurrency", type=int, help="Chunks in flight at once (8)."),
+        click.option("--tokenizer",
+                     help="tokenizer.json to count with when the server has no /tokenize."),
+        click.option("--exclude", multiple=True, help="Glob of files to skip (repeatable)."),
+        click.option("--temperature", type=float, help="Sampling temperature (0.1)."),
+        click.option("--verify/--no-verify", default=None,
+                     help="Judge every candidate in a second pass (default: on)."),
+        click.option("--samples", type=int, help="Finding passes per chunk that vote (1)."),
+        click.option("--config", "config_path",
+                     help="Config file (default: ./.reviewbot.toml)."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
 @click.command()
 @click.option("--diff", "diff_path", metavar="PATH|-", help="A unified diff file, or - for stdin.")
 @click.option("--git", "git_range", metavar="RANGE", help="Review `git diff RANGE` of this repo.")
@@ -59,26 +84,16 @@ def emit(text: str, output_file: str | None) -> None:
 @click.option("--github-token", help="GitHub token (default: $GITHUB_TOKEN).")
 @click.option("--mode", type=click.Choice(["full", "incremental"]), help="Re-run scope on a forge.")
 @click.option("--dry-run", is_flag=True, help="Print what would be posted; post nothing.")
-@click.option("--base-url", help="OpenAI-compatible base URL (default $REVIEWBOT_BASE_URL).")
-@click.option("--model", help="Served model name (default: the first of /v1/models).")
-@click.option("--api-key", help="API key for the model server (default $REVIEWBOT_API_KEY).")
-@click.option("--max-context", type=int, help="Upper bound on prompt + output tokens (65536).")
-@click.option("--concurrency", type=int, help="Chunks in flight at once (8).")
-@click.option("--tokenizer", help="tokenizer.json to count with when the server has no /tokenize.")
-@click.option("--exclude", multiple=True, help="Glob of files to skip (repeatable).")
 @click.option("--output", type=click.Choice(config.OUTPUTS), help="Output format (text).")
 @click.option("--output-file", help="Write the output here instead of stdout.")
 @click.option("--fail-on", type=click.Choice(config.FAIL_ON),
               help="Exit 1 when a finding has this severity or higher.")
-@click.option("--verify/--no-verify", default=None,
-              help="Judge every candidate in a second pass (default: on).")
-@click.option("--samples", type=int, help="Finding passes per chunk that vote (1).")
 @click.option("--min-confidence", type=float, help="Forges: hold back findings below (0.5).")
 @click.option("--inline-min-severity", type=click.Choice(config.FAIL_ON[:-1]),
               help="Forges: findings below go to the summary note (major).")
 @click.option("--max-inline-comments", type=int, help="Forges: inline threads per review (10).")
 @click.option("--no-progress", is_flag=True, help="No progress bar on stderr.")
-@click.option("--config", "config_path", help="Config file (default: ./.reviewbot.toml).")
+@engine_options
 def review(diff_path: str | None, git_range: str | None, mr: int | None, project: str | None,
            pr: int | None, repo: str | None, dry_run: bool, no_progress: bool,
            config_path: str | None, **flags: object) -> None:

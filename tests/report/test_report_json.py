@@ -14,7 +14,7 @@ TOP = ["findings", "dropped", "summary", "stats", "model"]
 FINDING = ["path", "line", "side", "end_line", "severity", "category", "title", "body",
            "suggestion", "fingerprint", "confidence", "held_back"]
 STATS = ["files_total", "files_reviewed", "files_skipped", "changed_lines", "changed_lines_sent",
-         "chunks", "requests", "prompt_tokens", "completion_tokens", "tool_calls_invalid",
+         "chunks", "requests", "prompt_tokens", "cached_tokens", "completion_tokens", "tool_calls_invalid",
          "answers_unusable", "findings_reanchored", "candidates", "dropped", "verify_requests",
          "verify_failed",
          "wall_seconds", "complete", "errors"]
