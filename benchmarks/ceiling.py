@@ -316,9 +316,9 @@ def run_bot(
 
         def request(
             chunk: Any, total: int, title: str
-        ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-            messages, tool = plain_request(chunk, total, title)
-            return messages, _tag_tool(tool, nonce)
+        ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+            messages, tool_list = plain_request(chunk, total, title)
+            return messages, [_tag_tool(tool, nonce) for tool in tool_list]
 
         engine.request = request  # type: ignore[method-assign]  # chunks() counts with it too
 

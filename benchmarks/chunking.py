@@ -289,13 +289,14 @@ def measure(source: str, raw: bytes, tokenizer: tuple[str, str], context: int, o
         cpu.append(time.process_time() - c0)
         wall.append(time.perf_counter() - w0)
     counter = engine.counter
-    sizes = [counter.count_request(m, [t]) for m, t in
+    sizes = [counter.count_request(m, t) for m, t in
              (engine.request(c, len(chunks), "Release") for c in chunks)]
-    empty_messages, empty_tool = engine.request(Chunk(0, ()), 1, "Release")
-    fixed = counter.count_request(empty_messages, [empty_tool])
+    empty_messages, empty_tools = engine.request(Chunk(0, ()), 1, "Release")
+    fixed = counter.count_request(empty_messages, empty_tools)
+    empty_tool = empty_tools[-1]  # the finding tool: the one with per-chunk rows
     diff_tokens = sum(p.tokens for c in chunks for p in c.pieces)
     base_tool = counter.count_texts([json.dumps(empty_tool, ensure_ascii=False)])[0]
-    anchors = sum(counter.count_texts([json.dumps(engine.request(c, len(chunks), "Release")[1],
+    anchors = sum(counter.count_texts([json.dumps(engine.request(c, len(chunks), "Release")[1][-1],
                                                   ensure_ascii=False)])[0] - base_tool
                   for c in chunks)
     headers = sum(counter.count_texts([file_header(f) + "\n"])[0]

@@ -323,12 +323,12 @@ def replay(url: str, raw: bytes) -> dict[str, Any]:
     requests = [engine.request(c, len(chunks), "") for c in chunks]
     client = openai.OpenAI(base_url=url + "/v1", api_key="EMPTY", timeout=600, max_retries=0)
 
-    def one(req: tuple[list[dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
-        messages, tool = req
+    def one(req: tuple[list[dict[str, Any]], list[dict[str, Any]]]) -> dict[str, Any]:
+        messages, tool_list = req
         t = time.monotonic()
         r = client.chat.completions.create(
-            model=SERVED, messages=messages, tools=[tool],  # type: ignore[arg-type, list-item]
-            tool_choice={"type": "function", "function": {"name": tool["function"]["name"]}},
+            model=SERVED, messages=messages, tools=tool_list,  # type: ignore[arg-type]
+            tool_choice={"type": "function", "function": {"name": "report_findings"}},
             max_tokens=settings.max_output_tokens, temperature=settings.temperature)
         u = r.usage
         return {"s": round(time.monotonic() - t, 3), "prompt": u.prompt_tokens if u else 0,

@@ -71,9 +71,10 @@ def main() -> None:
     with httpx.Client(timeout=120) as http:
         ids = []
         for chunk in chunks:
-            messages, tool = engine.request(chunk, len(chunks), "Make the handlers robust")
+            messages, tool_list = engine.request(chunk, len(chunks), "Make the handlers robust")
             r = http.post(f"{root}/tokenize", json={"model": engine.model, "messages": messages,
-                                                    "tools": [tool], "add_generation_prompt": True})
+                                                    "tools": tool_list,
+                                                    "add_generation_prompt": True})
             r.raise_for_status()
             ids.append(r.json()["tokens"])
         pairs = [(common(a, b), min(len(a), len(b))) for a, b in pairwise(ids)]

@@ -13,6 +13,7 @@ import html
 from reviewbot.diff import Side
 from reviewbot.findings import Finding, Severity
 from reviewbot.modeltext import code, fence, fenced, inline, no_actions, one_line, prose
+from reviewbot.result import Dropped
 
 ICONS = {
     Severity.BLOCKER: "⛔",
@@ -61,13 +62,26 @@ def list_item(f: Finding) -> list[str]:
     return out
 
 
-def table(findings: list[Finding]) -> str:
+def table(findings: list[Finding], held: dict[str, str] | None = None) -> str:
+    """The findings as a table; `held` (fingerprint → reason) marks those a forge would not
+    post as an inline thread."""
+    held = held or {}
     rows = ["| Severity | File | Line | Category | Title |", "| --- | --- | --- | --- | --- |"]
     rows += [
         f"| {ICONS[f.severity]} {f.severity.label} | {code(f.path, in_table=True)} | {lines(f)} "
-        f"| {inline(f.category)} | {inline(f.title)} |"
+        f"| {inline(f.category)} | {inline(f.title)}"
+        + (f" *(not inline: {inline(held[f.fingerprint])})*" if f.fingerprint in held else "")
+        + " |"
         for f in findings
     ]
+    return "\n".join(rows)
+
+
+def dropped_table(dropped: list[Dropped]) -> str:
+    """Candidates that were not kept, each with the stage that dropped it and why."""
+    rows = ["| File | Line | Title | Dropped by | Why |", "| --- | --- | --- | --- | --- |"]
+    rows += [f"| {code(d.finding.path, in_table=True)} | {lines(d.finding)} | "
+             f"{inline(d.finding.title)} | {d.stage} | {inline(d.reason)} |" for d in dropped]
     return "\n".join(rows)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from reviewbot.findings import Finding
 from reviewbot.modeltext import code, inline, prose
-from reviewbot.rendering import details, table
+from reviewbot.rendering import details, dropped_table, table
 from reviewbot.result import ReviewResult, SkippedFile, Stats
 
 
@@ -17,7 +17,9 @@ def render(result: ReviewResult) -> str:
         "## reviewbot review",
         completeness(result),
         summary(result),
-        findings_section("Findings", result.findings),
+        findings_section("Findings", result.findings,
+                         {h.fingerprint: h.reason for h in result.held}),
+        dropped_section(result),
         skipped_section(result.stats.files_skipped),
         stats_section(result),
     ]
@@ -44,11 +46,18 @@ def summary(result: ReviewResult) -> str:
     return f"### Summary\n\n{prose(text)}" if text else ""
 
 
-def findings_section(title: str, findings: list[Finding]) -> str:
+def findings_section(title: str, findings: list[Finding],
+                     held: dict[str, str] | None = None) -> str:
     if not findings:
         return ""
-    return "\n\n".join([f"### {title} ({len(findings)})", table(findings),
+    return "\n\n".join([f"### {title} ({len(findings)})", table(findings, held),
                         *(details(f) for f in findings)])
+
+
+def dropped_section(result: ReviewResult) -> str:
+    if not result.dropped:
+        return ""
+    return f"### Dropped candidates ({len(result.dropped)})\n\n" + dropped_table(result.dropped)
 
 
 def skipped_section(skipped: list[SkippedFile]) -> str:

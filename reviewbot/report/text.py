@@ -56,11 +56,18 @@ def _parts(result: ReviewResult) -> Iterable[RenderableType]:
         yield Text()
     # one "where" width for every table, so that all findings line up
     where_width = max((len(where(f)) for f in result.findings), default=4)
+    held = {h.fingerprint: h.reason for h in result.held}
     if result.findings:
         yield Text(f"Findings ({len(result.findings)})", style="bold underline")
         for path, group in _by_file(result.findings):
             yield Text(_clean(path), style="bold magenta")
-            yield _table(group, where_width)
+            yield _table(group, where_width, held)
+        yield Text()
+    if result.dropped:
+        yield Text(f"Dropped candidates ({len(result.dropped)})", style="bold underline")
+        for d in result.dropped:
+            yield Text(f"  {_clean(d.finding.path)} {where(d.finding)}  {_clean(d.finding.title)}"
+                       f"  ({d.stage}: {_clean(d.reason)})", style="dim")
         yield Text()
     if stats.files_skipped:
         yield Text(f"Skipped files ({len(stats.files_skipped)})", style="bold underline")
@@ -104,7 +111,7 @@ def _by_file(findings: list[Finding]) -> Iterable[tuple[str, list[Finding]]]:
     return groups.items()
 
 
-def _table(findings: list[Finding], where_width: int) -> Table:
+def _table(findings: list[Finding], where_width: int, held: dict[str, str]) -> Table:
     table = Table.grid(padding=(0, 1))
     table.add_column(width=2)
     table.add_column(no_wrap=True, width=max(len(s.name) for s in Severity))
@@ -113,13 +120,17 @@ def _table(findings: list[Finding], where_width: int) -> Table:
     for f in findings:
         table.add_row("", Text(f.severity.label.upper(), style=SEVERITY_STYLE[f.severity]),
                       Text(where(f), style="green" if f.side is Side.NEW else "red"),
-                      _what(f))
+                      _what(f, held.get(f.fingerprint)))
     return table
 
 
-def _what(f: Finding) -> Group:
+def _what(f: Finding, held: str | None) -> Group:
     head = Text(_clean(f.title), style="bold")
     head.append(f"  [{_clean(f.category)}]", style="dim")
+    if f.confidence is not None:
+        head.append(f"  confidence {f.confidence:.2f}", style="dim")
+    if held is not None:  # a forge would not post it as a thread
+        head.append(f"  (not inline: {held})", style="dim")
     parts: list[RenderableType] = [head]
     if f.body.strip():
         parts.append(Text(_clean(f.body.strip())))

@@ -107,3 +107,18 @@ def test_code_span_delimiter_is_longer_than_any_inner_run(text: str) -> None:
 def test_prose_never_leaves_a_fence_open(text: str) -> None:
     out = prose(text)
     assert prose(out + "\n<x>").endswith("&lt;x>")
+
+
+def test_held_back_and_dropped_findings_are_marked(result: ReviewResult) -> None:
+    from reviewbot.result import Dropped, Held
+
+    first = result.findings[0]
+    marked = replace(result, held=[Held(first.fingerprint, "summary", "below inline_min_severity major")],
+                     dropped=[Dropped(result.findings[1], "verify", "not <b>real</b> | @x")])
+    out = render(marked, "markdown")
+    assert "*(not inline: below inline\\_min\\_severity major)*" in out
+    assert "### Dropped candidates (1)" in out and "| verify |" in out
+    assert "<b>" not in out and "@\u200bx" in out  # the verifier's reason is model text too
+    text = render(marked, "text")
+    assert "not inline: below inline_min_severity major" in text
+    assert "Dropped candidates (1)" in text and "verify: not <b>real</b>" in text
