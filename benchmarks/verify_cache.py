@@ -1,8 +1,8 @@
 """What the verification pass costs on a real vLLM, and how much of it the prefix cache serves.
 
 One review per setting (verify off, verify on, verify on with samples = 3), each of the same
-many-file change under a different title, so that no review finds its own chunks cached by an
-earlier one (the system prompt and the tools, identical in every review, are cached after the
+many-file change under a title no earlier review had (a random nonce per run, at the top of the
+user message), so that no review finds its own chunks cached by an earlier one (the system prompt and the tools, identical in every review, are cached after the
 first, as in production). Around each review: vLLM's prefix-cache counters from /metrics.
 
     python benchmarks/verify_cache.py --base-url http://127.0.0.1:8000/v1 [--max-context 8192]
@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -38,12 +39,13 @@ def main() -> None:
     args = ap.parse_args()
     changes, _ = filters.split(parse(change()))
     out = {}
+    nonce = uuid.uuid4().hex[:12]  # per invocation: an earlier run's chunks are never cached
     for n, (name, flags) in enumerate(SETTINGS.items()):
         settings = resolve({"base_url": args.base_url, "max_context": args.max_context,
                             "temperature": args.temperature, **flags}, env={}, file_values={})
         engine = make_engine(settings)
         before = scrape(engine.client.root_url)
-        result = engine.review(changes, f"Make the handlers robust (run {n})")
+        result = engine.review(changes, f"Make the handlers robust ({nonce} {n})")
         delta = metrics_delta(before, scrape(engine.client.root_url))
         s = result.stats
         out[name] = {
