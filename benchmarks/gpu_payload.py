@@ -70,6 +70,9 @@ REVIEWBOT_DEPS = [
     # transformers.MistralCommonBackend -> mistral_common -> pydantic_extra_types.language_code,
     # which raises without pycountry (the H200 run's first start died on it)
     "pycountry",
+    # imported by vLLM 0.26's model loader at start-up whatever the load format, and missing
+    # from the image
+    "gguf",
     "openai>=1.40", "httpx>=0.27", "unidiff>=0.7.5", "jinja2>=3.1", "rich>=13", "click>=8.1",
     "tokenizers>=0.19"]
 

@@ -274,11 +274,78 @@ def reviewbot_importable() -> str:
 
 # -- the measurements -------------------------------------------------------------------------
 
-def settings_for(url: str, concurrency: int):  # type: ignore[no-untyped-def]
+def settings_for(url: str, concurrency: int, **extra: object):  # type: ignore[no-untyped-def]
     from reviewbot.config import resolve
     return resolve({"base_url": url + "/v1", "concurrency": concurrency, "model": SERVED,
-                    "temperature": TEMPERATURE},
+                    "temperature": TEMPERATURE, **extra},
                    env={}, config_path="/dev/null")
+
+
+def passes(url: str, raw: bytes, candidates: int = 8) -> dict[str, Any]:
+    """The precision passes like for like: the review's finding requests all at once (one
+    pass); the same with each chunk's verification request sent as soon as its finding answer
+    is in (`candidates` findings per chunk, on its first changed rows); and the finding requests
+    with n = 3 (samples). Run at temperature 0, the random model decodes every request to its
+    max_tokens in all three, so the walls compare the same work. The findings cap is held at 8
+    (2,048 reserved tokens, as in the earlier runs): with random weights a larger cap only
+    makes every answer longer."""
+    import openai
+
+    from reviewbot import diff, filters
+    from reviewbot.findings import Finding, Severity
+    from reviewbot.review import make_engine
+
+    settings = settings_for(url, 8, max_findings_per_chunk=8)
+    engine = make_engine(settings)
+    reviewed, _ = filters.split(diff.parse(raw), settings.exclude)
+    chunks = engine.chunks(reviewed, "")
+    client = openai.OpenAI(base_url=url + "/v1", api_key="EMPTY", timeout=600, max_retries=0)
+    temperature = TEMPERATURE if TEMPERATURE is not None else 0.0
+
+    def call(messages: Any, tools: Any, name: str, max_tokens: int, n: int = 1) -> Any:
+        return client.chat.completions.create(
+            model=SERVED, messages=messages, tools=tools, n=n,
+            tool_choice={"type": "function", "function": {"name": name}},
+            # vLLM refuses n > 1 with greedy sampling: the samples get a near-greedy 0.01
+            max_tokens=max_tokens, temperature=max(temperature, 0.01) if n > 1 else temperature)
+
+    def finding(chunk: Any, n: int = 1) -> tuple[Any, Any, Any]:
+        messages, tools = engine.request(chunk, len(chunks), "")
+        return messages, tools, call(messages, tools, "report_findings",
+                                     engine.output_tokens(chunk.changed_lines), n)
+
+    def both(chunk: Any) -> list[Any]:
+        messages, tools, first = finding(chunk)
+        rows = [r for r in chunk.rows().values() if r.line.changed][:candidates]
+        found = [Finding(r.file.path, r.number, r.side, Severity.MAJOR, f"candidate {i}",
+                         "The value may be None here and is used without a check.")
+                 for i, r in enumerate(rows)]
+        second = call(engine.verify_messages(chunk, messages, found), tools, "verify_findings",
+                      64 + 96 * len(found))
+        return [first, second]
+
+    out: dict[str, Any] = {"chunks": len(chunks), "candidates_per_chunk": candidates,
+                           "temperature": temperature}
+    for name, job in (("one pass", lambda c: [finding(c)[2]]), ("verify", both),
+                      ("samples 3", lambda c: [finding(c, 3)[2]])):
+        reset = reset_cache(url)
+        m0 = metrics(url)
+        t0 = time.monotonic()
+        with ThreadPoolExecutor(max_workers=max(1, len(chunks))) as pool:
+            replies = [r for rs in pool.map(job, chunks) for r in rs]
+        wall = time.monotonic() - t0
+        out[name] = {
+            "wall_s": round(wall, 3), "cache_reset": reset, "requests": len(replies),
+            "prompt_tokens": sum(r.usage.prompt_tokens for r in replies if r.usage),
+            "completion_tokens": sum(r.usage.completion_tokens for r in replies if r.usage),
+            "finish": sorted({c.finish_reason for r in replies for c in r.choices}),
+            "metrics": delta(m0, metrics(url)),
+        }
+        log(name, {k: v for k, v in out[name].items() if k != "metrics"})
+    base = out["one pass"]["wall_s"]
+    out["verify_over_one_pass"] = round(out["verify"]["wall_s"] / base, 3)
+    out["samples3_over_one_pass"] = round(out["samples 3"]["wall_s"] / base, 3)
+    return out
 
 
 def bot_run(url: str, raw: bytes, concurrency: int) -> dict[str, Any]:
@@ -435,6 +502,8 @@ def main() -> int:
     ap.add_argument("--served-name", default="qwen3-coder")
     ap.add_argument("--parallel", default="",
                     help="after the plan, e.g. large:4,small:16: that many reviews at once")
+    ap.add_argument("--passes", default="",
+                    help="e.g. large,small: one pass vs verify vs samples=3, like for like")
     ap.add_argument("--temperature", type=float, default=None,
                     help="for bot and replay alike; 0 makes both decode the same tokens")
     ap.add_argument("--preflight", action="store_true",
@@ -491,6 +560,16 @@ def main() -> int:
             took[name] = max(took.get(name, 0.0), time.monotonic() - t)
             runs.append(r)
             log(kind, {k: v for k, v in r.items() if k not in ("stats", "metrics", "per_request")})
+            save()
+        for name in filter(None, args.passes.split(",")):
+            try:
+                r = {"diff": name, "kind": "passes",
+                     **passes(url, (args.payload / "diffs" / f"{name}.diff").read_bytes())}
+            except Exception:  # noqa: BLE001 - record and go on
+                r = {"diff": name, "kind": "passes", "error": traceback.format_exc()}
+            runs.append(r)
+            log(f"passes {name}", {k: v for k, v in r.items() if k not in ("one pass", "verify",
+                                                                          "samples 3")})
             save()
         for spec in filter(None, args.parallel.split(",")):
             name, n = spec.split(":")

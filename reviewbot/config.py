@@ -85,6 +85,9 @@ class Settings:
                      "samples"):
             if getattr(self, name) < 1:
                 raise UsageError(f"{name} must be at least 1")
+        if self.samples > 1 and self.temperature <= 0:
+            raise UsageError("samples > 1 needs a temperature above 0 (vLLM refuses n > 1 with "
+                             "greedy sampling)")
         if self.max_output_tokens >= self.max_context:
             raise UsageError("max_output_tokens must be smaller than max_context")
         for name in ("request_timeout", "review_timeout"):

@@ -62,3 +62,15 @@ def test_a_401_says_the_api_key_was_rejected() -> None:
                                      env={}, file_values={}))
         result = engine.review(parse(make_diff(files=1)))
     assert not result.complete and "rejected the API key" in result.stats.errors[0]
+
+
+def test_samples_need_a_temperature_above_zero() -> None:
+    """vLLM answers 400 to n > 1 at temperature 0: say so before any model time is spent."""
+    import pytest
+
+    from reviewbot.config import resolve
+    from reviewbot.errors import UsageError
+
+    with pytest.raises(UsageError, match="samples > 1 needs a temperature above 0"):
+        resolve({"samples": 3, "temperature": 0.0}, env={}, file_values={})
+    assert resolve({"samples": 3, "temperature": 0.5}, env={}, file_values={}).samples == 3
