@@ -74,7 +74,7 @@ REVIEWBOT_DEPS = [
     # from the image
     "gguf",
     "openai>=1.40", "httpx>=0.27", "unidiff>=0.7.5", "jinja2>=3.1", "rich>=13", "click>=8.1",
-    "tokenizers>=0.19"]
+    "tokenizers>=0.19", "tenacity>=8"]
 
 MARKER_ENV = {"python_version": PY, "python_full_version": PY + ".3", "sys_platform": "linux",
               "platform_system": "Linux", "platform_machine": "x86_64", "os_name": "posix",

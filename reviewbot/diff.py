@@ -294,3 +294,20 @@ def from_git(range_: str, cwd: str | None = None) -> bytes:
         msg = proc.stderr.decode("utf-8", "replace").strip().split("\n")
         raise DiffError(f"git diff {range_} failed: {msg[0] if msg else 'exit ' + str(proc.returncode)}")
     return proc.stdout
+
+
+def commit_messages(range_: str, cwd: str | None = None, limit: int = 30) -> tuple[str, ...]:
+    """The messages of the commits a `--git` range reviews, oldest first (at most `limit`, the
+    newest); none for a single revision (a working-tree diff has no commits of its own)."""
+    if ".." not in range_ or not _RANGE.fullmatch(range_):
+        return ()
+    argv = ["git", "log", "--no-color", "--format=%B%x00", "--right-only", "-n", str(limit),
+            "--end-of-options", range_]
+    try:
+        proc = subprocess.run(argv, cwd=cwd, capture_output=True, check=False, timeout=60)
+    except FileNotFoundError:
+        raise DiffError("git is not installed") from None
+    if proc.returncode != 0:
+        return ()  # the diff itself was readable: the messages are only context
+    messages = proc.stdout.decode("utf-8", "replace").split("\0")
+    return tuple(reversed([m.strip() for m in messages if m.strip()]))

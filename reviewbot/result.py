@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from reviewbot.diff import ChangeSet
 from reviewbot.errors import EXIT_FINDINGS, EXIT_INCOMPLETE, EXIT_OK
 from reviewbot.findings import Finding, Severity
+from reviewbot.intent import Intent
 
 
 @dataclass(frozen=True)
@@ -131,6 +133,10 @@ class ReviewResult:
 
 def _held(h: Held | None) -> dict[str, str] | None:
     return None if h is None else {"to": h.to, "reason": h.reason}
+
+
+# What forges and the listener call: a change and its intent in, a review out.
+Reviewer = Callable[[ChangeSet, Intent], ReviewResult]
 
 
 def exit_code(complete: bool, worst: Severity | None, fail_on: str) -> int:

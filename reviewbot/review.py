@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -24,11 +24,12 @@ from reviewbot.deadline import DeadlineTransport, until
 from reviewbot.diff import ChangeSet, FileDiff, Side
 from reviewbot.errors import BadAnswer, ContextTooLong, ContextTooSmall, RequestFailed, redact
 from reviewbot.findings import Finding, Severity, merge, with_fingerprints
+from reviewbot.intent import Intent
 from reviewbot.llm import ModelClient, Reply
 from reviewbot.noise import Floor, triage
-from reviewbot.prompttext import defuse, label
+from reviewbot.prompttext import defuse, label, quoted
 from reviewbot.report.progress import ChunkProgress, NoProgress
-from reviewbot.result import Dropped, ReviewResult, Stats, unreviewed_error
+from reviewbot.result import Dropped, Reviewer, ReviewResult, Stats, unreviewed_error
 from reviewbot.tokens import EstimateTokenCounter, LocalTokenCounter, TokenCounter, VllmTokenCounter
 
 SAFETY_TOKENS = 16  # slack for tokenizer merges across piece boundaries
@@ -92,24 +93,29 @@ class Engine:
             changed_lines, self.settings.max_findings_per_chunk)
 
     # -- requests ---------------------------------------------------------------------------
-    def messages(self, chunk: Chunk, total: int, title: str) -> list[dict[str, Any]]:
+    def messages(self, chunk: Chunk, total: int, intent: Intent) -> list[dict[str, Any]]:
         files = ["\n".join([file_header(f)] + [p.text for p in pieces])
                  for f, pieces in chunk.by_file()]
-        user = templates.render("chunk.j2", self.settings.prompts_dir, title=label(title),
-                                index=chunk.index, total=total, files=files)
+        intent = intent.capped()
+        user = templates.render(
+            "chunk.j2", self.settings.prompts_dir, title=label(intent.title),
+            description=quoted(intent.description) if intent.description else "",
+            commits=[quoted(m) for m in intent.commits],
+            index=chunk.index, total=total, files=files)
         return [{"role": "system", "content": self.system_prompt}, {"role": "user", "content": user}]
 
     @cached_property
     def system_prompt(self) -> str:
         return templates.render("system.j2", self.settings.prompts_dir)
 
-    def request(self, chunk: Chunk, total: int, title: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    def request(self, chunk: Chunk, total: int,
+                intent: Intent) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """The finding pass's messages and the tools both passes send (without verification,
         only the finding tool: no second pass shares the prefix)."""
         report = tools.report_tool(chunk, self.cap(chunk))
         if not self.settings.verify:
-            return self.messages(chunk, total, title), [report]
-        return self.messages(chunk, total, title), [
+            return self.messages(chunk, total, intent), [report]
+        return self.messages(chunk, total, intent), [
             tools.verify_tool(self.settings.max_findings_per_chunk), report]
 
     def verify_messages(self, chunk: Chunk, messages: list[dict[str, Any]],
@@ -127,9 +133,9 @@ class Engine:
         return [*messages, {"role": "user", "content": text}]
 
     # -- chunking ---------------------------------------------------------------------------
-    def chunks(self, changes: ChangeSet, title: str) -> list[Chunk]:
+    def chunks(self, changes: ChangeSet, intent: Intent) -> list[Chunk]:
         """Pack with per-part estimates, then check every chunk's exact count and repair."""
-        fixed = self._exact((), title)
+        fixed = self._exact((), intent)
         if fixed + 64 > self.budget:
             raise ContextTooSmall(
                 f"the system prompt and tools take {fixed} tokens, and max_context "
@@ -164,7 +170,7 @@ class Engine:
             leftovers: list[Piece] = []
             for chunk in packed:
                 kept = list(chunk.pieces)
-                while (over := self._exact(kept, title) - self.budget
+                while (over := self._exact(kept, intent) - self.budget
                        + reserve(sum(p.owned for p in kept))) > 0:
                     if len(kept) > 1:  # the estimate let one piece too many in: move it on
                         leftovers.insert(0, kept.pop())
@@ -177,15 +183,16 @@ class Engine:
                           reserve)
         return [Chunk(i, pieces) for i, pieces in enumerate(fitted, 1)]
 
-    def _exact(self, pieces: Sequence[Piece], title: str) -> int:
-        return self.counter.count_request(*self.request(Chunk(0, tuple(pieces)), 1, title))
+    def _exact(self, pieces: Sequence[Piece], intent: Intent) -> int:
+        return self.counter.count_request(*self.request(Chunk(0, tuple(pieces)), 1, intent))
 
 
     # -- the review -------------------------------------------------------------------------
-    def ask(self, chunk: Chunk, depth: int, total: int, title: str, deadline: float) -> Attempted:
+    def ask(self, chunk: Chunk, depth: int, total: int, intent: Intent,
+            deadline: float) -> Attempted:
         """One chunk: the finding pass (an unusable answer is asked for again, up to
         ANSWER_ATTEMPTS), agreement across samples, then the verification pass."""
-        messages, tool_list = self.request(chunk, total, title)
+        messages, tool_list = self.request(chunk, total, intent)
         answer = ChunkAnswer()
         cap, samples = self.cap(chunk), self.settings.samples
         problem, unusable, requests = "the review deadline passed", 0, 0
@@ -258,7 +265,10 @@ class Engine:
         answer.verify_failed = True
         return requests
 
-    def review(self, changes: ChangeSet, title: str = "") -> ReviewResult:
+    def review(self, changes: ChangeSet, intent: Intent | None = None) -> ReviewResult:
+        """Review `changes`; `intent` (title, description, commit messages) goes into every
+        chunk's prompt as untrusted data."""
+        intent = intent or Intent()
         started = time.monotonic()
         deadline = started + self.settings.review_timeout
         reviewed, skipped = filters.split(changes, self.settings.exclude)
@@ -266,10 +276,10 @@ class Engine:
                       files_skipped=skipped, changed_lines=reviewed.changed_lines)
         if self.settings.fail_on_skipped:
             stats.errors += unreviewed_error([s for s in skipped if s.source])
-        chunks = self.chunks(reviewed, title) if reviewed.files else []
+        chunks = self.chunks(reviewed, intent) if reviewed.files else []
         stats.chunks = len(chunks)
         self.progress.start(len(chunks))
-        answers = self._answers(chunks, title, deadline, stats)
+        answers = self._answers(chunks, intent, deadline, stats)
         self.progress.close()
         merged = merge(with_fingerprints([f for a in answers for f in a.findings], reviewed))
         dropped = [replace(d, finding=with_fingerprints([d.finding], reviewed)[0])
@@ -288,7 +298,7 @@ class Engine:
         return Floor(Severity.parse(s.inline_min_severity), s.max_inline_comments,
                      s.min_confidence)
 
-    def _answers(self, chunks: list[Chunk], title: str, deadline: float,
+    def _answers(self, chunks: list[Chunk], intent: Intent, deadline: float,
                  stats: Stats) -> list[ChunkAnswer]:
         """Every chunk asked at once (`concurrency` in flight); a chunk the server finds too
         long is split in two and asked again. Counts go into `stats` as answers arrive."""
@@ -297,7 +307,7 @@ class Engine:
         pool = ThreadPoolExecutor(max_workers=self.settings.concurrency)
 
         def submit(chunk: Chunk, depth: int) -> Future[Attempted]:
-            return pool.submit(self.ask, chunk, depth, total, title, deadline)
+            return pool.submit(self.ask, chunk, depth, total, intent, deadline)
 
         pending = {submit(c, 0) for c in chunks}
         try:
@@ -377,7 +387,7 @@ def make_engine(settings: Settings, progress: ChunkProgress | None = None) -> En
                   served.model, context, progress or NoProgress())
 
 
-def make_reviewer(settings: Settings, progress: ChunkProgress | None = None) -> Callable[[ChangeSet], ReviewResult]:
-    """What forges and the webhook call: a ChangeSet in, a ReviewResult out."""
+def make_reviewer(settings: Settings, progress: ChunkProgress | None = None) -> Reviewer:
+    """What forges and the webhook call: a ChangeSet and its intent in, a ReviewResult out."""
     engine = make_engine(settings, progress)
     return engine.review

@@ -8,17 +8,15 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from reviewbot.config import CONFIG_FILE, Settings, parse_text, resolve
-from reviewbot.diff import ChangeSet
 from reviewbot.forges.base import Forge
 from reviewbot.forges.run import ForgeRun, review_change_request
 from reviewbot.forges.select import make_forge
-from reviewbot.result import ReviewResult, exit_code
+from reviewbot.result import Reviewer, exit_code
 
-Reviewer = Callable[[ChangeSet], ReviewResult]
 log = logging.getLogger(__name__)
 
 

@@ -11,6 +11,7 @@ import click
 
 from reviewbot import config, diff
 from reviewbot.errors import DiffError, UsageError
+from reviewbot.intent import Intent
 from reviewbot.result import ReviewResult, exit_code
 
 
@@ -25,6 +26,14 @@ def _read_diff(path: str | None, git_range: str | None) -> bytes:
         return Path(path).read_bytes()  # type: ignore[arg-type]
     except OSError as exc:
         raise DiffError(f"cannot read diff file {path}: {exc.strerror}") from None
+
+
+def _intent(git_range: str | None, title: str | None, description: str | None) -> Intent:
+    """What the change means to do: the flags, and for --git the range's commit messages (the
+    title then defaults to the subject of its newest commit)."""
+    commits = diff.commit_messages(git_range) if git_range else ()
+    default_title = commits[-1].split("\n", 1)[0] if commits else ""
+    return Intent(title or default_title, description or "", commits)
 
 
 def _tell_when_written(result: ReviewResult, output_file: str | None) -> None:
@@ -92,15 +101,21 @@ def engine_options(command: Callable[..., None]) -> Callable[..., None]:
 @click.option("--inline-min-severity", type=click.Choice(config.FAIL_ON[:-1]),
               help="Forges: findings below go to the summary note (major).")
 @click.option("--max-inline-comments", type=int, help="Forges: inline threads per review (10).")
+@click.option("--title", help="With --diff: the change's title, shown to the model.")
+@click.option("--description", help="With --diff: the change's description, shown to the model.")
 @click.option("--no-progress", is_flag=True, help="No progress bar on stderr.")
 @engine_options
 def review(diff_path: str | None, git_range: str | None, mr: int | None, project: str | None,
            pr: int | None, repo: str | None, dry_run: bool, no_progress: bool,
-           config_path: str | None, **flags: object) -> None:
+           title: str | None, description: str | None, config_path: str | None,
+           **flags: object) -> None:
     """Review a diff, a git range, a GitLab MR or a GitHub PR."""
     sources = [bool(diff_path or git_range), mr is not None, pr is not None]
     if sum(sources) != 1:
         raise UsageError("give exactly one of --diff, --git, --mr or --pr")
+    if (title is not None or description is not None) and not sources[0]:
+        raise UsageError("--title and --description go with --diff or --git (a merge or pull "
+                         "request brings its own)")
     from reviewbot.report import render
     from reviewbot.report.progress import progress as make_progress
     from reviewbot.review import make_engine
@@ -123,7 +138,7 @@ def review(diff_path: str | None, git_range: str | None, mr: int | None, project
     settings = config.resolve(flags, config_path=config_path)
     config.check_paths(settings)
     changes = diff.parse(_read_diff(diff_path, git_range))
-    result = make_engine(settings, progress).review(changes)
+    result = make_engine(settings, progress).review(changes, _intent(git_range, title, description))
     emit(render(result, settings.output, color=_tty(settings)), settings.output_file)
     _tell_when_written(result, settings.output_file)
     raise SystemExit(exit_code(result.complete, result.worst(), settings.fail_on))

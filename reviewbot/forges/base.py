@@ -12,6 +12,7 @@ from typing import Protocol, runtime_checkable
 
 from reviewbot.diff import ChangeSet
 from reviewbot.findings import Finding
+from reviewbot.intent import Intent
 from reviewbot.result import SkippedFile
 
 
@@ -29,6 +30,12 @@ class ChangeRequest:
     changes: ChangeSet
     skipped: tuple[SkippedFile, ...] = ()  # files the forge would not give us, with the reason
     web_url: str = ""
+    description: str = ""
+    commits: tuple[str, ...] = ()  # commit messages, oldest first
+
+    @property
+    def intent(self) -> Intent:
+        return Intent(self.title, self.description, self.commits)
 
 
 @dataclass(frozen=True)

@@ -100,7 +100,16 @@ class GitHubForge:
             forge="github", project=self._repo_name, number=self._number, title=pr.title,
             head_sha=pr.head.sha, base_sha=pr.base.sha, start_sha=pr.base.sha,
             changes=changes, skipped=tuple(skipped), web_url=pr.html_url or "",
+            description=pr.body or "", commits=self._commit_messages(pr),
         )
+
+    def _commit_messages(self, pr: PullRequest) -> tuple[str, ...]:
+        """The pull request's commit messages, oldest first (GitHub lists at most 250)."""
+        try:
+            return tuple(c.commit.message or "" for c in pr.get_commits())
+        except _GH_ERRORS as exc:
+            raise forge_error(f"listing the commits of {self._repo_name}#{self._number}",
+                              exc) from None
 
     def _diff(self, pr: PullRequest) -> tuple[ChangeSet, list[SkippedFile]]:
         try:

@@ -88,7 +88,15 @@ class GitLabForge:
             base_sha=refs["base_sha"], start_sha=refs["start_sha"],
             changes=ChangeSet(tuple(files)), skipped=tuple(skipped),
             web_url=str(meta.attributes.get("web_url", "")),
+            description=str(meta.attributes.get("description") or ""),
+            commits=self._commit_messages(),
         )
+
+    def _commit_messages(self) -> tuple[str, ...]:
+        """The merge request's commit messages, oldest first (GitLab lists the newest first)."""
+        commits = _call(lambda: list(self.mr.commits(get_all=True)), "listing the commits")
+        return tuple(str(getattr(c, "message", "") or getattr(c, "title", ""))
+                     for c in reversed(commits))
 
     def _diff_objects(self) -> tuple[list[dict[str, Any]], bool]:
         """The paginated `/diffs` (GitLab 15.7+), else the older `/changes`; and its overflow."""

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -26,11 +25,10 @@ from reviewbot.forges.base import (
 )
 from reviewbot.forges.markers import SummaryMarker, summary_marker
 from reviewbot.forges.summary import MAX_BODY, SummaryInput, render_summary, unpack
-from reviewbot.result import ReviewResult, Stats, exit_code, unreviewed_error
+from reviewbot.result import Reviewer, ReviewResult, Stats, exit_code, unreviewed_error
 
 log = logging.getLogger(__name__)
 
-Reviewer = Callable[[ChangeSet], ReviewResult]
 
 
 @runtime_checkable
@@ -105,7 +103,7 @@ def review_change_request(
         incremental = forge.fetch_incremental(last_sha, request)
         if incremental is not None:
             changes, used_mode, since = incremental, "incremental", last_sha
-    result = reviewer(changes)
+    result = reviewer(changes, request.intent)
     _add_skipped(result.stats, request)
     if fail_on_skipped:  # what the forge withheld (the engine reports its own skips)
         result.stats.errors += unreviewed_error([s for s in request.skipped if s.source])

@@ -14,12 +14,9 @@ from dataclasses import replace
 from typing import cast
 
 from reviewbot.config import Settings
-from reviewbot.diff import ChangeSet
 from reviewbot.errors import IncompleteReview, UsageError
-from reviewbot.result import ReviewResult
+from reviewbot.result import Reviewer
 from reviewbot.webhook.jobs import Job, Outcome, ReviewRunner
-
-Reviewer = Callable[[ChangeSet], ReviewResult]
 
 
 def engine_reviewer(settings: Settings) -> Reviewer:

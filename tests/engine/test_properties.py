@@ -22,6 +22,7 @@ from reviewbot.chunking import Chunk, file_header, make_pieces, pack
 from reviewbot.config import Settings
 from reviewbot.diff import ChangeSet, Side
 from reviewbot.errors import DiffError
+from reviewbot.intent import Intent
 from reviewbot.review import Engine
 from reviewbot.tokens import EstimateTokenCounter, LocalTokenCounter, TokenCounter
 from tests.engine.pieces_support import owned_lines
@@ -251,10 +252,10 @@ def test_engine_requests_fit_the_context_and_cover_every_changed_line(
     settings = Settings(max_context=context, max_output_tokens=1024, verify=verify)
     engine = Engine(settings=settings, client=None,  # type: ignore[arg-type]
                     counter=counter, model="m", context=context)
-    chunks = engine.chunks(changes, "title")
+    chunks = engine.chunks(changes, Intent("title"))
     assert sum(c.changed_lines for c in chunks) == changes.changed_lines
     for chunk in chunks:
-        messages, tool_list = engine.request(chunk, len(chunks), "title")
+        messages, tool_list = engine.request(chunk, len(chunks), Intent("title"))
         size = counter.count_request(messages, tool_list)
         assert size + engine.output_tokens(chunk.changed_lines) <= context
 

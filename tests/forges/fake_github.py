@@ -61,6 +61,7 @@ class PullState:
     title: str
     base: str
     head: str
+    body: str | None = "Makes the parser robust against empty input."
 
 
 @dataclass

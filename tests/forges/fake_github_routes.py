@@ -26,7 +26,8 @@ def routes(fake: FakeGitHub) -> list[tuple[str, Callable[..., Any], list[str]]]:
     def pull_json(number: int) -> dict[str, Any]:
         pr = fake.pulls[number]
         url = f"{fake.pull_url_base or fake.repo_url()}/pulls/{number}"
-        return {"id": number, "number": number, "title": pr.title, "state": "open", "url": url,
+        return {"id": number, "number": number, "title": pr.title, "body": pr.body,
+                "state": "open", "url": url,
                 "html_url": f"http://github.invalid/{fake.full_name}/pull/{number}",
                 "issue_url": f"{fake.repo_url()}/issues/{number}", "user": BOT,
                 "head": {"sha": pr.head, "ref": "feature", "label": "acme:feature",
@@ -34,6 +35,18 @@ def routes(fake: FakeGitHub) -> list[tuple[str, Callable[..., Any], list[str]]]:
                 "base": {"sha": pr.base, "ref": "main", "label": "acme:main",
                          "repo": repo_json()},
                 "changed_files": len(fake.files(number)), "created_at": TS, "updated_at": TS}
+
+    async def get_commits(request: Request) -> Response:
+        """Oldest first, like GitHub (which lists at most 250)."""
+        number = request.path_params["number"]
+        if number not in fake.pulls:
+            return JSONResponse({"message": "Not Found"}, status_code=404)
+        pr = fake.pulls[number]
+        shas = fake.repo.git("rev-list", "--reverse", f"{pr.base}..{pr.head}").split()
+        return JSONResponse([
+            {"sha": sha, "url": f"{fake.repo_url()}/commits/{sha}",
+             "commit": {"message": fake.repo.git("log", "-1", "--format=%B", sha).strip()}}
+            for sha in shas[:250]])
 
     async def get_repo(request: Request) -> Response:
         if f"{request.path_params['owner']}/{request.path_params['name']}" != fake.full_name:
@@ -188,6 +201,7 @@ def routes(fake: FakeGitHub) -> list[tuple[str, Callable[..., Any], list[str]]]:
         (R, get_repo, ["GET"]),
         (R + "/pulls/{number:int}", get_pull, ["GET"]),
         (R + "/pulls/{number:int}/files", get_files, ["GET"]),
+        (R + "/pulls/{number:int}/commits", get_commits, ["GET"]),
         (R + "/pulls/{number:int}/reviews", create_review, ["POST"]),
         (R + "/pulls/{number:int}/comments", list_review_comments, ["GET"]),
         (R + "/pulls/comments/{cid:int}", review_comment, ["GET", "PATCH"]),

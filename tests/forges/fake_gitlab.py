@@ -64,6 +64,7 @@ class State:
         self.never: set[str] = set()  # too large everywhere, even with access_raw_diffs
         self.hidden: set[str] = set()  # left out of /diffs (overflow); /changes raw has them
         self.next_id = 1000
+        self.description = "Makes the parser robust against empty input."
         self.url = ""  # set when the server starts
         self.hook: Any = None  # called with each handled request, before the answer is sent
         # accounts by token: the bot, and another user who can comment (authorship matters)
@@ -87,6 +88,7 @@ class State:
         count = len(self.diffs())
         return {
             "id": 1, "iid": self.iid, "project_id": self.project_id, "title": "Test MR",
+            "description": self.description,
             "state": "opened", "sha": self.head, "source_branch": "feature",
             "target_branch": "main", "changes_count": f"{count - len(self.hidden)}+"
             if self.hidden else str(count),

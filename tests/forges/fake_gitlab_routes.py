@@ -64,8 +64,13 @@ def _raw_diffs(state: State, m: Any, q: Any, b: Any) -> Result:
 
 
 def _commits(state: State, m: Any, q: Any, b: Any) -> Result:
-    return 200, [{"id": c, "short_id": c[:8], "title": "c"}
-                 for c in state.repo.rev_list(state.base, state.head)], {}
+    """Newest first, like GitLab; `title` is the message's first line."""
+    out = []
+    for c in state.repo.rev_list(state.base, state.head):
+        message = state.repo.git("log", "-1", "--format=%B", c).strip()
+        out.append({"id": c, "short_id": c[:8], "title": message.split("\n", 1)[0],
+                    "message": message})
+    return 200, out, {}
 
 
 def _compare(state: State, m: Any, q: Any, b: Any) -> Result:

@@ -85,7 +85,7 @@ class Reviewer:
         self.extra = extra or []
         self.seen: list[ChangeSet] = []
 
-    def __call__(self, changes: ChangeSet) -> ReviewResult:
+    def __call__(self, changes: ChangeSet, intent: object = None) -> ReviewResult:
         self.seen.append(changes)
         out: list[Finding] = []
         for file in changes.files:

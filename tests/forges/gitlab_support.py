@@ -108,7 +108,7 @@ def pick_findings(changes: ChangeSet) -> list[Finding]:
     return out
 
 
-def reviewer(changes: ChangeSet) -> ReviewResult:
+def reviewer(changes: ChangeSet, intent: object = None) -> ReviewResult:
     found = pick_findings(changes)
     lines = changes.changed_lines
     stats = Stats(files_total=len(changes.files), files_reviewed=len(changes.files),

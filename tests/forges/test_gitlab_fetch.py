@@ -68,7 +68,7 @@ def _three_hundred(tmp: Path) -> tuple[Repo, str, str]:
     return repo, base, repo.commit("touch all 300")
 
 
-def _one_per_file(changes: ChangeSet) -> ReviewResult:
+def _one_per_file(changes: ChangeSet, intent: object = None) -> ReviewResult:
     found = [finding(f.path, 2, title="b changed") for f in changes.files]
     n = changes.changed_lines
     return ReviewResult(found, "", Stats(files_total=len(changes.files),

@@ -52,7 +52,7 @@ def test_rerun_after_a_push_reviews_only_new_commits_and_resolves_outdated_threa
     env.gitlab.push(env.repo.commit("second push"))
     seen: list[ChangeSet] = []
 
-    def recording(changes: ChangeSet) -> ReviewResult:
+    def recording(changes: ChangeSet, intent: object = None) -> ReviewResult:
         seen.append(changes)
         return reviewer(changes)
 
@@ -85,7 +85,7 @@ def test_a_thread_a_human_resolved_is_never_raised_again(env: Env) -> None:
 def test_full_rerun_resolves_the_bots_threads_whose_finding_is_gone(env: Env) -> None:
     review_change_request(make_forge(env.gitlab), reviewer, mode="full")
 
-    def fewer(changes: ChangeSet) -> ReviewResult:
+    def fewer(changes: ChangeSet, intent: object = None) -> ReviewResult:
         result = reviewer(changes)
         result.findings = [f for f in result.findings if f.path != "src/added.py"]
         return result

@@ -89,7 +89,7 @@ class MemoryForge:
 
 
 def reviewer_of(*findings: Finding, complete: bool = True):  # type: ignore[no-untyped-def]
-    def review(changes: ChangeSet) -> ReviewResult:
+    def review(changes: ChangeSet, intent: object = None) -> ReviewResult:
         n = changes.changed_lines
         stats = Stats(files_total=1, files_reviewed=1, changed_lines=n,
                       changed_lines_sent=n if complete else 0)
@@ -145,7 +145,7 @@ def test_incremental_uses_the_incremental_diff_and_falls_back_to_full() -> None:
     forge = MemoryForge(summary=SummaryMarker("h1").render())
     seen: list[ChangeSet] = []
 
-    def review(changes: ChangeSet) -> ReviewResult:
+    def review(changes: ChangeSet, intent: object = None) -> ReviewResult:
         seen.append(changes)
         return reviewer_of()(changes)
 
@@ -231,7 +231,7 @@ def test_a_review_superseded_while_running_posts_nothing() -> None:
     forge = MemoryForge()
     cancel = threading.Event()
 
-    def reviewer(changes: ChangeSet) -> ReviewResult:
+    def reviewer(changes: ChangeSet, intent: object = None) -> ReviewResult:
         cancel.set()  # a newer push arrives while the model is working
         return reviewer_of(f(2))(changes)
 
