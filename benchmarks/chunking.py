@@ -44,7 +44,7 @@ from pathlib import Path
 from reviewbot import diff, filters
 from reviewbot.chunking import Chunk, file_header
 from reviewbot.config import Settings
-from reviewbot.intent import Intent
+from reviewbot.context import Context, Intent
 from reviewbot.review import Engine
 from reviewbot.tokens import LocalTokenCounter
 
@@ -272,7 +272,7 @@ def run_once(raw: bytes, tokenizer: str, context: int, output_tokens: int) -> tu
                     client=None, counter=counter, model="bench", context=context)  # type: ignore[arg-type]
     changes = diff.parse(raw)
     reviewed, skipped = filters.split(changes)
-    chunks = engine.chunks(reviewed, Intent("Release")) if reviewed.files else []
+    chunks = engine.chunks(reviewed, Context(Intent("Release"))) if reviewed.files else []
     return engine, (changes, reviewed, skipped), chunks
 
 
@@ -291,13 +291,13 @@ def measure(source: str, raw: bytes, tokenizer: tuple[str, str], context: int, o
         wall.append(time.perf_counter() - w0)
     counter = engine.counter
     sizes = [counter.count_request(m, t) for m, t in
-             (engine.request(c, len(chunks), Intent("Release")) for c in chunks)]
+             (engine.request(c, len(chunks), Context(Intent("Release"))) for c in chunks)]
     empty_messages, empty_tools = engine.request(Chunk(0, ()), 1, "Release")
     fixed = counter.count_request(empty_messages, empty_tools)
     empty_tool = empty_tools[-1]  # the finding tool: the one with per-chunk rows
     diff_tokens = sum(p.tokens for c in chunks for p in c.pieces)
     base_tool = counter.count_texts([json.dumps(empty_tool, ensure_ascii=False)])[0]
-    anchors = sum(counter.count_texts([json.dumps(engine.request(c, len(chunks), Intent("Release"))[1][-1],
+    anchors = sum(counter.count_texts([json.dumps(engine.request(c, len(chunks), Context(Intent("Release")))[1][-1],
                                                   ensure_ascii=False)])[0] - base_tool
                   for c in chunks)
     headers = sum(counter.count_texts([file_header(f) + "\n"])[0]

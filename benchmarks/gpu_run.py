@@ -292,14 +292,14 @@ def passes(url: str, raw: bytes, candidates: int = 8) -> dict[str, Any]:
     import openai
 
     from reviewbot import diff, filters
+    from reviewbot.context import Context
     from reviewbot.findings import Finding, Severity
-    from reviewbot.intent import Intent
     from reviewbot.review import make_engine
 
     settings = settings_for(url, 8, max_findings_per_chunk=8)
     engine = make_engine(settings)
     reviewed, _ = filters.split(diff.parse(raw), settings.exclude)
-    chunks = engine.chunks(reviewed, Intent())
+    chunks = engine.chunks(reviewed, Context())
     client = openai.OpenAI(base_url=url + "/v1", api_key="EMPTY", timeout=600, max_retries=0)
     temperature = TEMPERATURE if TEMPERATURE is not None else 0.0
 
@@ -311,7 +311,7 @@ def passes(url: str, raw: bytes, candidates: int = 8) -> dict[str, Any]:
             max_tokens=max_tokens, temperature=max(temperature, 0.01) if n > 1 else temperature)
 
     def finding(chunk: Any, n: int = 1) -> tuple[Any, Any, Any]:
-        messages, tools = engine.request(chunk, len(chunks), Intent())
+        messages, tools = engine.request(chunk, len(chunks), Context())
         return messages, tools, call(messages, tools, "report_findings",
                                      engine.output_tokens(chunk.changed_lines), n)
 
@@ -380,16 +380,16 @@ def replay(url: str, raw: bytes) -> dict[str, Any]:
     import openai
 
     from reviewbot import diff, filters
-    from reviewbot.intent import Intent
+    from reviewbot.context import Context
     from reviewbot.review import make_engine
 
     settings = settings_for(url, 8)
     engine = make_engine(settings)
     reviewed, _ = filters.split(diff.parse(raw), settings.exclude)
     t_chunk = time.monotonic()
-    chunks = engine.chunks(reviewed, Intent())
+    chunks = engine.chunks(reviewed, Context())
     chunk_s = time.monotonic() - t_chunk
-    requests = [engine.request(c, len(chunks), Intent()) for c in chunks]
+    requests = [engine.request(c, len(chunks), Context()) for c in chunks]
     client = openai.OpenAI(base_url=url + "/v1", api_key="EMPTY", timeout=600, max_retries=0)
 
     def one(req: tuple[list[dict[str, Any]], list[dict[str, Any]]]) -> dict[str, Any]:
@@ -429,7 +429,7 @@ def parallel(url: str, name: str, raw: bytes, n: int) -> dict[str, Any]:
     distinct title, which is the first line of every user prompt: the reviews share only the
     system prompt and tool prefix, as different merge requests would."""
     from reviewbot import diff
-    from reviewbot.intent import Intent
+    from reviewbot.context import Context, Intent
     from reviewbot.review import make_engine
 
     changes = diff.parse(raw)
@@ -437,7 +437,7 @@ def parallel(url: str, name: str, raw: bytes, n: int) -> dict[str, Any]:
     results: list[Any] = [None] * n
 
     def one(i: int) -> None:
-        results[i] = engines[i].review(changes, Intent(f"parallel review {i} of {name}"))
+        results[i] = engines[i].review(changes, Context(Intent(f"parallel review {i} of {name}")))
 
     reset = reset_cache(url)
     m0 = metrics(url)

@@ -27,8 +27,8 @@ from ceiling import metrics_delta, scrape
 
 from reviewbot import filters
 from reviewbot.config import resolve
+from reviewbot.context import Context, Intent
 from reviewbot.diff import parse
-from reviewbot.intent import Intent
 from reviewbot.review import make_engine
 
 
@@ -67,12 +67,12 @@ def main() -> None:
                         "max_output_tokens": 256, "temperature": 0.0}, env={}, file_values={})
     engine = make_engine(settings)
     changes, _ = filters.split(parse(change()))
-    chunks = engine.chunks(changes, Intent("Make the handlers robust"))
+    chunks = engine.chunks(changes, Context(Intent("Make the handlers robust")))
     root = engine.client.root_url
     with httpx.Client(timeout=120) as http:
         ids = []
         for chunk in chunks:
-            messages, tool_list = engine.request(chunk, len(chunks), Intent("Make the handlers robust"))
+            messages, tool_list = engine.request(chunk, len(chunks), Context(Intent("Make the handlers robust")))
             r = http.post(f"{root}/tokenize", json={"model": engine.model, "messages": messages,
                                                     "tools": tool_list,
                                                     "add_generation_prompt": True})
@@ -80,7 +80,7 @@ def main() -> None:
             ids.append(r.json()["tokens"])
         pairs = [(common(a, b), min(len(a), len(b))) for a, b in pairwise(ids)]
         before = scrape(root)
-        result = engine.review(changes, Intent("Make the handlers robust"))
+        result = engine.review(changes, Context(Intent("Make the handlers robust")))
         after = scrape(root)
     delta = metrics_delta(before, after)
     print(json.dumps({

@@ -28,8 +28,8 @@ from prefix_share import change, common
 
 from reviewbot import filters
 from reviewbot.config import resolve
+from reviewbot.context import Context, Intent
 from reviewbot.diff import parse
-from reviewbot.intent import Intent
 from reviewbot.review import make_engine
 
 
@@ -61,13 +61,13 @@ def main() -> None:
                        env={}, file_values={})
     engine = make_engine(settings)
     changes, _ = filters.split(parse(change()))
-    chunks = engine.chunks(changes, Intent("Make the handlers robust"))
+    chunks = engine.chunks(changes, Context(Intent("Make the handlers robust")))
     out: dict[str, Any] = {"chunks": len(chunks)}
     with httpx.Client(timeout=120) as http:
         for layout in ("$defs at the end (reviewbot)", "inline, anchor first"):
             ids = []
             for chunk in chunks:
-                messages, tool_list = engine.request(chunk, len(chunks), Intent("Make the handlers robust"))
+                messages, tool_list = engine.request(chunk, len(chunks), Context(Intent("Make the handlers robust")))
                 if layout.startswith("inline"):
                     tool_list = [inline(t) for t in tool_list]
                 r = http.post(f"{engine.client.root_url}/tokenize", json={

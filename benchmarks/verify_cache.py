@@ -24,8 +24,8 @@ from prefix_share import change
 
 from reviewbot import filters
 from reviewbot.config import resolve
+from reviewbot.context import Context, Intent
 from reviewbot.diff import parse
-from reviewbot.intent import Intent
 from reviewbot.review import make_engine
 
 SETTINGS = {"verify off": {"verify": False}, "verify on": {"verify": True},
@@ -46,7 +46,7 @@ def main() -> None:
                             "temperature": args.temperature, **flags}, env={}, file_values={})
         engine = make_engine(settings)
         before = scrape(engine.client.root_url)
-        result = engine.review(changes, Intent(f"Make the handlers robust ({nonce} {n})"))
+        result = engine.review(changes, Context(Intent(f"Make the handlers robust ({nonce} {n})")))
         delta = metrics_delta(before, scrape(engine.client.root_url))
         s = result.stats
         out[name] = {

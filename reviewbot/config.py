@@ -15,6 +15,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from reviewbot.errors import UsageError, redact, register_secret
+from reviewbot.findings import CATEGORIES
+from reviewbot.rules import Rule
+from reviewbot.rules import parse as parse_rules
 
 OUTPUTS = ("text", "json", "sarif", "codequality", "markdown")
 FAIL_ON = ("info", "minor", "major", "critical", "blocker", "never")
@@ -46,6 +49,9 @@ class Settings:
     verify: bool = True  # a second pass judges every candidate (it reuses the prompt cache)
     samples: int = 1  # finding passes per chunk (n in one request); ⌈n/2⌉ must agree
     prompts_dir: str | None = None
+    # what to report: the categories the schema admits; maintainability only at minor or info
+    categories: tuple[str, ...] = CATEGORIES
+    rules: tuple[Rule, ...] = ()  # [[rules]] paths = [globs], text = "…" (reviewbot.rules)
     # reporting
     output: str = "text"
     output_file: str | None = None
@@ -74,6 +80,10 @@ class Settings:
             raise UsageError(f"fail_on must be one of {', '.join(FAIL_ON)}, not {self.fail_on!r}")
         if self.mode not in ("full", "incremental"):
             raise UsageError(f"mode must be full or incremental, not {self.mode!r}")
+        unknown = sorted(set(self.categories) - set(CATEGORIES))
+        if unknown or not self.categories:
+            raise UsageError(f"categories must be some of {', '.join(CATEGORIES)}"
+                             + (f", not {unknown[0]!r}" if unknown else ""))
         if self.inline_min_severity not in FAIL_ON[:-1]:
             raise UsageError(f"inline_min_severity must be one of {', '.join(FAIL_ON[:-1])}, "
                              f"not {self.inline_min_severity!r}")
@@ -113,6 +123,11 @@ def _check_url(name: str, url: str) -> None:
         raise UsageError(f"{name} must be an http(s) URL with a host, not {redact(url)!r}")
 
 
+def in_ci(env: Mapping[str, str]) -> bool:
+    """In a GitLab or GitHub CI job, where the working tree is the change's own."""
+    return bool(env.get("GITLAB_CI") or env.get("GITHUB_ACTIONS"))
+
+
 def check_paths(settings: Settings) -> None:
     """Paths the review needs, checked before any model time is spent."""
     if settings.prompts_dir and not Path(settings.prompts_dir).is_dir():
@@ -143,6 +158,8 @@ def env_names(name: str) -> tuple[str, ...]:
 
 def _coerce(name: str, value: Any, source: str) -> Any:
     kind = str(_FIELDS[name].type)
+    if name == "rules":
+        return parse_rules(value, source)
     try:
         if kind.startswith("int"):
             if isinstance(value, (bool, float)):  # 65536.5 is a mistake, not 65536

@@ -311,3 +311,21 @@ def commit_messages(range_: str, cwd: str | None = None, limit: int = 30) -> tup
         return ()  # the diff itself was readable: the messages are only context
     messages = proc.stdout.decode("utf-8", "replace").split("\0")
     return tuple(reversed([m.strip() for m in messages if m.strip()]))
+
+
+def range_base(range_: str) -> str | None:
+    """The left side of `A..B` / `A...B` (the target), or None for a single revision."""
+    left = range_.split("..", 1)[0] if ".." in range_ else ""
+    return left or None
+
+
+def file_at(rev: str | None, path: str, cwd: str | None = None) -> str | None:
+    """`path` as revision `rev` has it (`git show REV:PATH`), or None when it has none."""
+    if not rev or not _RANGE.fullmatch(rev):
+        return None
+    try:
+        proc = subprocess.run(["git", "show", "--no-color", "--end-of-options", f"{rev}:{path}"],
+                              cwd=cwd, capture_output=True, check=False, timeout=60)
+    except FileNotFoundError:
+        return None
+    return proc.stdout.decode("utf-8", "replace") if proc.returncode == 0 else None

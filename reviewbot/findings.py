@@ -27,6 +27,7 @@ class Severity(IntEnum):
 
 
 SEVERITIES = tuple(s.label for s in Severity)
+CATEGORIES = ("bug", "security", "performance", "error-handling", "concurrency", "maintainability")
 
 
 @dataclass(frozen=True)

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from reviewbot.context import Context
 from reviewbot.diff import ChangeSet
 from reviewbot.errors import EXIT_FINDINGS, EXIT_INCOMPLETE, EXIT_OK
 from reviewbot.findings import Finding, Severity
-from reviewbot.intent import Intent
 
 
 @dataclass(frozen=True)
@@ -135,8 +135,8 @@ def _held(h: Held | None) -> dict[str, str] | None:
     return None if h is None else {"to": h.to, "reason": h.reason}
 
 
-# What forges and the listener call: a change and its intent in, a review out.
-Reviewer = Callable[[ChangeSet, Intent], ReviewResult]
+# What forges and the listener call: a change and what a reviewer knows of it in, a review out.
+Reviewer = Callable[[ChangeSet, Context], ReviewResult]
 
 
 def exit_code(complete: bool, worst: Severity | None, fail_on: str) -> int:

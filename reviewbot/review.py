@@ -20,16 +20,17 @@ from reviewbot import filters, templates, tools
 from reviewbot.candidates import agree, apply_verdicts
 from reviewbot.chunking import Chunk, Piece, file_header, make_pieces, pack, split
 from reviewbot.config import Settings
+from reviewbot.context import Context
 from reviewbot.deadline import DeadlineTransport, until
 from reviewbot.diff import ChangeSet, FileDiff, Side
 from reviewbot.errors import BadAnswer, ContextTooLong, ContextTooSmall, RequestFailed, redact
 from reviewbot.findings import Finding, Severity, merge, with_fingerprints
-from reviewbot.intent import Intent
 from reviewbot.llm import ModelClient, Reply
 from reviewbot.noise import Floor, triage
 from reviewbot.prompttext import defuse, label, quoted
 from reviewbot.report.progress import ChunkProgress, NoProgress
 from reviewbot.result import Dropped, Reviewer, ReviewResult, Stats, unreviewed_error
+from reviewbot.rules import applicable
 from reviewbot.tokens import EstimateTokenCounter, LocalTokenCounter, TokenCounter, VllmTokenCounter
 
 SAFETY_TOKENS = 16  # slack for tokenizer merges across piece boundaries
@@ -93,29 +94,34 @@ class Engine:
             changed_lines, self.settings.max_findings_per_chunk)
 
     # -- requests ---------------------------------------------------------------------------
-    def messages(self, chunk: Chunk, total: int, intent: Intent) -> list[dict[str, Any]]:
+    def messages(self, chunk: Chunk, total: int, context: Context) -> list[dict[str, Any]]:
         files = ["\n".join([file_header(f)] + [p.text for p in pieces])
                  for f, pieces in chunk.by_file()]
-        intent = intent.capped()
+        context = context.capped()
+        intent = context.intent
+        paths = [f.path for f, _ in chunk.by_file()]
         user = templates.render(
             "chunk.j2", self.settings.prompts_dir, title=label(intent.title),
             description=quoted(intent.description) if intent.description else "",
             commits=[quoted(m) for m in intent.commits],
+            agents_md=quoted(context.agents_md) if context.agents_md else "",
+            rules=[quoted(r.text) for r in applicable(self.settings.rules, paths)],
             index=chunk.index, total=total, files=files)
         return [{"role": "system", "content": self.system_prompt}, {"role": "user", "content": user}]
 
     @cached_property
     def system_prompt(self) -> str:
-        return templates.render("system.j2", self.settings.prompts_dir)
+        return templates.render("system.j2", self.settings.prompts_dir,
+                                categories=list(self.settings.categories))
 
     def request(self, chunk: Chunk, total: int,
-                intent: Intent) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+                context: Context) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """The finding pass's messages and the tools both passes send (without verification,
         only the finding tool: no second pass shares the prefix)."""
-        report = tools.report_tool(chunk, self.cap(chunk))
+        report = tools.report_tool(chunk, self.cap(chunk), self.settings.categories)
         if not self.settings.verify:
-            return self.messages(chunk, total, intent), [report]
-        return self.messages(chunk, total, intent), [
+            return self.messages(chunk, total, context), [report]
+        return self.messages(chunk, total, context), [
             tools.verify_tool(self.settings.max_findings_per_chunk), report]
 
     def verify_messages(self, chunk: Chunk, messages: list[dict[str, Any]],
@@ -133,9 +139,9 @@ class Engine:
         return [*messages, {"role": "user", "content": text}]
 
     # -- chunking ---------------------------------------------------------------------------
-    def chunks(self, changes: ChangeSet, intent: Intent) -> list[Chunk]:
+    def chunks(self, changes: ChangeSet, context: Context) -> list[Chunk]:
         """Pack with per-part estimates, then check every chunk's exact count and repair."""
-        fixed = self._exact((), intent)
+        fixed = self._exact((), context)
         if fixed + 64 > self.budget:
             raise ContextTooSmall(
                 f"the system prompt and tools take {fixed} tokens, and max_context "
@@ -170,7 +176,7 @@ class Engine:
             leftovers: list[Piece] = []
             for chunk in packed:
                 kept = list(chunk.pieces)
-                while (over := self._exact(kept, intent) - self.budget
+                while (over := self._exact(kept, context) - self.budget
                        + reserve(sum(p.owned for p in kept))) > 0:
                     if len(kept) > 1:  # the estimate let one piece too many in: move it on
                         leftovers.insert(0, kept.pop())
@@ -183,16 +189,16 @@ class Engine:
                           reserve)
         return [Chunk(i, pieces) for i, pieces in enumerate(fitted, 1)]
 
-    def _exact(self, pieces: Sequence[Piece], intent: Intent) -> int:
-        return self.counter.count_request(*self.request(Chunk(0, tuple(pieces)), 1, intent))
+    def _exact(self, pieces: Sequence[Piece], context: Context) -> int:
+        return self.counter.count_request(*self.request(Chunk(0, tuple(pieces)), 1, context))
 
 
     # -- the review -------------------------------------------------------------------------
-    def ask(self, chunk: Chunk, depth: int, total: int, intent: Intent,
+    def ask(self, chunk: Chunk, depth: int, total: int, context: Context,
             deadline: float) -> Attempted:
         """One chunk: the finding pass (an unusable answer is asked for again, up to
         ANSWER_ATTEMPTS), agreement across samples, then the verification pass."""
-        messages, tool_list = self.request(chunk, total, intent)
+        messages, tool_list = self.request(chunk, total, context)
         answer = ChunkAnswer()
         cap, samples = self.cap(chunk), self.settings.samples
         problem, unusable, requests = "the review deadline passed", 0, 0
@@ -213,7 +219,8 @@ class Engine:
                 problem, unusable = str(exc), unusable + 1
                 continue
             answer.add_usage(reply)
-            parsed = [tools.parse_calls(s.calls, chunk, cap) for s in reply.samples]
+            parsed = [tools.parse_calls(s.calls, chunk, cap, self.settings.categories)
+                      for s in reply.samples]
             # a call cut at max_tokens may have lost findings: that sample does not count
             usable = [p for p, s in zip(parsed, reply.samples) if p.usable and not s.truncated]
             if usable:
@@ -265,10 +272,10 @@ class Engine:
         answer.verify_failed = True
         return requests
 
-    def review(self, changes: ChangeSet, intent: Intent | None = None) -> ReviewResult:
-        """Review `changes`; `intent` (title, description, commit messages) goes into every
-        chunk's prompt as untrusted data."""
-        intent = intent or Intent()
+    def review(self, changes: ChangeSet, context: Context | None = None) -> ReviewResult:
+        """Review `changes`; `context` (the change's intent, the repository's AGENTS.md and the
+        rules of the config that apply to a chunk's files) goes into every chunk's prompt."""
+        context = context or Context()
         started = time.monotonic()
         deadline = started + self.settings.review_timeout
         reviewed, skipped = filters.split(changes, self.settings.exclude)
@@ -276,10 +283,10 @@ class Engine:
                       files_skipped=skipped, changed_lines=reviewed.changed_lines)
         if self.settings.fail_on_skipped:
             stats.errors += unreviewed_error([s for s in skipped if s.source])
-        chunks = self.chunks(reviewed, intent) if reviewed.files else []
+        chunks = self.chunks(reviewed, context) if reviewed.files else []
         stats.chunks = len(chunks)
         self.progress.start(len(chunks))
-        answers = self._answers(chunks, intent, deadline, stats)
+        answers = self._answers(chunks, context, deadline, stats)
         self.progress.close()
         merged = merge(with_fingerprints([f for a in answers for f in a.findings], reviewed))
         dropped = [replace(d, finding=with_fingerprints([d.finding], reviewed)[0])
@@ -298,7 +305,7 @@ class Engine:
         return Floor(Severity.parse(s.inline_min_severity), s.max_inline_comments,
                      s.min_confidence)
 
-    def _answers(self, chunks: list[Chunk], intent: Intent, deadline: float,
+    def _answers(self, chunks: list[Chunk], context: Context, deadline: float,
                  stats: Stats) -> list[ChunkAnswer]:
         """Every chunk asked at once (`concurrency` in flight); a chunk the server finds too
         long is split in two and asked again. Counts go into `stats` as answers arrive."""
@@ -307,7 +314,7 @@ class Engine:
         pool = ThreadPoolExecutor(max_workers=self.settings.concurrency)
 
         def submit(chunk: Chunk, depth: int) -> Future[Attempted]:
-            return pool.submit(self.ask, chunk, depth, total, intent, deadline)
+            return pool.submit(self.ask, chunk, depth, total, context, deadline)
 
         pending = {submit(c, 0) for c in chunks}
         try:
@@ -388,6 +395,6 @@ def make_engine(settings: Settings, progress: ChunkProgress | None = None) -> En
 
 
 def make_reviewer(settings: Settings, progress: ChunkProgress | None = None) -> Reviewer:
-    """What forges and the webhook call: a ChangeSet and its intent in, a ReviewResult out."""
+    """What forges and the webhook call: a ChangeSet and its context in, a ReviewResult out."""
     engine = make_engine(settings, progress)
     return engine.review

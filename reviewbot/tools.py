@@ -21,19 +21,18 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from reviewbot.anchoring import at_row
 from reviewbot.chunking import Chunk, Row
 from reviewbot.diff import Side
-from reviewbot.findings import SEVERITIES, Finding, Severity
+from reviewbot.findings import CATEGORIES, SEVERITIES, Finding, Severity
 from reviewbot.modeltext import clean, one_line, suggestion_ok
 
 TOOL_NAME = "report_findings"
 VERIFY_TOOL = "verify_findings"
 MAX_ARGUMENTS = 1_000_000  # characters of one call's JSON; more is not an answer to this tool
-CATEGORIES = ("bug", "security", "performance", "error-handling", "concurrency", "maintainability")
 
 # room for every real issue: at least one finding per LINES_PER_FINDING changed lines
 MIN_FINDINGS = 8
@@ -156,9 +155,10 @@ def _tool(name: str, description: str, props: tuple[Prop, ...],
     }
 
 
-def report_tool(chunk: Chunk, cap: int) -> dict[str, Any]:
+def report_tool(chunk: Chunk, cap: int, categories: tuple[str, ...] = CATEGORIES) -> dict[str, Any]:
+    finding = (replace(p, enum=categories) if p.name == "category" else p for p in FINDING)
     return _tool(TOOL_NAME, _REPORT_DESCRIPTION, REPORT, {
-        "finding": _object(FINDING),
+        "finding": _object(finding),
         # last: the only part that differs between chunks
         "findings": {"type": "array", "items": {"$ref": "#/$defs/finding"}, "maxItems": cap},
         "row": row_schema(chunk.rows()),
@@ -236,10 +236,12 @@ def _arguments(calls: list[tuple[str, str]], tool: str, key: str,
     return good
 
 
-def parse_calls(calls: list[tuple[str, str]], chunk: Chunk, max_findings: int) -> Parsed:
+def parse_calls(calls: list[tuple[str, str]], chunk: Chunk, max_findings: int,
+                categories: tuple[str, ...] = CATEGORIES) -> Parsed:
     """(name, arguments JSON) pairs → validated Findings anchored inside this chunk.
 
-    Beyond `max_findings` per answer the rest are dropped and counted.
+    Beyond `max_findings` per answer the rest are dropped and counted; a category outside
+    `categories` is dropped; maintainability is at most minor.
     """
     out = Parsed()
     rows = chunk.rows()
@@ -250,7 +252,7 @@ def parse_calls(calls: list[tuple[str, str]], chunk: Chunk, max_findings: int) -
             out.summary = summary
         out.invalid += max(0, len(items) - max_findings)
         for item in items[:max_findings]:
-            finding, moved = _finding(item, rows)
+            finding, moved = _finding(item, rows, categories)
             if finding is None:
                 out.invalid += 1
             else:
@@ -265,7 +267,8 @@ def _confidence(value: Any, default: float | None) -> float | None:
     return default
 
 
-def _finding(item: Any, rows: dict[int, Row]) -> tuple[Finding | None, bool]:
+def _finding(item: Any, rows: dict[int, Row],
+             categories: tuple[str, ...]) -> tuple[Finding | None, bool]:
     if not isinstance(item, dict):
         return None, False
     title = one_line(clean(item.get("title"), LIMITS["title"]))
@@ -276,20 +279,24 @@ def _finding(item: Any, rows: dict[int, Row]) -> tuple[Finding | None, bool]:
         severity = Severity.parse(str(item.get("severity", "minor")))
     except KeyError:
         return None, False
+    category = item.get("category", "bug")
+    if category not in categories:
+        return None, False
+    if category == "maintainability":  # worth a note, never a blocker
+        severity = min(severity, Severity.MINOR)
     anchor = at_row(rows, row, item.get("end_row"))
     at = anchor.row
     suggestion: str | None = clean(item.get("suggestion"), LIMITS["suggestion"])
     if not suggestion or not suggestion.strip() or at.side is not Side.NEW \
             or not suggestion_ok(suggestion):
         suggestion = None
-    category = item.get("category")
     return Finding(
         path=at.file.path,
         line=at.number,
         side=at.side,
         end_line=anchor.end_line,
         severity=severity,
-        category=category if category in CATEGORIES else "bug",
+        category=category,
         title=title,
         body=clean(item.get("body"), LIMITS["body"]).strip(),
         suggestion=suggestion,

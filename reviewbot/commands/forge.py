@@ -11,7 +11,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from reviewbot.config import CONFIG_FILE, Settings, parse_text, resolve
+from reviewbot.config import CONFIG_FILE, Settings, in_ci, parse_text, resolve
 from reviewbot.forges.base import Forge
 from reviewbot.forges.run import ForgeRun, review_change_request
 from reviewbot.forges.select import make_forge
@@ -36,10 +36,6 @@ def run_forge(
     run = review_change_request(forge, reviewer, mode=settings.mode, dry_run=dry_run,
                                 cancel=cancel, fail_on_skipped=settings.fail_on_skipped)
     return run, exit_code(run.complete, run.result.worst(), settings.fail_on)
-
-
-def in_ci(env: Mapping[str, str]) -> bool:
-    return bool(env.get("GITLAB_CI") or env.get("GITHUB_ACTIONS"))
 
 
 def settings_and_forge(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -10,8 +11,8 @@ from pathlib import Path
 import click
 
 from reviewbot import config, diff
+from reviewbot.context import AGENTS_MD, Context, Intent
 from reviewbot.errors import DiffError, UsageError
-from reviewbot.intent import Intent
 from reviewbot.result import ReviewResult, exit_code
 
 
@@ -28,12 +29,22 @@ def _read_diff(path: str | None, git_range: str | None) -> bytes:
         raise DiffError(f"cannot read diff file {path}: {exc.strerror}") from None
 
 
-def _intent(git_range: str | None, title: str | None, description: str | None) -> Intent:
+def _context(git_range: str | None, title: str | None, description: str | None) -> Context:
     """What the change means to do: the flags, and for --git the range's commit messages (the
-    title then defaults to the subject of its newest commit)."""
+    title then defaults to the subject of its newest commit); and the repository's AGENTS.md.
+    In CI the working tree is the change's own, so AGENTS.md comes from the left side of the
+    --git range (the target), and with --diff there is none."""
     commits = diff.commit_messages(git_range) if git_range else ()
     default_title = commits[-1].split("\n", 1)[0] if commits else ""
-    return Intent(title or default_title, description or "", commits)
+    intent = Intent(title or default_title, description or "", commits)
+    if config.in_ci(os.environ):
+        agents = diff.file_at(diff.range_base(git_range), AGENTS_MD) if git_range else None
+    else:
+        try:
+            agents = Path(AGENTS_MD).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            agents = None
+    return Context(intent, agents or "")
 
 
 def _tell_when_written(result: ReviewResult, output_file: str | None) -> None:
@@ -138,7 +149,7 @@ def review(diff_path: str | None, git_range: str | None, mr: int | None, project
     settings = config.resolve(flags, config_path=config_path)
     config.check_paths(settings)
     changes = diff.parse(_read_diff(diff_path, git_range))
-    result = make_engine(settings, progress).review(changes, _intent(git_range, title, description))
+    result = make_engine(settings, progress).review(changes, _context(git_range, title, description))
     emit(render(result, settings.output, color=_tty(settings)), settings.output_file)
     _tell_when_written(result, settings.output_file)
     raise SystemExit(exit_code(result.complete, result.worst(), settings.fail_on))

@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from reviewbot.context import Intent
 from reviewbot.diff import ChangeSet
 from reviewbot.findings import Finding
-from reviewbot.intent import Intent
 from reviewbot.result import SkippedFile
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from reviewbot import anchoring
+from reviewbot.context import AGENTS_MD, Context
 from reviewbot.diff import ChangeSet, Side
 from reviewbot.errors import ForgeError
 from reviewbot.findings import Finding, merge, with_fingerprints
@@ -103,7 +104,8 @@ def review_change_request(
         incremental = forge.fetch_incremental(last_sha, request)
         if incremental is not None:
             changes, used_mode, since = incremental, "incremental", last_sha
-    result = reviewer(changes, request.intent)
+    # the maintainers' AGENTS.md: the target branch's, never the merge request's
+    result = reviewer(changes, Context(request.intent, forge.target_file(AGENTS_MD) or ""))
     _add_skipped(result.stats, request)
     if fail_on_skipped:  # what the forge withheld (the engine reports its own skips)
         result.stats.errors += unreviewed_error([s for s in request.skipped if s.source])

@@ -17,8 +17,8 @@ import pytest
 from reviewbot import diff, filters
 from reviewbot.chunking import Chunk, file_header, make_pieces, pack, render_line
 from reviewbot.config import Settings
+from reviewbot.context import Context, Intent
 from reviewbot.diff import ChangeSet, FileDiff
-from reviewbot.intent import Intent
 from reviewbot.review import Engine
 from reviewbot.tokens import EstimateTokenCounter, LocalTokenCounter, TokenCounter
 from tests.engine.conftest import GitRepo
@@ -212,7 +212,7 @@ def engine(counter: TokenCounter, context: int, **settings: object) -> Engine:
 
 def request_tokens(e: Engine, chunk: Chunk, total: int, title: str = "Add things") -> int:
     """The chunk's prompt tokens plus the answer's room beyond max_output_tokens."""
-    messages, tool_list = e.request(chunk, total, Intent(title))
+    messages, tool_list = e.request(chunk, total, Context(Intent(title)))
     extra = e.output_tokens(chunk.changed_lines) - e.settings.max_output_tokens
     return e.counter.count_request(messages, tool_list) + extra
 
@@ -226,7 +226,7 @@ def chunked(changes: ChangeSet, counter: TokenCounter, context: int) -> tuple[En
     if key not in _CHUNKED:
         e = engine(counter, context)
         reviewed, _ = filters.split(changes)
-        chunks = e.chunks(reviewed, Intent("Add things"))
+        chunks = e.chunks(reviewed, Context(Intent("Add things")))
         _CHUNKED[key] = e, chunks, [request_tokens(e, c, len(chunks)) for c in chunks]
     return _CHUNKED[key]
 
@@ -259,10 +259,10 @@ def test_engine_chunk_count_is_within_ten_percent_of_the_minimum(
 def test_every_chunk_shows_the_file_header_with_each_file(counter: TokenCounter) -> None:
     changes = ChangeSet(big_hunk_diff().files + new_file_diff("docs/notes.py", ["a = 1"]).files)
     e = engine(counter, 4096)
-    chunks = e.chunks(changes, Intent(""))
+    chunks = e.chunks(changes, Context(Intent("")))
     assert len(chunks) > 2
     for chunk in chunks:
-        user = e.messages(chunk, len(chunks), Intent(""))[1]["content"]
+        user = e.messages(chunk, len(chunks), Context(Intent("")))[1]["content"]
         for file, pieces in chunk.by_file():
             assert file_header(file) in user
             for piece in pieces:
@@ -272,11 +272,11 @@ def test_every_chunk_shows_the_file_header_with_each_file(counter: TokenCounter)
 def test_system_prompt_and_tool_prefix_are_identical_across_chunks(
         many_files: ChangeSet, counter: TokenCounter) -> None:
     e = engine(counter, 8192)
-    chunks = e.chunks(many_files, Intent("t"))
+    chunks = e.chunks(many_files, Context(Intent("t")))
     assert len(chunks) > 2
     systems, prefixes = set(), set()
     for chunk in chunks:
-        messages, tool_list = e.request(chunk, len(chunks), Intent("t"))
+        messages, tool_list = e.request(chunk, len(chunks), Context(Intent("t")))
         systems.add(messages[0]["content"])
         text = json.dumps(tool_list)
         # the per-chunk part is the findings cap and the rows, at the very end of the tools
@@ -299,7 +299,7 @@ def test_a_split_hunk_of_a_long_path_still_fits_the_context(counter: TokenCounte
              for i in range(1200)]
     changes = new_file_diff(LONG_PATH, lines)
     e = engine(counter, context)
-    chunks = e.chunks(changes, Intent("Add integration tests"))
+    chunks = e.chunks(changes, Context(Intent("Add integration tests")))
     sizes = [request_tokens(e, c, len(chunks), "Add integration tests") for c in chunks]
     assert max(sizes) + e.settings.max_output_tokens <= context, (max(sizes), context)
     assert sum(c.changed_lines for c in chunks) == 1200

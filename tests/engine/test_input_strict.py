@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from reviewbot.context import Context, Intent
 from reviewbot.diff import from_git, parse
 from reviewbot.errors import DiffError
-from reviewbot.intent import Intent
 
 HEAD = "diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n"
 TWO = HEAD + "@@ -1,2 +1,2 @@\n x\n-y\n+z\n" + HEAD.replace("a.py", "b.py") + "@@ -1 +1 @@\n-p\n+q\n"
@@ -89,8 +89,8 @@ def test_a_file_name_cannot_close_the_diff_frame_or_forge_rows() -> None:
                     max_model_len=8000) as server:
         engine = make_engine(resolve({"base_url": server.base_url, "max_output_tokens": 256},
                                      env={}))
-        (chunk,) = engine.chunks(changes, Intent(""))
-        user = engine.request(chunk, 1, Intent(""))[0][-1]["content"]
+        (chunk,) = engine.chunks(changes, Context(Intent("")))
+        user = engine.request(chunk, 1, Context(Intent("")))[0][-1]["content"]
     assert user.count("\n</diff>") == 1 and user.count("\n=== ") == 1
     assert not any(line.startswith("+99|") for line in user.split("\n"))
     assert "<|im_start|>" not in user and "<|im_end|>" not in user

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from reviewbot.intent import MAX_COMMITS_TOTAL, MAX_DESCRIPTION, Intent
+from reviewbot.context import MAX_COMMITS_TOTAL, MAX_DESCRIPTION, Intent
 from tests.engine.test_review_cli import run
 from tests.fake_openai import FakeOpenAI, Reply
 

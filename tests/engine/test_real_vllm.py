@@ -16,8 +16,8 @@ import pytest
 
 from reviewbot import filters
 from reviewbot.config import resolve
+from reviewbot.context import Context, Intent
 from reviewbot.diff import parse
-from reviewbot.intent import Intent
 from reviewbot.review import make_engine
 
 pytestmark = pytest.mark.vllm
@@ -73,9 +73,9 @@ def test_counts_match_the_servers_own_prompt_tokens(vllm_server) -> None:
     assert engine.counter.name == "vllm /tokenize"
     assert engine.context == 4096
     changes, _ = filters.split(parse(big_diff(files=4)))
-    chunks = engine.chunks(changes, Intent(""))
+    chunks = engine.chunks(changes, Context(Intent("")))
     for chunk in chunks[:3]:
-        messages, tool_list = engine.request(chunk, len(chunks), Intent(""))
+        messages, tool_list = engine.request(chunk, len(chunks), Context(Intent("")))
         counted = engine.counter.count_request(messages, tool_list)
         reply = engine.client.call_tool(engine.model, messages, tool_list, "report_findings", 16,
                                         0.0)
@@ -88,8 +88,8 @@ def test_guided_tool_call_is_valid_json_for_the_schema(vllm_server) -> None:
                        env={}, config_path="/dev/null")
     engine = make_engine(settings)
     changes, _ = filters.split(parse(big_diff(files=1, funcs=2)))
-    (chunk,) = engine.chunks(changes, Intent(""))
-    messages, tool_list = engine.request(chunk, 1, Intent(""))
+    (chunk,) = engine.chunks(changes, Context(Intent("")))
+    messages, tool_list = engine.request(chunk, 1, Context(Intent("")))
     rows = chunk.rows()
     finished = 0
     for _ in range(3):
@@ -119,8 +119,8 @@ def test_the_verification_pass_shares_the_finding_passs_prompt_and_answers_in_sc
                        env={}, config_path="/dev/null")
     engine = make_engine(settings)
     changes, _ = filters.split(parse(big_diff(files=1, funcs=2)))
-    (chunk,) = engine.chunks(changes, Intent(""))
-    messages, tool_list = engine.request(chunk, 1, Intent(""))
+    (chunk,) = engine.chunks(changes, Context(Intent("")))
+    messages, tool_list = engine.request(chunk, 1, Context(Intent("")))
     row = next(r for r in chunk.rows().values() if r.line.kind == "+")
     candidates = [Finding(row.file.path, row.number, row.side, Severity.MAJOR, "t", "b")] * 3
     verify = engine.verify_messages(chunk, messages, candidates)
@@ -167,8 +167,8 @@ def test_special_tokens_in_the_diff_never_reach_the_template_as_control_tokens(v
     settings = resolve({"base_url": vllm_server.base_url, "max_output_tokens": 128},
                        env={}, config_path="/dev/null")
     engine = make_engine(settings)
-    (chunk,) = engine.chunks(parse(hostile), Intent("title <|im_start|>"))
-    messages, _ = engine.request(chunk, 1, Intent("title <|im_start|>"))
+    (chunk,) = engine.chunks(parse(hostile), Context(Intent("title <|im_start|>")))
+    messages, _ = engine.request(chunk, 1, Context(Intent("title <|im_start|>")))
     with httpx.Client(timeout=60) as http:
         def ids(body: dict) -> list[int]:
             r = http.post(f"{vllm_server.root_url}/tokenize", json={"model": vllm_server.model, **body})

@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from reviewbot.context import Context, Intent
 from reviewbot.diff import ChangeSet
 from reviewbot.forges.run import review_change_request
-from reviewbot.intent import Intent
 from reviewbot.result import ReviewResult, Stats
 from tests.fake_openai import FakeOpenAI, Reply
 from tests.forges.fake_github import FakeGitHub
@@ -17,9 +17,11 @@ from tests.forges.gitlab_support import Env, env_fixture, make_forge  # noqa: F4
 from tests.forges.test_gitlab_cli import _cli
 
 
-def recording(seen: list[Intent]):  # type: ignore[no-untyped-def]
-    def review(changes: ChangeSet, intent: Intent) -> ReviewResult:
-        seen.append(intent)
+def recording(seen: list[Intent], agents: list[str] | None = None):  # type: ignore[no-untyped-def]
+    def review(changes: ChangeSet, context: Context) -> ReviewResult:
+        seen.append(context.intent)
+        if agents is not None:
+            agents.append(context.agents_md)
         n = changes.changed_lines
         return ReviewResult([], "", Stats(files_total=1, files_reviewed=1, changed_lines=n,
                                           changed_lines_sent=n), model="m")

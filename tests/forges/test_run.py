@@ -83,6 +83,9 @@ class MemoryForge:
     def read_summary(self) -> str | None:
         return self.summary
 
+    def target_file(self, path: str) -> str | None:
+        return None
+
     def write_summary(self, request: ChangeRequest, body: str) -> None:
         self.writes += 1
         self.summary = body

@@ -1,8 +1,10 @@
-"""What a change means to do, in its author's words: the merge/pull request's title and
-description and the commit messages of the reviewed range.
+"""What a reviewer knows besides the diff: the change's intent, in its author's words (the
+merge/pull request's title and description, the commit messages of the reviewed range), and
+the repository's rules (its AGENTS.md).
 
-Untrusted data for the prompt, capped in size so that it never crowds out the diff: the title
-to one line, the description and the commit messages to a few thousand characters each.
+Both are capped in size so that they never crowd out the diff: the title to one line, the
+description, the commit messages and AGENTS.md to a few thousand characters each. The intent
+is untrusted data (the author wrote it); AGENTS.md comes from the target branch in forge mode.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ MAX_DESCRIPTION = 4000
 MAX_COMMITS = 30
 MAX_COMMIT = 500
 MAX_COMMITS_TOTAL = 3000
+MAX_AGENTS_MD = 6000
+AGENTS_MD = "AGENTS.md"
 CUT = " … (cut)"
 
 
@@ -41,3 +45,12 @@ class Intent:
             total += len(message)
         return Intent(_cut(" ".join(self.title.split()), MAX_TITLE),
                       _cut(self.description, MAX_DESCRIPTION), tuple(commits))
+
+
+@dataclass(frozen=True)
+class Context:
+    intent: Intent = Intent()
+    agents_md: str = ""  # the repository's AGENTS.md: the target branch's in forge mode
+
+    def capped(self) -> Context:
+        return Context(self.intent.capped(), _cut(self.agents_md, MAX_AGENTS_MD))
