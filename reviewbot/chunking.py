@@ -63,6 +63,7 @@ class Piece:
 class Chunk:
     index: int
     pieces: tuple[Piece, ...]
+    around: str = ""  # code around its hunks, outside the diff (Engine.surroundings)
 
     @property
     def changed_lines(self) -> int:

@@ -45,6 +45,10 @@ class Settings:
     exclude: tuple[str, ...] = ()
     fail_on_skipped: bool = False  # a skipped source file (generated marker, …) is incomplete
     context_lines: int = 3
+    # the code around each hunk, from the file at the head (when the budget has room): its
+    # enclosing function or class up to max_enclosing_lines, and at least surrounding_lines
+    surrounding_lines: int = 20
+    max_enclosing_lines: int = 120
     max_findings_per_chunk: int = 50  # the bound; a chunk may report one per 25 changed lines
     verify: bool = True  # a second pass judges every candidate (it reuses the prompt cache)
     samples: int = 1  # finding passes per chunk (n in one request); ⌈n/2⌉ must agree
@@ -89,6 +93,8 @@ class Settings:
                              f"not {self.inline_min_severity!r}")
         if not 0 <= self.min_confidence <= 1:
             raise UsageError("min_confidence must be between 0 and 1")
+        if self.surrounding_lines < 0 or self.max_enclosing_lines < 0:
+            raise UsageError("surrounding_lines and max_enclosing_lines must be at least 0")
         if self.max_inline_comments < 0:
             raise UsageError("max_inline_comments must be at least 0")
         for name in ("max_context", "max_output_tokens", "concurrency", "max_findings_per_chunk",

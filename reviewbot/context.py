@@ -9,7 +9,8 @@ is untrusted data (the author wrote it); AGENTS.md comes from the target branch 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 MAX_TITLE = 300
 MAX_DESCRIPTION = 4000
@@ -47,10 +48,16 @@ class Intent:
                       _cut(self.description, MAX_DESCRIPTION), tuple(commits))
 
 
+# a file's text at the head of the change (None when it has none): for the code around a hunk
+HeadFiles = Callable[[str], "str | None"]
+
+
 @dataclass(frozen=True)
 class Context:
     intent: Intent = Intent()
     agents_md: str = ""  # the repository's AGENTS.md: the target branch's in forge mode
+    files: HeadFiles | None = None
 
     def capped(self) -> Context:
-        return Context(self.intent.capped(), _cut(self.agents_md, MAX_AGENTS_MD))
+        return replace(self, intent=self.intent.capped(),
+                       agents_md=_cut(self.agents_md, MAX_AGENTS_MD))

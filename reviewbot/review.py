@@ -31,6 +31,7 @@ from reviewbot.prompttext import defuse, label, quoted
 from reviewbot.report.progress import ChunkProgress, NoProgress
 from reviewbot.result import Dropped, Reviewer, ReviewResult, Stats, unreviewed_error
 from reviewbot.rules import applicable
+from reviewbot.surroundings import surrounding_blocks
 from reviewbot.tokens import EstimateTokenCounter, LocalTokenCounter, TokenCounter, VllmTokenCounter
 
 SAFETY_TOKENS = 16  # slack for tokenizer merges across piece boundaries
@@ -106,7 +107,7 @@ class Engine:
             commits=[quoted(m) for m in intent.commits],
             agents_md=quoted(context.agents_md) if context.agents_md else "",
             rules=[quoted(r.text) for r in applicable(self.settings.rules, paths)],
-            index=chunk.index, total=total, files=files)
+            index=chunk.index, total=total, files=files, around=chunk.around)
         return [{"role": "system", "content": self.system_prompt}, {"role": "user", "content": user}]
 
     @cached_property
@@ -137,6 +138,35 @@ class Engine:
                  for i, f in enumerate(candidates, 1)]
         text = templates.render("verify.j2", self.settings.prompts_dir, candidates=shown)
         return [*messages, {"role": "user", "content": text}]
+
+    def with_surroundings(self, chunks: list[Chunk], context: Context) -> list[Chunk]:
+        """Each chunk with the code around its hunks, as much as its budget still holds after
+        the diff and the intent (the diff always comes first: coverage does not depend on it)."""
+        if context.files is None or not chunks or (
+                self.settings.surrounding_lines == 0 and self.settings.max_enclosing_lines == 0):
+            return chunks
+        texts: dict[str, list[str] | None] = {}
+
+        def head(path: str) -> list[str] | None:
+            if path not in texts:
+                text = context.files(path) if context.files else None
+                texts[path] = text.replace("\r\n", "\n").split("\n") if text is not None else None
+            return texts[path]
+
+        out = []
+        for chunk in chunks:
+            blocks = surrounding_blocks(chunk, head, self.settings.surrounding_lines,
+                                        self.settings.max_enclosing_lines)
+            room = (self.budget - self._exact(chunk.pieces, context)
+                    - tools.extra_output(chunk.changed_lines, self.settings.max_findings_per_chunk)
+                    - 64)  # the section's own framing
+            kept, used = [], 0
+            for block, cost in zip(blocks, self.counter.count_texts(blocks) if blocks else []):
+                if used + cost + 4 <= room:
+                    kept.append(block)
+                    used += cost + 4
+            out.append(replace(chunk, around="\n".join(kept)))
+        return out
 
     # -- chunking ---------------------------------------------------------------------------
     def chunks(self, changes: ChangeSet, context: Context) -> list[Chunk]:
@@ -283,7 +313,8 @@ class Engine:
                       files_skipped=skipped, changed_lines=reviewed.changed_lines)
         if self.settings.fail_on_skipped:
             stats.errors += unreviewed_error([s for s in skipped if s.source])
-        chunks = self.chunks(reviewed, context) if reviewed.files else []
+        chunks = self.with_surroundings(self.chunks(reviewed, context), context) \
+            if reviewed.files else []
         stats.chunks = len(chunks)
         self.progress.start(len(chunks))
         answers = self._answers(chunks, context, deadline, stats)

@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from reviewbot import config, diff
-from reviewbot.context import AGENTS_MD, Context, Intent
+from reviewbot.context import AGENTS_MD, Context, HeadFiles, Intent
 from reviewbot.errors import DiffError, UsageError
 from reviewbot.result import ReviewResult, exit_code
 
@@ -44,7 +44,28 @@ def _context(git_range: str | None, title: str | None, description: str | None) 
             agents = Path(AGENTS_MD).read_text(encoding="utf-8", errors="replace")
         except OSError:
             agents = None
-    return Context(intent, agents or "")
+    return Context(intent, agents or "", _head_files(git_range))
+
+
+def _head_files(git_range: str | None) -> HeadFiles | None:
+    """For --git, the files at the range's right side (the working tree when it has none, as
+    `git diff REV` compares the working tree); for --diff, nothing: a diff file may not match
+    any tree here."""
+    if not git_range:
+        return None
+    right = git_range.split("..", 1)[1].lstrip(".") if ".." in git_range else ""
+    if ".." in git_range:
+        rev = right or "HEAD"
+        return lambda path: diff.file_at(rev, path)
+
+    def working_tree(path: str) -> str | None:
+        if path.startswith("/") or ".." in path.split("/"):
+            return None  # only files inside this repository
+        try:
+            return Path(path).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None
+    return working_tree
 
 
 def _tell_when_written(result: ReviewResult, output_file: str | None) -> None:

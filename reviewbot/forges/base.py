@@ -86,5 +86,12 @@ class Forge(Protocol):
 
 
 @runtime_checkable
+class FileReader(Protocol):
+    """A forge that can read a file at a commit (for the code around a change)."""
+
+    def file_at(self, path: str, ref: str) -> str | None: ...
+
+
+@runtime_checkable
 class Resolver(Protocol):
     def resolve(self, comments: list[PostedComment]) -> None: ...

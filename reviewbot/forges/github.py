@@ -160,15 +160,18 @@ class GitHubForge:
 
     def target_file(self, path: str) -> str | None:
         """`path` at the PR's base commit: the maintainers' version, not the PR's."""
-        pr = self.pull()
+        return self.file_at(path, self.pull().base.sha)
+
+    def file_at(self, path: str, ref: str) -> str | None:
+        """A file's text at `ref`, or None when it has none there."""
         try:
-            blob = self.repo().get_contents(path, ref=pr.base.sha)
+            blob = self.repo().get_contents(path, ref=ref)
         except GithubException as exc:
             if exc.status == 404:
                 return None
-            raise forge_error(f"reading {path} of the base branch", exc) from None
+            raise forge_error(f"reading {path} at {ref[:12]}", exc) from None
         except RequestException as exc:
-            raise forge_error(f"reading {path} of the base branch", exc) from None
+            raise forge_error(f"reading {path} at {ref[:12]}", exc) from None
         if isinstance(blob, list):  # a directory of that name
             return None
         return bytes(blob.decoded_content).decode("utf-8", "replace")

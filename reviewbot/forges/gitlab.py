@@ -160,7 +160,7 @@ class GitLabForge:
                 out.append(full)
         return ChangeSet(tuple(out))
 
-    def file_content(self, path: str, ref: str) -> str | None:
+    def file_at(self, path: str, ref: str) -> str | None:
         """A file's text at `ref` (e.g. the head SHA), for extra context; None if it is absent."""
         try:
             raw = self.project.files.raw(file_path=path, ref=ref)
@@ -179,7 +179,7 @@ class GitLabForge:
             or meta.attributes.get("target_branch")
         if not ref:
             raise ForgeError(f"merge request !{self.iid} names no target branch")
-        return self.file_content(path, str(ref))
+        return self.file_at(path, str(ref))
 
     # existing comments
     def existing(self) -> list[PostedComment]:

@@ -13,12 +13,13 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from reviewbot import anchoring
-from reviewbot.context import AGENTS_MD, Context
+from reviewbot.context import AGENTS_MD, Context, HeadFiles
 from reviewbot.diff import ChangeSet, Side
 from reviewbot.errors import ForgeError
 from reviewbot.findings import Finding, merge, with_fingerprints
 from reviewbot.forges.base import (
     ChangeRequest,
+    FileReader,
     Forge,
     PostedComment,
     PostOutcome,
@@ -105,7 +106,9 @@ def review_change_request(
         if incremental is not None:
             changes, used_mode, since = incremental, "incremental", last_sha
     # the maintainers' AGENTS.md: the target branch's, never the merge request's
-    result = reviewer(changes, Context(request.intent, forge.target_file(AGENTS_MD) or ""))
+    context = Context(request.intent, forge.target_file(AGENTS_MD) or "",
+                      head_files(forge, request.head_sha))
+    result = reviewer(changes, context)
     _add_skipped(result.stats, request)
     if fail_on_skipped:  # what the forge withheld (the engine reports its own skips)
         result.stats.errors += unreviewed_error([s for s in request.skipped if s.source])
@@ -149,6 +152,22 @@ def review_change_request(
         except ForgeError as exc:
             run.errors.append(f"writing the summary failed: {exc}")
     return run
+
+
+def head_files(forge: Forge, sha: str) -> HeadFiles | None:
+    """The forge's files at the change's head, for the code around each hunk; a file that
+    cannot be read is simply not shown (the diff is reviewed all the same)."""
+    if not isinstance(forge, FileReader) or not sha:
+        return None
+    reader = forge
+
+    def read(path: str) -> str | None:
+        try:
+            return reader.file_at(path, sha)
+        except ForgeError as exc:
+            log.warning("not showing the code around %s: %s", path, exc)
+            return None
+    return read
 
 
 def _post(forge: Forge, request: ChangeRequest, findings: list[Finding]) -> PostOutcome:

@@ -144,8 +144,8 @@ def test_tokens_never_appear_in_logs_errors_or_output(env: Env, caplog: pytest.L
 
 def test_file_content_at_head_for_extra_context(env: Env) -> None:
     forge = make_forge(env.gitlab)
-    assert forge.file_content("src/new_name.py", env.head).startswith("def f0():")  # type: ignore[union-attr]
-    assert forge.file_content("src/old_name.py", env.head) is None  # renamed away
+    assert forge.file_at("src/new_name.py", env.head).startswith("def f0():")  # type: ignore[union-attr]
+    assert forge.file_at("src/old_name.py", env.head) is None  # renamed away
 
 
 def test_an_older_gitlab_without_the_diffs_endpoint_uses_changes(env: Env) -> None:

@@ -106,3 +106,23 @@ def test_github_reads_agents_md_at_the_base_commit(fake: FakeGitHub) -> None:
     agents: list[str] = []
     review_change_request(forge(fake), recording([], agents), mode="full")
     assert agents == ["Base rules.\n"]
+
+
+def test_the_code_around_a_hunk_comes_from_the_head_commit(env: Env) -> None:
+    prompts: list[str] = []
+
+    def script(body: dict[str, Any], attempt: int) -> Reply:
+        prompts.append(body["messages"][1]["content"])
+        return Reply(tool_args={"summary": "", "findings": []})
+
+    with FakeOpenAI(script, max_model_len=16000) as server:
+        proc = _cli(env, server, "--no-verify")
+    assert proc.returncode == 0, proc.stderr
+    (text,) = prompts
+    context = text.split("<context>\n", 1)[1].split("</context>", 1)[0]
+    head = env.repo.git("show", f"{env.head}:src/app.py").split("\n")
+    block = context.split("=== src/app.py lines ", 1)[1].split("\n=== ", 1)[0]
+    first, last = map(int, block.split(" ", 1)[0].split("-"))
+    assert block.split("\n")[1:] == ["|" + line for line in head[first - 1:last]]
+    reads = [r.path for r in env.gitlab.requests if "/repository/files/" in r.path]
+    assert any("app.py" in path and path.endswith("/raw") for path in reads), reads

@@ -1,0 +1,120 @@
+"""The code around a change: enclosing definitions (tree-sitter, or indentation and braces),
+shown without rows, only as far as the budget allows, never from a stale source."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from reviewbot.chunking import Chunk, make_pieces
+from reviewbot.config import Settings
+from reviewbot.context import Context
+from reviewbot.diff import parse
+from reviewbot.review import Engine
+from reviewbot.surroundings import Span, around, enclosing, surrounding_blocks
+from reviewbot.tokens import EstimateTokenCounter
+from tests.fake_openai import FakeOpenAI, Reply, row_ranges
+
+PY = ["import os", "", "", "class Store:", "    def __init__(self, root):", "        self.root = root", "", "    def save(self, key, value):", "        path = os.path.join(self.root, key)", '        with open(path, "w") as f:', "            f.write(value)", "        return path", "", "", "def helper():", "    return 1", ""]
+
+
+def test_tree_sitter_finds_the_enclosing_method_and_class() -> None:
+    assert enclosing(PY, "store.py", 10, 11) == Span(8, 12)  # save()
+    assert enclosing(PY, "store.py", 8, 12) == Span(4, 12)  # the whole method: its class
+    assert enclosing(PY, "store.py", 16, 16) == Span(15, 16)
+
+
+def test_other_languages_by_grammar_or_by_braces_and_indentation() -> None:
+    go = ["package x", "", "func Save(k string) error {", '\tif k == "" {', "\t\treturn nil", "\t}", "\treturn write(k)", "}", ""]
+    assert enclosing(go, "x.go", 5, 5) == Span(3, 8)
+    ruby = ["class Store", "  def save(key)", "    File.write(key, 1)", "  end", "end", ""]
+    assert enclosing(ruby, "store.rb", 3, 3) is None  # no opener: falls back to ±pad
+    c = ["int f(int x) {", "    int y = x;", "    return y;", "}", ""]
+    assert enclosing(c, "f.c", 2, 3) == Span(1, 4)  # braces
+
+
+def test_a_long_definition_gives_way_to_pad_lines() -> None:
+    assert around(PY, "store.py", 10, 10, pad=1, max_lines=3) == Span(9, 11)
+    assert around(PY, "store.py", 10, 10, pad=1, max_lines=50) == Span(8, 12)
+
+
+DIFF = """\
+diff --git a/store.py b/store.py
+--- a/store.py
++++ b/store.py
+@@ -9,3 +9,3 @@ class Store:
+         path = os.path.join(self.root, key)
+-        with open(path) as f:
++        with open(path, "w") as f:
+             f.write(value)
+"""
+
+
+def _chunk() -> Chunk:
+    return Chunk(1, tuple(make_pieces(parse(DIFF), EstimateTokenCounter(), 10_000)))
+
+
+def test_blocks_hold_only_lines_the_diff_does_not_show_and_no_rows() -> None:
+    (above, below) = surrounding_blocks(_chunk(), lambda path: PY, pad=2, max_lines=120)
+    # the innermost definition (save, lines 8-12) and 2 lines on each side of the hunk (9-11)
+    assert above == ("=== store.py lines 7-8 (head, not in the diff)\n|\n"
+                     "|    def save(self, key, value):")
+    assert below == "=== store.py lines 12-13 (head, not in the diff)\n|        return path\n|"
+    assert not re.search(r"^[-+ ]\d+\|", above + below, re.MULTILINE)  # nothing looks like a row
+
+
+def test_a_stale_source_shows_nothing() -> None:
+    stale = [line.replace("open(path, \"w\")", "open(path, 'w')") for line in PY]
+    assert surrounding_blocks(_chunk(), lambda path: stale, pad=2, max_lines=120) == []
+    assert surrounding_blocks(_chunk(), lambda path: None, pad=2, max_lines=120) == []
+
+
+def test_the_diff_comes_first_the_context_takes_what_room_is_left() -> None:
+    roomy = Engine(Settings(), None, EstimateTokenCounter(), "m", 65536)  # type: ignore[arg-type]
+    (chunk,) = roomy.with_surroundings([_chunk()], Context(files=lambda path: "\n".join(PY)))
+    user = roomy.messages(chunk, 1, Context())[1]["content"]
+    assert "<context>\n=== store.py lines 1-8" in user  # 20 lines each side by default
+    assert user.index("</diff>") < user.index("<context>")
+    fixed = roomy._exact(_chunk().pieces, Context())
+    size = fixed + 2048 + 16 + 30  # 30 tokens of room after the diff: not enough for the code
+    tight = Engine(Settings(max_context=size), None, EstimateTokenCounter(), "m",  # type: ignore[arg-type]
+                   size)
+    assert tight.budget - fixed == 30
+    (bare,) = tight.with_surroundings([_chunk()], Context(files=lambda path: "\n".join(PY)))
+    assert bare.around == ""
+
+
+def test_a_git_review_shows_the_enclosing_code_and_rows_stay_the_diffs(tmp_path: Path) -> None:
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
+
+    git("init", "-q", "-b", "main")
+    git("config", "user.email", "t@example.invalid")
+    git("config", "user.name", "t")
+    (tmp_path / "store.py").write_text("\n".join(PY).replace('open(path, "w")', "open(path)"))
+    git("add", ".")
+    git("commit", "-q", "-m", "base")
+    (tmp_path / "store.py").write_text("\n".join(PY))
+    git("commit", "-q", "-am", "Open for writing")
+    seen: list[dict[str, Any]] = []
+
+    def script(body: dict[str, Any], n: int) -> Reply:
+        seen.append(body)
+        return Reply(tool_args={"summary": "", "findings": []})
+
+    with FakeOpenAI(script, max_model_len=16000) as server:
+        proc = subprocess.run(
+            [sys.executable, "-m", "reviewbot", "review", "--git", "HEAD~1..HEAD", "--base-url",
+             server.base_url, "--config", "/dev/null", "--no-verify"],
+            cwd=tmp_path, capture_output=True, text=True, timeout=120,
+            env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(Path(__file__).parents[2])})
+    assert proc.returncode == 0, proc.stderr
+    (body,) = seen
+    user = body["messages"][1]["content"]
+    assert "|class Store:" in user and "|    def __init__(self, root):" in user
+    shown_rows = {int(m) for m in re.findall(r"^[-+ ](\d+)\|", user, re.MULTILINE)}
+    admitted = {r for lo, hi in row_ranges(body) for r in range(lo, hi + 1)}
+    assert admitted == shown_rows  # context lines added no anchor
