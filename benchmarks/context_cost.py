@@ -1,0 +1,67 @@
+"""What the code around a change costs in prompt tokens, and how often it fits.
+
+For each `--git` range of a repository: the chunks' exact prompt tokens (vLLM /tokenize) without
+and with the code around the hunks, the share of files that got some, and of hunks whose
+enclosing definition was found (tree-sitter or the fallback).
+
+    python benchmarks/context_cost.py --base-url http://127.0.0.1:8000/v1 --repo /tmp/click \\
+        d340b0c1..d340b0c1^ 1241abae..1241abae^ 762c97ee..762c97ee^ v8.1.0..v8.1.3
+
+Talks only to the server given (127.0.0.1 in the project's own runs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+from reviewbot import diff, filters
+from reviewbot.config import resolve
+from reviewbot.context import Context
+from reviewbot.review import make_engine
+from reviewbot.surroundings import enclosing
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--base-url", required=True)
+    ap.add_argument("--repo", required=True)
+    ap.add_argument("ranges", nargs="+")
+    args = ap.parse_args()
+    os.chdir(args.repo)
+    engine = make_engine(resolve({"base_url": args.base_url, "verify": False}, env={},
+                                 file_values={}))
+    out = []
+    for range_ in args.ranges:
+        changes, _ = filters.split(diff.parse(diff.from_git(range_)))
+        right = range_.split("..", 1)[1].lstrip(".") or "HEAD"
+        context = Context(files=lambda path, rev=right: diff.file_at(rev, path))
+        chunks = engine.chunks(changes, Context())
+        plain = sum(engine._exact(c.pieces, Context()) for c in chunks)
+        around = engine.with_surroundings(chunks, context)
+        richer = sum(engine.counter.count_request(*engine.request(c, len(around), Context()))
+                     for c in around)
+        hunks = found = 0
+        for f in changes.files:
+            text = diff.file_at(right, f.path)
+            if text is None:
+                continue
+            lines = text.split("\n")
+            for h in f.hunks:
+                news = [ln.new for ln in h.lines if ln.new is not None and ln.changed]
+                if news:
+                    hunks += 1
+                    found += enclosing(lines, f.path, min(news), max(news)) is not None
+        out.append({"range": range_, "files": len(changes.files), "chunks": len(chunks),
+                    "changed_lines": changes.changed_lines, "prompt_tokens_diff_only": plain,
+                    "prompt_tokens_with_context": richer,
+                    "ratio": round(richer / plain, 3) if plain else None,
+                    "context_blocks": sum(1 for c in around for b in c.around.split("\n=== ")
+                                              if b),
+                    "hunks": hunks, "hunks_with_enclosing_definition": found})
+    print(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()
