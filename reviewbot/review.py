@@ -37,6 +37,7 @@ from reviewbot.tokens import EstimateTokenCounter, LocalTokenCounter, TokenCount
 SAFETY_TOKENS = 16  # slack for tokenizer merges across piece boundaries
 MAX_RESPLITS = 6
 ANSWER_ATTEMPTS = 3  # an unusable answer (no call, bad JSON, cut short) is asked for again
+MAX_HEAD_FILES = 200  # files read for the code around the hunks, per review
 
 
 @dataclass
@@ -148,6 +149,8 @@ class Engine:
         texts: dict[str, list[str] | None] = {}
 
         def head(path: str) -> list[str] | None:
+            if path not in texts and len(texts) >= MAX_HEAD_FILES:
+                return None  # one API call per file on a forge: bounded per review
             if path not in texts:
                 text = context.files(path) if context.files else None
                 texts[path] = text.replace("\r\n", "\n").split("\n") if text is not None else None
