@@ -2,7 +2,8 @@
 
 For each `--git` range of a repository: the chunks' exact prompt tokens (vLLM /tokenize) without
 and with the code around the hunks, the share of files that got some, and of hunks whose
-enclosing definition was found (tree-sitter or the fallback).
+enclosing definition was found (tree-sitter or the fallback); the names the added lines call,
+how many have a definition elsewhere in the head tree (git grep), and how many were shown.
 
     python benchmarks/context_cost.py --base-url http://127.0.0.1:8000/v1 --repo /tmp/click \\
         d340b0c1..d340b0c1^ 1241abae..1241abae^ 762c97ee..762c97ee^ v8.1.0..v8.1.3
@@ -19,6 +20,7 @@ import os
 from reviewbot import diff, filters
 from reviewbot.config import resolve
 from reviewbot.context import Context
+from reviewbot.definitions import called_names, defined_in, git_finder
 from reviewbot.review import make_engine
 from reviewbot.surroundings import enclosing
 
@@ -36,12 +38,22 @@ def main() -> None:
     for range_ in args.ranges:
         changes, _ = filters.split(diff.parse(diff.from_git(range_)))
         right = range_.split("..", 1)[1].lstrip(".") or "HEAD"
-        context = Context(files=lambda path, rev=right: diff.file_at(rev, path))
+        context = Context(files=lambda path, rev=right: diff.file_at(rev, path),
+                          definitions=git_finder(right))
         chunks = engine.chunks(changes, Context())
         plain = sum(engine._exact(c.pieces, Context()) for c in chunks)
         around = engine.with_surroundings(chunks, context)
         richer = sum(engine.counter.count_request(*engine.request(c, len(around), Context()))
                      for c in around)
+        added = [ln.text for f in changes.files for h in f.hunks for ln in h.lines
+                 if ln.kind == "+"]
+        names = called_names(added, defined_in(added))
+
+        def read(path: str, rev: str = right) -> list[str] | None:
+            text = diff.file_at(rev, path)
+            return text.split("\n") if text is not None else None
+
+        found_defs = git_finder(right)(names, read)
         hunks = found = 0
         for f in changes.files:
             text = diff.file_at(right, f.path)
@@ -59,6 +71,9 @@ def main() -> None:
                     "ratio": round(richer / plain, 3) if plain else None,
                     "context_blocks": sum(1 for c in around for b in c.around.split("\n=== ")
                                               if b),
+                    "names_searched": len(names),
+                    "definitions_found": len(found_defs),
+                    "definitions_shown": sum(c.around.count("(definition of ") for c in around),
                     "hunks": hunks, "hunks_with_enclosing_definition": found})
     print(json.dumps(out, indent=2))
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Any
 
 MAX_TITLE = 300
 MAX_DESCRIPTION = 4000
@@ -50,6 +51,8 @@ class Intent:
 
 # a file's text at the head of the change (None when it has none): for the code around a hunk
 HeadFiles = Callable[[str], "str | None"]
+# definitions of names in the head tree: (names, a reader of head files' lines) -> definitions
+Finder = Callable[[list[str], Callable[[str], "list[str] | None"]], list[Any]]
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,7 @@ class Context:
     intent: Intent = Intent()
     agents_md: str = ""  # the repository's AGENTS.md: the target branch's in forge mode
     files: HeadFiles | None = None
+    definitions: Finder | None = None  # reviewbot.definitions.git_finder for --git
 
     def capped(self) -> Context:
         return replace(self, intent=self.intent.capped(),

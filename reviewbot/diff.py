@@ -313,6 +313,11 @@ def commit_messages(range_: str, cwd: str | None = None, limit: int = 30) -> tup
     return tuple(reversed([m.strip() for m in messages if m.strip()]))
 
 
+def is_revision(text: str) -> bool:
+    """A revision or range git may take as such: no option, no whitespace or control chars."""
+    return _RANGE.fullmatch(text) is not None
+
+
 def range_base(range_: str) -> str | None:
     """The left side of `A..B` / `A...B` (the target), or None for a single revision."""
     left = range_.split("..", 1)[0] if ".." in range_ else ""

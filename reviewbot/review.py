@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -22,6 +22,7 @@ from reviewbot.chunking import Chunk, Piece, file_header, make_pieces, pack, spl
 from reviewbot.config import Settings
 from reviewbot.context import Context
 from reviewbot.deadline import DeadlineTransport, until
+from reviewbot.definitions import Definition, called_names, defined_in
 from reviewbot.diff import ChangeSet, FileDiff, Side
 from reviewbot.errors import BadAnswer, ContextTooLong, ContextTooSmall, RequestFailed, redact
 from reviewbot.findings import Finding, Severity, merge, with_fingerprints
@@ -31,7 +32,7 @@ from reviewbot.prompttext import defuse, label, quoted
 from reviewbot.report.progress import ChunkProgress, NoProgress
 from reviewbot.result import Dropped, Reviewer, ReviewResult, Stats, unreviewed_error
 from reviewbot.rules import applicable
-from reviewbot.surroundings import surrounding_blocks
+from reviewbot.surroundings import definition_blocks, surrounding_blocks
 from reviewbot.tokens import EstimateTokenCounter, LocalTokenCounter, TokenCounter, VllmTokenCounter
 
 SAFETY_TOKENS = 16  # slack for tokenizer merges across piece boundaries
@@ -156,10 +157,12 @@ class Engine:
                 texts[path] = text.replace("\r\n", "\n").split("\n") if text is not None else None
             return texts[path]
 
+        found = self._definitions(chunks, context, head)
         out = []
         for chunk in chunks:
             blocks = surrounding_blocks(chunk, head, self.settings.surrounding_lines,
                                         self.settings.max_enclosing_lines)
+            blocks += definition_blocks(chunk, found)  # after the code around: less relevant
             room = (self.budget - self._exact(chunk.pieces, context)
                     - tools.extra_output(chunk.changed_lines, self.settings.max_findings_per_chunk)
                     - 64)  # the section's own framing
@@ -170,6 +173,17 @@ class Engine:
                     used += cost + 4
             out.append(replace(chunk, around="\n".join(kept)))
         return out
+
+    @staticmethod
+    def _definitions(chunks: list[Chunk], context: Context,
+                     head: Callable[[str], list[str] | None]) -> list[Definition]:
+        """Definitions of the names the chunks' added lines call, found once per review."""
+        if context.definitions is None:
+            return []
+        added = [ln.text for c in chunks for p in c.pieces for ln in p.lines if ln.kind == "+"]
+        shown = [ln.text for c in chunks for p in c.pieces for ln in p.lines if ln.kind != "-"]
+        found: list[Definition] = context.definitions(called_names(added, defined_in(shown)), head)
+        return found
 
     # -- chunking ---------------------------------------------------------------------------
     def chunks(self, changes: ChangeSet, context: Context) -> list[Chunk]:

@@ -151,6 +151,22 @@ def surrounding_blocks(chunk: Chunk, head: Callable[[str], list[str] | None], pa
     return blocks
 
 
+def definition_blocks(chunk: Chunk, found: list[Any]) -> list[str]:
+    """Blocks for the definitions (reviewbot.definitions.Definition) that this chunk's added
+    lines use and does not show itself."""
+    added = "\n".join(ln.text for p in chunk.pieces for ln in p.lines if ln.kind == "+")
+    shown = {(file.path, ln.new) for file, pieces in chunk.by_file() for p in pieces
+             for ln in p.lines if ln.new is not None}
+    out = []
+    for d in found:
+        if (d.path, d.first) in shown or not re.search(rf"\b{re.escape(d.name)}\s*\(", added):
+            continue
+        body = "\n".join("|" + defuse(line[:MAX_LINE_CHARS]) for line in d.lines)
+        out.append(f"=== {label(d.path)} lines {d.first}-{d.last} (definition of "
+                   f"{label(d.name)}, head, not in the diff)\n{body}")
+    return out
+
+
 def _runs(numbers: list[int]) -> list[tuple[int, int]]:
     out: list[tuple[int, int]] = []
     for n in numbers:

@@ -12,6 +12,7 @@ import click
 
 from reviewbot import config, diff
 from reviewbot.context import AGENTS_MD, Context, HeadFiles, Intent
+from reviewbot.definitions import git_finder
 from reviewbot.errors import DiffError, UsageError
 from reviewbot.result import ReviewResult, exit_code
 
@@ -44,7 +45,17 @@ def _context(git_range: str | None, title: str | None, description: str | None) 
             agents = Path(AGENTS_MD).read_text(encoding="utf-8", errors="replace")
         except OSError:
             agents = None
-    return Context(intent, agents or "", _head_files(git_range))
+    right = _right_side(git_range) if git_range else None
+    return Context(intent, agents or "", _head_files(git_range),
+                   git_finder(right if right != "" else None) if git_range else None)
+
+
+def _right_side(git_range: str) -> str:
+    """The revision a range's new side is at: B of A..B or A...B (HEAD when empty); "" for a
+    single revision, whose new side is the working tree."""
+    if ".." not in git_range:
+        return ""
+    return git_range.split("..", 1)[1].lstrip(".") or "HEAD"
 
 
 def _head_files(git_range: str | None) -> HeadFiles | None:
@@ -53,9 +64,8 @@ def _head_files(git_range: str | None) -> HeadFiles | None:
     any tree here."""
     if not git_range:
         return None
-    right = git_range.split("..", 1)[1].lstrip(".") if ".." in git_range else ""
-    if ".." in git_range:
-        rev = right or "HEAD"
+    rev = _right_side(git_range)
+    if rev:
         return lambda path: diff.file_at(rev, path)
 
     def working_tree(path: str) -> str | None:

@@ -1,0 +1,109 @@
+"""Definitions from other files, targeted: for names that added lines call or construct and that
+the chunk does not define itself, their signature and the start of their body, found in the
+head tree with `git grep` (one call per review for every name) and cut at the definition's end
+with the same parser as the code around a hunk.
+
+Only for `--git` reviews for now: a forge has no cheap way to search its tree at a commit.
+"""
+
+from __future__ import annotations
+
+import keyword
+import re
+import subprocess
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from reviewbot.diff import is_revision
+from reviewbot.surroundings import enclosing
+
+MAX_NAMES = 40  # per review: the names searched for
+MAX_HITS_PER_NAME = 2  # an ambiguous name (defined in many files) is not worth the budget
+BODY_LINES = 15  # the signature and the first lines of the body
+
+_CALL = re.compile(r"(?<![\w.])([A-Za-z_]\w{2,})\s*\(|\.([A-Za-z_]\w{2,})\s*\(")
+_COMMON = frozenset({
+    "print", "len", "range", "str", "int", "float", "bool", "dict", "list", "set", "tuple",
+    "isinstance", "getattr", "setattr", "hasattr", "super", "open", "format", "append", "extend",
+    "join", "split", "strip", "get", "items", "keys", "values", "update", "sorted", "min", "max",
+    "sum", "any", "all", "map", "filter", "zip", "enumerate", "repr", "type", "object", "Exception",
+    "ValueError", "TypeError", "KeyError", "RuntimeError", "func", "function", "return", "new",
+    "console", "log", "push", "then", "catch", "require", "println", "printf", "make", "Error", "Errorf", "Sprintf", "String", "unwrap", "expect", "clone", "into", "from", "to_string",
+})
+_DEFINES = (r"^\s*(export\s+)?(default\s+)?(pub(\([a-z]+\))?\s+)?(async\s+)?"
+            r"(def|class|function|func|fn|struct|enum|trait|interface|type)\s+(\([^)]*\)\s*)?")
+
+
+@dataclass(frozen=True)
+class Definition:
+    name: str
+    path: str
+    first: int  # 1-based lines in the head file
+    last: int
+    lines: tuple[str, ...]
+
+
+def called_names(added: Iterable[str], defined_here: Iterable[str]) -> list[str]:
+    """Names the added lines call, most frequent first, without keywords, very common
+    builtins and methods, and names the chunk defines itself."""
+    counts: dict[str, int] = {}
+    for line in added:
+        for m in _CALL.finditer(line):
+            name = m.group(1) or m.group(2)
+            if name not in _COMMON and not keyword.iskeyword(name):
+                counts[name] = counts.get(name, 0) + 1
+    own = set(defined_here)
+    ranked = sorted((n for n in counts if n not in own), key=lambda n: (-counts[n], n))
+    return ranked[:MAX_NAMES]
+
+
+def defined_in(lines: Iterable[str]) -> set[str]:
+    pattern = re.compile(_DEFINES + r"([A-Za-z_]\w*)")
+    return {m.group(8) for line in lines if (m := pattern.match(line))}
+
+
+Reader = Callable[[str], "list[str] | None"]  # a head file's lines
+
+
+def git_finder(rev: str | None, cwd: str | None = None
+               ) -> Callable[[list[str], Reader], list[Definition]]:
+    """Definitions of `names` at `rev` (None: the working tree), by one `git grep`."""
+    def find(names: list[str], read: Reader) -> list[Definition]:
+        if not names:
+            return []
+        argv = ["git", "grep", "-n", "-I", "-E", "--no-color"]
+        for name in names:
+            argv += ["-e", _DEFINES + re.escape(name) + r"\b"]
+        # git grep takes no --end-of-options (git 2.39): the revision is checked instead
+        if rev and not is_revision(rev):
+            return []
+        argv += [*([rev] if rev else []), "--"]
+        try:
+            proc = subprocess.run(argv, cwd=cwd, capture_output=True, check=False, timeout=60)
+        except (FileNotFoundError, subprocess.TimeoutExpired):
+            return []
+        hits: dict[str, list[tuple[str, int]]] = {}
+        for raw in proc.stdout.decode("utf-8", "replace").splitlines():
+            if rev:  # REV:path:line:text; without a revision, path:line:text
+                raw = raw.split(":", 1)[1] if ":" in raw else ""
+            where, line_no, text = (raw.split(":", 2) + ["", ""])[:3]
+            if not line_no.isdigit():
+                continue
+            for name in names:
+                if re.match(_DEFINES + re.escape(name) + r"\b", text):
+                    hits.setdefault(name, []).append((where, int(line_no)))
+        out = []
+        for name in names:
+            places = hits.get(name, [])
+            if not 0 < len(places) <= MAX_HITS_PER_NAME:
+                continue
+            for path, number in places:
+                lines = read(path)
+                if lines is None or number > len(lines):
+                    continue
+                span = enclosing(lines, path, number, number)
+                last = span.last if span is not None and span.first == number else number
+                last = min(last, number + BODY_LINES - 1)
+                out.append(Definition(name, path, number, last, tuple(lines[number - 1:last])))
+        return out
+    return find
