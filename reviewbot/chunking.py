@@ -12,7 +12,7 @@ percent of the minimum number of chunks; each chunk shows its pieces in diff ord
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from reviewbot.diff import ChangeSet, DiffLine, FileDiff, Hunk, Side
 from reviewbot.errors import DiffError
@@ -137,14 +137,15 @@ def make_pieces(
 
 def split(piece: Piece, counter: TokenCounter, limit: int, context_lines: int) -> list[Piece]:
     """Consecutive slices of a piece's owned lines, each under `limit` tokens with lead-in context."""
-    lines = piece.lines
     first = piece.first_row
-    line_tokens = counter.count_texts([render_line(line, first + i) + "\n" for i, line in enumerate(lines)])
     header_tokens = counter.count_texts([piece.hunk.header + " (part 99 of 99)\n"])[0]
+    lines, line_tokens = _cut_long_lines(piece, counter, (limit - header_tokens) // 2)
     slices: list[tuple[int, int, int]] = []  # (lead-in start, owned start, end)
     start = piece.lead
     while start < len(lines):
         lead = max(0, start - context_lines)
+        if header_tokens + sum(line_tokens[lead:start + 1]) > limit:
+            lead = start  # a long lead-in gives way to the line it leads to
         used = header_tokens + sum(line_tokens[lead:start])
         end = start
         while end < len(lines) and used + line_tokens[end] <= limit:
@@ -166,6 +167,29 @@ def split(piece: Piece, counter: TokenCounter, limit: int, context_lines: int) -
         Piece(piece.file, piece.hunk, lines[a:c], b - a, (k, len(slices)), text, tokens, first + a)
         for k, ((a, b, c), text, tokens) in enumerate(zip(slices, texts, counts), 1)
     ]
+
+
+def _cut_long_lines(piece: Piece, counter: TokenCounter,
+                    most: int) -> tuple[tuple[DiffLine, ...], list[int]]:
+    """The piece's lines, each that alone needs more than `most` tokens cut short (with how much
+    was cut), and their token counts: one huge line (a minified file, an inline SVG) is shown in
+    part rather than failing the review."""
+    first = piece.first_row
+    lines = list(piece.lines)
+    tokens = counter.count_texts([render_line(ln, first + i) + "\n" for i, ln in enumerate(lines)])
+    for _ in range(3):  # the cut is estimated from the tokens per character: check, and again
+        over = [i for i, t in enumerate(tokens) if t > most]
+        if not over:
+            break
+        for i in over:
+            text = lines[i].text
+            keep = max(1, int(len(text) * most / tokens[i] * 0.8) - 60)
+            lines[i] = replace(lines[i], text=text[:keep]
+                               + f" … [line cut: {len(text) - keep} more characters]")
+        recounted = counter.count_texts([render_line(lines[i], first + i) + "\n" for i in over])
+        for i, t in zip(over, recounted):
+            tokens[i] = t
+    return tuple(lines), tokens
 
 
 @dataclass

@@ -166,10 +166,13 @@ def test_every_changed_line_is_owned_exactly_once(counter: TokenCounter, context
     assert all(p.tokens <= 500 for p in pieces)
 
 
-def test_a_line_that_alone_exceeds_the_limit_is_a_clear_error(counter: TokenCounter) -> None:
+def test_a_line_that_alone_exceeds_the_limit_is_cut_not_an_error(counter: TokenCounter) -> None:
+    # it used to fail the whole review (DiffError); the context issue asks for a cut instead
     changes = new_file_diff("a.py", ["short = 1", "long = '" + "xyz " * 2000 + "'"])
-    with pytest.raises(diff.DiffError, match="a.py: line 2"):
-        make_pieces(changes, counter, 200)
+    pieces = make_pieces(changes, counter, 200)
+    assert all(p.tokens <= 200 for p in pieces) and sum(p.owned for p in pieces) == 2
+    (long,) = [ln for p in pieces for ln in p.lines[p.lead:] if ln.new == 2]
+    assert long.text.startswith("long = 'xyz xyz") and "more characters]" in long.text
 
 
 # -- packing ---------------------------------------------------------------------------------
@@ -303,3 +306,19 @@ def test_a_split_hunk_of_a_long_path_still_fits_the_context(counter: TokenCounte
     sizes = [request_tokens(e, c, len(chunks), "Add integration tests") for c in chunks]
     assert max(sizes) + e.settings.max_output_tokens <= context, (max(sizes), context)
     assert sum(c.changed_lines for c in chunks) == 1200
+
+
+def test_a_line_larger_than_a_request_is_shown_cut_never_a_failure() -> None:
+    """One dense line (an inline SVG path) bigger than the whole budget: the review goes on,
+    the line is shown cut short and says so, and every changed line is still owned once."""
+    svg = "<path d=\"" + " ".join(f"M{i} {i}L{i + 1} {i * 7}" for i in range(1500)) + "\"/>"
+    raw = (f"diff --git a/logo.svg b/logo.svg\n--- a/logo.svg\n+++ b/logo.svg\n@@ -1,3 +1,3 @@\n"
+           f" <svg>\n-<path/>\n+{svg}\n </svg>\n").encode()
+    changes = diff.parse(raw)
+    counter = EstimateTokenCounter()
+    pieces = make_pieces(changes, counter, 600)
+    assert all(p.tokens <= 600 for p in pieces)
+    assert sum(p.owned for p in pieces) == changes.changed_lines == 2
+    cut = next(ln for p in pieces for ln in p.lines[p.lead:] if ln.kind == "+")
+    assert cut.text.startswith("<path d=\"M0 0L1 0") and "more characters]" in cut.text
+    assert len(cut.text) < len(svg)
