@@ -34,6 +34,7 @@ class Settings:
     model: str | None = field(default=None, metadata=_env("REVIEWBOT_MODEL"))
     api_key: str | None = field(default=None, metadata=_env("REVIEWBOT_API_KEY"))
     max_context: int = 65536
+    chunk_tokens: int = 0  # target prompt tokens of one review unit; 0: as many as the context holds
     max_output_tokens: int = 2048  # room for max_findings_per_chunk findings; a cut call loses them
     concurrency: int = 8
     request_timeout: float = 300.0  # wall-clock seconds per request, however the bytes trickle
@@ -93,6 +94,8 @@ class Settings:
                              f"not {self.inline_min_severity!r}")
         if not 0 <= self.min_confidence <= 1:
             raise UsageError("min_confidence must be between 0 and 1")
+        if self.chunk_tokens < 0:
+            raise UsageError("chunk_tokens must be at least 0 (0: fill the context)")
         if self.surrounding_lines < 0 or self.max_enclosing_lines < 0:
             raise UsageError("surrounding_lines and max_enclosing_lines must be at least 0")
         if self.max_inline_comments < 0:

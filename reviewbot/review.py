@@ -86,8 +86,10 @@ class Engine:
     @property
     def budget(self) -> int:
         """Prompt tokens of a chunk with at most MIN_FINDINGS findings' worth of changed lines
-        (a bigger chunk reserves `tools.extra_output` more for its answer)."""
-        return self.context - self.settings.max_output_tokens - SAFETY_TOKENS
+        (a bigger chunk reserves `tools.extra_output` more for its answer); `chunk_tokens`
+        makes review units smaller than the context would allow."""
+        full = self.context - self.settings.max_output_tokens - SAFETY_TOKENS
+        return min(full, self.settings.chunk_tokens) if self.settings.chunk_tokens else full
 
     def cap(self, chunk: Chunk) -> int:
         return tools.findings_cap(chunk.changed_lines, self.settings.max_findings_per_chunk)
@@ -193,7 +195,8 @@ class Engine:
             raise ContextTooSmall(
                 f"the system prompt and tools take {fixed} tokens, and max_context "
                 f"({self.context}) less max_output_tokens ({self.settings.max_output_tokens}) "
-                f"leaves {self.budget}: no room for the diff")
+                f"leaves {self.budget} (chunk_tokens: {self.settings.chunk_tokens or 'off'}): "
+                "no room for the diff")
         count = self.counter.count_texts
         # one {"minimum", "maximum"} range in the row schema per run of consecutive rows
         range_cost = count([json.dumps({"minimum": 999999, "maximum": 999999}) + ", "])[0]

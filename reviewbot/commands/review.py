@@ -107,6 +107,8 @@ def engine_options(command: Callable[..., None]) -> Callable[..., None]:
         click.option("--max-context", type=int,
                      help="Upper bound on prompt + output tokens (65536)."),
         click.option("--concurrency", type=int, help="Chunks in flight at once (8)."),
+        click.option("--chunk-tokens", type=int,
+                     help="Target prompt tokens per review unit (0: fill the context)."),
         click.option("--tokenizer",
                      help="tokenizer.json to count with when the server has no /tokenize."),
         click.option("--exclude", multiple=True, help="Glob of files to skip (repeatable)."),

@@ -322,3 +322,14 @@ def test_a_line_larger_than_a_request_is_shown_cut_never_a_failure() -> None:
     cut = next(ln for p in pieces for ln in p.lines[p.lead:] if ln.kind == "+")
     assert cut.text.startswith("<path d=\"M0 0L1 0") and "more characters]" in cut.text
     assert len(cut.text) < len(svg)
+
+
+def test_chunk_tokens_makes_smaller_review_units_within_the_same_context(
+        many_files: ChangeSet, counter: TokenCounter) -> None:
+    whole = engine(counter, 8192)
+    units = engine(counter, 8192, chunk_tokens=3000)
+    assert units.budget == 3000 < whole.budget
+    big, small = whole.chunks(many_files, Context()), units.chunks(many_files, Context())
+    assert len(small) > len(big)
+    assert sum(c.changed_lines for c in small) == many_files.changed_lines
+    assert all(request_tokens(units, c, len(small), title="") <= 3000 for c in small)
