@@ -37,10 +37,11 @@ def render(result: ReviewResult) -> str:
 def to_sarif(result: ReviewResult) -> Json:
     categories = sorted({_rule_id(f) for f in result.findings})
     index = {c: i for i, c in enumerate(categories)}
+    held = {h.fingerprint: h.reason for h in result.held}
     run: Json = {
         "tool": {"driver": _driver(categories)},
         "invocations": [_invocation(result)],
-        "results": [_result(f, index) for f in result.findings],
+        "results": [_result(f, index, held.get(f.fingerprint)) for f in result.findings],
         "properties": {
             "summary": result.summary,
             "model": result.model,
@@ -86,9 +87,13 @@ def _rule_id(f: Finding) -> str:
     return f.category.strip() or "general"
 
 
-def _result(f: Finding, index: dict[str, int]) -> Json:
+def _result(f: Finding, index: dict[str, int], held: str | None = None) -> Json:
     rule = _rule_id(f)
     props: Json = {"severity": f.severity.label, "side": f.side.value, "title": f.title}
+    if f.confidence is not None:
+        props["confidence"] = f.confidence
+    if held is not None:  # a forge would not post it as an inline thread
+        props["held_back"] = held
     out: Json = {
         "ruleId": rule,
         "ruleIndex": index[rule],

@@ -104,3 +104,17 @@ def test_run_properties_carry_summary_and_stats(result: ReviewResult) -> None:
     props = sarif(result)["runs"][0]["properties"]
     assert props["summary"] == result.summary
     assert props["stats"] == result.stats.to_dict()
+
+
+def test_confidence_and_held_back_are_properties(result: ReviewResult) -> None:
+    from dataclasses import replace
+
+    from reviewbot.result import Held
+
+    first = replace(result.findings[0], confidence=0.4)
+    marked = replace(result, findings=[first, *result.findings[1:]],
+                     held=[Held(first.fingerprint, "none", "confidence 0.40 below min_confidence 0.5")])
+    hit = by_title(sarif(marked), first.title)
+    assert hit["properties"]["confidence"] == 0.4
+    assert hit["properties"]["held_back"] == "confidence 0.40 below min_confidence 0.5"
+    assert "held_back" not in by_title(sarif(marked), result.findings[1].title)["properties"]
