@@ -281,6 +281,10 @@ def settings_for(url: str, concurrency: int, **extra: object):  # type: ignore[n
                    env={}, config_path="/dev/null")
 
 
+class PassFailed(Exception):
+    """A request of `passes` failed: the server's error, as text."""
+
+
 def passes(url: str, raw: bytes, candidates: int = 8) -> dict[str, Any]:
     """The precision passes like for like: the review's finding requests all at once (one
     pass); the same with each chunk's verification request sent as soon as its finding answer
@@ -304,11 +308,15 @@ def passes(url: str, raw: bytes, candidates: int = 8) -> dict[str, Any]:
     temperature = TEMPERATURE if TEMPERATURE is not None else 0.0
 
     def call(messages: Any, tools: Any, name: str, max_tokens: int, n: int = 1) -> Any:
-        return client.chat.completions.create(
-            model=SERVED, messages=messages, tools=tools, n=n,
-            tool_choice={"type": "function", "function": {"name": name}},
-            # vLLM refuses n > 1 with greedy sampling: the samples get a near-greedy 0.01
-            max_tokens=max_tokens, temperature=max(temperature, 0.01) if n > 1 else temperature)
+        try:
+            return client.chat.completions.create(
+                model=SERVED, messages=messages, tools=tools, n=n,
+                tool_choice={"type": "function", "function": {"name": name}},
+                # vLLM refuses n > 1 with greedy sampling: the samples get a near-greedy 0.01
+                max_tokens=max_tokens,
+                temperature=max(temperature, 0.01) if n > 1 else temperature)
+        except openai.APIError as exc:
+            raise PassFailed(f"{name}: {exc}") from None
 
     def finding(chunk: Any, n: int = 1) -> tuple[Any, Any, Any]:
         messages, tools = engine.request(chunk, len(chunks), Context())
@@ -564,12 +572,17 @@ def main() -> int:
             runs.append(r)
             log(kind, {k: v for k, v in r.items() if k not in ("stats", "metrics", "per_request")})
             save()
+        from reviewbot.errors import ReviewbotError
+
         for name in filter(None, args.passes.split(",")):
             try:
                 r = {"diff": name, "kind": "passes",
                      **passes(url, (args.payload / "diffs" / f"{name}.diff").read_bytes())}
-            except Exception:  # noqa: BLE001 - record and go on
-                r = {"diff": name, "kind": "passes", "error": traceback.format_exc()}
+            # what a measurement can run into: a module missing from the payload, a file, the
+            # server's answers; anything else is a bug and ends the run loudly
+            except (ImportError, OSError, PassFailed, ReviewbotError) as exc:
+                r = {"diff": name, "kind": "passes", "error": f"{type(exc).__name__}: {exc}",
+                     "traceback": traceback.format_exc()}
             runs.append(r)
             log(f"passes {name}", {k: v for k, v in r.items() if k not in ("one pass", "verify",
                                                                           "samples 3")})

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -161,3 +163,25 @@ def train_tokenizer(path: Path, vocab_size: int = 3000) -> Path:
 @pytest.fixture(scope="session")
 def tokenizer_json(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return train_tokenizer(tmp_path_factory.mktemp("tokenizer") / "tokenizer.json")
+
+
+def review_git(repo: GitRepo, range_: str, *flags: str,
+               ) -> tuple[subprocess.CompletedProcess[str], list[dict[str, Any]]]:
+    """`reviewbot review --git RANGE` run as a user runs it, in `repo`, against a scripted
+    server that answers "no findings": the process, and the requests the server got."""
+    from tests.fake_openai import FakeOpenAI, Reply
+
+    seen: list[dict[str, Any]] = []
+
+    def script(body: dict[str, Any], n: int) -> Reply:
+        seen.append(body)
+        return Reply(tool_args={"summary": "", "findings": []})
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REVIEWBOT_")}
+    env["PYTHONPATH"] = str(Path(__file__).parents[2])
+    with FakeOpenAI(script, max_model_len=16000) as server:
+        proc = subprocess.run(
+            [sys.executable, "-m", "reviewbot", "review", "--git", range_, "--base-url",
+             server.base_url, "--config", "/dev/null", *flags],
+            cwd=repo.root, capture_output=True, text=True, timeout=120, env=env, check=False)
+    return proc, seen

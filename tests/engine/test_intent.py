@@ -3,12 +3,11 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 from reviewbot.context import MAX_COMMITS_TOTAL, MAX_DESCRIPTION, Intent
+from tests.engine.conftest import GitRepo, review_git
 from tests.engine.test_review_cli import run
 from tests.fake_openai import FakeOpenAI, Reply
 
@@ -33,28 +32,15 @@ def test_title_and_description_with_a_diff(tmp_path: Path) -> None:
     assert "> Line one\n> @@ -1 +1 @@\n" in text  # quoted: not a hunk header of the diff
 
 
-def test_a_git_range_brings_its_commit_messages(tmp_path: Path) -> None:
-    def git(*args: str) -> None:
-        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
-
-    git("init", "-q", "-b", "main")
-    git("config", "user.email", "t@example.invalid")
-    git("config", "user.name", "t")
-    (tmp_path / "x.py").write_text("a = 1\n")
-    git("add", ".")
-    git("commit", "-q", "-m", "base")
+def test_a_git_range_brings_its_commit_messages(git_repo: GitRepo) -> None:
+    git_repo.write("x.py", "a = 1\n")
+    git_repo.commit("base")
     for n, message in enumerate(["Make a two\n\nIt was wrong.", "Make a three"], 2):
-        (tmp_path / "x.py").write_text(f"a = {n}\n")
-        git("commit", "-q", "-am", message)
-    prompts: list[str] = []
-    with FakeOpenAI(recorder(prompts), max_model_len=8000) as server:
-        proc = subprocess.run(
-            [sys.executable, "-m", "reviewbot", "review", "--git",
-             "HEAD~2..HEAD", "--base-url", server.base_url, "--config", "/dev/null"],
-            cwd=tmp_path, capture_output=True, text=True, timeout=120,
-            env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(Path(__file__).parents[2])})
+        git_repo.write("x.py", f"a = {n}\n")
+        git_repo.commit(message)
+    proc, bodies = review_git(git_repo, "HEAD~2..HEAD")
     assert proc.returncode == 0, proc.stderr
-    (text,) = prompts
+    (text,) = [b["messages"][1]["content"] for b in bodies]
     assert text.startswith("Merge request: Make a three\n")  # the newest commit's subject
     assert "> Make a two\n> \n> It was wrong.\n\n> Make a three\n" in text
 

@@ -4,10 +4,6 @@ shown without rows, only as far as the budget allows, never from a stale source.
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
-from pathlib import Path
-from typing import Any
 
 from reviewbot.chunking import Chunk, make_pieces
 from reviewbot.config import Settings
@@ -16,7 +12,8 @@ from reviewbot.diff import parse
 from reviewbot.review import Engine
 from reviewbot.surroundings import Span, around, enclosing, surrounding_blocks
 from reviewbot.tokens import EstimateTokenCounter
-from tests.fake_openai import FakeOpenAI, Reply, row_ranges
+from tests.engine.conftest import GitRepo, review_git
+from tests.fake_openai import row_ranges
 
 PY = ["import os", "", "", "class Store:", "    def __init__(self, root):", "        self.root = root", "", "    def save(self, key, value):", "        path = os.path.join(self.root, key)", '        with open(path, "w") as f:', "            f.write(value)", "        return path", "", "", "def helper():", "    return 1", ""]
 
@@ -87,32 +84,13 @@ def test_the_diff_comes_first_the_context_takes_what_room_is_left() -> None:
     assert bare.around == ""
 
 
-def test_a_git_review_shows_the_enclosing_code_and_rows_stay_the_diffs(tmp_path: Path) -> None:
-    def git(*args: str) -> None:
-        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
-
-    git("init", "-q", "-b", "main")
-    git("config", "user.email", "t@example.invalid")
-    git("config", "user.name", "t")
-    (tmp_path / "store.py").write_text("\n".join(PY).replace('open(path, "w")', "open(path)"))
-    git("add", ".")
-    git("commit", "-q", "-m", "base")
-    (tmp_path / "store.py").write_text("\n".join(PY))
-    git("commit", "-q", "-am", "Open for writing")
-    seen: list[dict[str, Any]] = []
-
-    def script(body: dict[str, Any], n: int) -> Reply:
-        seen.append(body)
-        return Reply(tool_args={"summary": "", "findings": []})
-
-    with FakeOpenAI(script, max_model_len=16000) as server:
-        proc = subprocess.run(
-            [sys.executable, "-m", "reviewbot", "review", "--git", "HEAD~1..HEAD", "--base-url",
-             server.base_url, "--config", "/dev/null", "--no-verify"],
-            cwd=tmp_path, capture_output=True, text=True, timeout=120,
-            env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(Path(__file__).parents[2])})
+def test_a_git_review_shows_the_enclosing_code_and_rows_stay_the_diffs(git_repo: GitRepo) -> None:
+    git_repo.write("store.py", "\n".join(PY).replace('open(path, "w")', "open(path)"))
+    git_repo.commit("base")
+    git_repo.write("store.py", "\n".join(PY))
+    git_repo.commit("Open for writing")
+    proc, (body,) = review_git(git_repo, "HEAD~1..HEAD", "--no-verify")
     assert proc.returncode == 0, proc.stderr
-    (body,) = seen
     user = body["messages"][1]["content"]
     assert "|class Store:" in user and "|    def __init__(self, root):" in user
     shown_rows = {int(m) for m in re.findall(r"^[-+ ](\d+)\|", user, re.MULTILINE)}
