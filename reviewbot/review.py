@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -253,31 +253,31 @@ class Engine:
         cap, samples = self.cap(chunk), self.settings.samples
         problem, unusable, requests = "the review deadline passed", 0, 0
         usable: list[tools.Parsed] = []
-        for _ in range(ANSWER_ATTEMPTS):
-            if time.monotonic() >= deadline:
-                break
-            requests += 1
-            try:
-                with until(deadline):
-                    reply = self.client.call_tool(
-                        self.model, messages, tool_list, tools.TOOL_NAME,
-                        self.output_tokens(chunk.changed_lines), self.settings.temperature,
-                        n=samples)
-            except (ContextTooLong, RequestFailed) as exc:
-                return Attempted(chunk, depth, requests, unusable, exc)
-            except BadAnswer as exc:
-                problem, unusable = str(exc), unusable + 1
-                continue
-            answer.add_usage(reply)
-            parsed = [tools.parse_calls(s.calls, chunk, cap, self.settings.categories)
-                      for s in reply.samples]
-            # a call cut at max_tokens may have lost findings: that sample does not count
-            usable = [p for p, s in zip(parsed, reply.samples) if p.usable and not s.truncated]
-            if usable:
-                break
-            problem = ("the answer was cut at max_output_tokens" if reply.truncated
-                       else parsed[0].problem)
-            unusable += 1
+
+        def call() -> Reply:
+            return self.client.call_tool(
+                self.model, messages, tool_list, tools.TOOL_NAME,
+                self.output_tokens(chunk.changed_lines), self.settings.temperature, n=samples)
+
+        try:
+            for reply in self._attempts(deadline, call):
+                requests += 1
+                if isinstance(reply, BadAnswer):
+                    problem, unusable = str(reply), unusable + 1
+                    continue
+                answer.add_usage(reply)
+                parsed = [tools.parse_calls(s.calls, chunk, cap, self.settings.categories)
+                          for s in reply.samples]
+                # a call cut at max_tokens may have lost findings: that sample does not count
+                usable = [p for p, s in zip(parsed, reply.samples)
+                          if p.usable and not s.truncated]
+                if usable:
+                    break
+                problem = ("the answer was cut at max_output_tokens" if reply.truncated
+                           else parsed[0].problem)
+                unusable += 1
+        except (ContextTooLong, RequestFailed) as exc:
+            return Attempted(chunk, depth, requests + 1, unusable, exc)
         if not usable:
             return Attempted(chunk, depth, requests, unusable, RequestFailed(
                 f"no usable answer after {unusable} attempt(s): {problem}"))
@@ -290,6 +290,22 @@ class Engine:
             answer.verify_requests = self.verify(chunk, messages, tool_list, answer, deadline)
         return Attempted(chunk, depth, requests + answer.verify_requests, unusable, answer)
 
+    @staticmethod
+    def _attempts(deadline: float, call: Callable[[], Reply]) -> Iterator[Reply | BadAnswer]:
+        """Up to ANSWER_ATTEMPTS calls while the review's deadline allows, each bounded by it:
+        the reply, or the BadAnswer of an answer that is no completion (asked again when the
+        caller goes on); ContextTooLong and RequestFailed end the attempts."""
+        for _ in range(ANSWER_ATTEMPTS):
+            if time.monotonic() >= deadline:
+                return
+            try:
+                with until(deadline):
+                    reply = call()
+            except BadAnswer as exc:
+                yield exc
+                continue
+            yield reply
+
     def verify(self, chunk: Chunk, messages: list[dict[str, Any]],
                tool_list: list[dict[str, Any]], answer: ChunkAnswer, deadline: float) -> int:
         """Judge `answer.findings` in place; the requests it took. Without a usable verdict the
@@ -299,26 +315,25 @@ class Engine:
         verify_messages = self.verify_messages(chunk, messages, candidates)
         max_tokens = 64 + tools.TOKENS_PER_VERDICT * len(candidates)
         requests = 0
-        for _ in range(ANSWER_ATTEMPTS):
-            if time.monotonic() >= deadline:
-                break
+
+        def call() -> Reply:
+            return self.client.call_tool(self.model, verify_messages, tool_list,
+                                         tools.VERIFY_TOOL, max_tokens, self.settings.temperature)
+
+        try:
+            for reply in self._attempts(deadline, call):
+                requests += 1
+                if isinstance(reply, BadAnswer):
+                    continue
+                answer.add_usage(reply)
+                verdicts = tools.parse_verdicts(reply.calls, set(range(1, len(candidates) + 1)))
+                answer.invalid += verdicts.invalid
+                if verdicts.usable and not reply.truncated:
+                    kept, dropped, _ = apply_verdicts(candidates, verdicts.by_id)
+                    answer.findings, answer.dropped = kept, answer.dropped + dropped
+                    return requests
+        except (ContextTooLong, RequestFailed):
             requests += 1
-            try:
-                with until(deadline):
-                    reply = self.client.call_tool(self.model, verify_messages, tool_list,
-                                                  tools.VERIFY_TOOL, max_tokens,
-                                                  self.settings.temperature)
-            except (ContextTooLong, RequestFailed):
-                break
-            except BadAnswer:
-                continue
-            answer.add_usage(reply)
-            verdicts = tools.parse_verdicts(reply.calls, set(range(1, len(candidates) + 1)))
-            answer.invalid += verdicts.invalid
-            if verdicts.usable and not reply.truncated:
-                kept, dropped, _ = apply_verdicts(candidates, verdicts.by_id)
-                answer.findings, answer.dropped = kept, answer.dropped + dropped
-                return requests
         answer.verify_failed = True
         return requests
 
