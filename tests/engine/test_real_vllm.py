@@ -83,13 +83,17 @@ def test_counts_match_the_servers_own_prompt_tokens(vllm_server) -> None:
         assert counted + settings.max_output_tokens <= 4096
 
 
-def test_guided_tool_call_is_valid_json_for_the_schema(vllm_server) -> None:
-    settings = resolve({"base_url": vllm_server.base_url, "max_output_tokens": 256},
-                       env={}, config_path="/dev/null")
-    engine = make_engine(settings)
+def one_chunk(vllm_server):  # type: ignore[no-untyped-def]
+    """An engine on the real server, a one-chunk change, and that chunk's request."""
+    engine = make_engine(resolve({"base_url": vllm_server.base_url, "max_output_tokens": 256},
+                                 env={}, config_path="/dev/null"))
     changes, _ = filters.split(parse(big_diff(files=1, funcs=2)))
-    (chunk,) = engine.chunks(changes, Context(Intent("")))
-    messages, tool_list = engine.request(chunk, 1, Context(Intent("")))
+    (chunk,) = engine.chunks(changes, Context())
+    return (engine, chunk, *engine.request(chunk, 1, Context()))
+
+
+def test_guided_tool_call_is_valid_json_for_the_schema(vllm_server) -> None:
+    engine, chunk, messages, tool_list = one_chunk(vllm_server)
     rows = chunk.rows()
     finished = 0
     for _ in range(3):
@@ -115,12 +119,7 @@ def test_the_verification_pass_shares_the_finding_passs_prompt_and_answers_in_sc
 
     from reviewbot.findings import Finding, Severity
 
-    settings = resolve({"base_url": vllm_server.base_url, "max_output_tokens": 256},
-                       env={}, config_path="/dev/null")
-    engine = make_engine(settings)
-    changes, _ = filters.split(parse(big_diff(files=1, funcs=2)))
-    (chunk,) = engine.chunks(changes, Context(Intent("")))
-    messages, tool_list = engine.request(chunk, 1, Context(Intent("")))
+    engine, chunk, messages, tool_list = one_chunk(vllm_server)
     row = next(r for r in chunk.rows().values() if r.line.kind == "+")
     candidates = [Finding(row.file.path, row.number, row.side, Severity.MAJOR, "t", "b")] * 3
     verify = engine.verify_messages(chunk, messages, candidates)
@@ -139,7 +138,8 @@ def test_the_verification_pass_shares_the_finding_passs_prompt_and_answers_in_sc
     assert [name for name, _ in reply.calls] in ([], ["verify_findings"])
     if reply.calls and not reply.truncated:
         args = json.loads(reply.calls[0][1], strict=False)
-        assert all(1 <= v["id"] <= settings.max_findings_per_chunk for v in args["verdicts"])
+        assert all(1 <= v["id"] <= engine.settings.max_findings_per_chunk
+                   for v in args["verdicts"])
 
 
 def test_batched_token_counts_equal_one_by_one_counts(vllm_server) -> None:
