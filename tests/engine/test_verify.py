@@ -184,3 +184,13 @@ def test_the_findings_cap_grows_with_the_chunk() -> None:
     small_cap, small_tokens, big_cap, big_tokens = seen
     assert small_cap == 8 and small_tokens == 256
     assert big_cap == 24 and big_tokens == 256 + 200 * 16  # 600 changed lines: one per 25
+
+
+def test_hostile_confidences_are_clamped_or_refused() -> None:
+    from reviewbot import tools
+
+    assert tools._confidence(7.5, None) == 1.0 and tools._confidence(-3, None) == 0.0
+    for bad in (float("nan"), float("inf"), "0.9", True, None, [0.5]):
+        assert tools._confidence(bad, None) is None
+    assert tools._verdict({"keep": True, "severity": "major", "confidence": "high"}) is None
+    assert tools._verdict({"keep": "yes", "severity": "major", "confidence": 0.5}) is None
