@@ -161,13 +161,14 @@ def server_up(url: str) -> bool:
         return False
 
 
-def start_server(payload: Path, port: int, max_len: int, log_path: Path, limit: float) -> dict[str, Any]:
+def start_server(payload: Path, port: int, max_len: int, log_path: Path, limit: float,
+                 extra: tuple[str, ...] = ()) -> dict[str, Any]:
     url = f"http://127.0.0.1:{port}"
     if server_up(url):
         return {"reused": True}
     env = {**os.environ, **SERVE_ENV}
     argv = [sys.executable, "-m", "vllm.entrypoints.openai.api_server",
-            *serve_args(str(payload / "model"), port, max_len)]
+            *serve_args(str(payload / "model"), port, max_len), *extra]
     log("serve:", " ".join(argv))
     t0 = time.monotonic()
     with open(log_path, "ab") as fh:
@@ -357,12 +358,13 @@ def passes(url: str, raw: bytes, candidates: int = 8) -> dict[str, Any]:
     return out
 
 
-def bot_run(url: str, raw: bytes, concurrency: int) -> dict[str, Any]:
+def bot_run(url: str, raw: bytes, concurrency: int, **extra: object) -> dict[str, Any]:
+    """One review at these settings (`extra`: more settings, such as chunk_tokens or verify)."""
     from reviewbot import diff
     from reviewbot.review import make_engine
 
     changes = diff.parse(raw)
-    engine = make_engine(settings_for(url, concurrency))
+    engine = make_engine(settings_for(url, concurrency, **extra))
     reset = reset_cache(url)
     m0 = metrics(url)
     c0, t0 = time.process_time(), time.monotonic()
