@@ -27,9 +27,19 @@ MOE_LINEAR = 48 * (2048 * 4096 * 2 + 2048 * 512 * 2 + 128 * 3 * 2048 * 768 + 204
 MOE_EMBED = 151936 * 2048 * 2
 
 
-def reserve(tokens: int, mlp_per_gpu: int, hidden: int, vocab: int) -> int:
-    # 1 GiB runtime + one prefill chunk's activations (2 B) + fp32 logits for 256 sequences
-    return GIB + tokens * (2 * mlp_per_gpu + 4 * hidden) * 2 + 256 * vocab * 4
+def reserve(tokens: int, seqs: int, forward_per_token: int, vocab: int, tp: int = 1) -> int:
+    # non-torch (+ NCCL with TP) + CUDA graphs + max(prefill forward, sampler dummy run), as
+    # fitted to vLLM 0.26 on the H200 (reviewbot/server/plan/memory.py)
+    graphs = int(0.45 * GIB) + seqs * int(0.19 * MIB)
+    sampler = int(0.64 * GIB) + seqs * vocab * 14
+    return GIB // 4 + (GIB // 2 if tp > 1 else 0) + graphs + max(tokens * forward_per_token, sampler)
+
+
+# Forward activation bytes per prefill token (1.1 × 2 B × (3 × MLP width + hidden × top-k,
+# + attention q, o, k, v + 3 × hidden)), per GPU
+FWD_7B_TP1 = int(1.1 * 2 * (3 * 18944 + 3584 + (28 + 28 + 8) * 128 + 3 * 3584))
+FWD_7B_TP2 = int(1.1 * 2 * ((3 * 18944 + 3584) // 2 + (28 + 28 + 8) * 128 // 2 + 3 * 3584))
+FWD_MOE = int(1.1 * 2 * (3 * 8 * 768 + 2048 * 8 + (32 + 32 + 8) * 128 + 3 * 2048))
 
 
 def test_param_counts_match_published_sizes() -> None:
@@ -44,12 +54,13 @@ def test_7b_bf16_on_4xT4_is_two_tp2_replicas_in_fp16() -> None:
     budget = int(15095 * MIB * 0.90)
     weights = P7B * 2 // 2  # bf16, split over TP=2
     kv_per_token = 2 * 28 * (4 // 2) * 128 * 2  # 28 KiB per GPU
-    kv = budget - weights - reserve(2048, 18944 // 2, 3584, 152064)
+    kv = budget - weights - reserve(4096, 32, FWD_7B_TP2, 152064, tp=2)
     tokens = kv // kv_per_token // 16 * 16
     assert (p.tp, p.replicas_per_node) == (2, 2)
+    assert (p.max_num_seqs, p.max_num_batched_tokens) == (32, 4096)
     assert p.memory.weights == weights
     assert p.memory.kv_per_token == kv_per_token == 28 * 1024
-    assert p.memory.kv_tokens == tokens == 183_600
+    assert p.memory.kv_tokens == tokens == 159_728
     assert p.max_concurrent_reviews == 2 * (tokens // 65536) == 4
     assert p.dtype == "float16"  # Turing: no bf16
     argv = p.instances[0].argv
@@ -66,7 +77,7 @@ def test_7b_bf16_on_4xT4_is_two_tp2_replicas_in_fp16() -> None:
 
 def test_7b_bf16_on_2xA10_is_one_replica_per_gpu() -> None:
     p = plan("2xA10", load_model("Qwen2.5-Coder-7B"))
-    kv = int(22731 * MIB * 0.90) - P7B * 2 - reserve(4096, 18944, 3584, 152064)
+    kv = int(22731 * MIB * 0.90) - P7B * 2 - reserve(4096, 16, FWD_7B_TP1, 152064)
     tokens = kv // (2 * 28 * 4 * 128 * 2) // 16 * 16  # 56 KiB per token at TP=1
     assert (p.tp, p.replicas_per_node, p.memory.kv_tokens) == (1, 2, tokens)
     assert p.max_concurrent_reviews == 2 * (tokens // 65536) == 2
@@ -76,7 +87,8 @@ def test_7b_bf16_on_2xA10_is_one_replica_per_gpu() -> None:
 
 def test_32b_bf16_on_1xH200() -> None:
     p = plan("1xH200", load_model("Qwen2.5-Coder-32B"))
-    kv = int(143771 * MIB * 0.90) - P32B * 2 - reserve(8192, 27648, 5120, 152064)
+    fwd = int(1.1 * 2 * (3 * 27648 + 5120 + (40 + 40 + 16) * 128 + 3 * 5120))
+    kv = int(143155 * MIB * 0.90) - P32B * 2 - reserve(8192, 56, fwd, 152064)
     per_token = 2 * 64 * 8 * 128 * 2  # 256 KiB
     assert per_token == 256 * 1024
     assert p.memory.kv_tokens == kv // per_token // 16 * 16
@@ -96,7 +108,7 @@ def test_32b_awq_on_2xA10_needs_tp2() -> None:
 def test_30b_a3b_awq_on_rtx4090_needs_fp8_kv() -> None:
     p = plan("1xRTX4090", load_model("Qwen3-Coder-30B-A3B"), quantization="awq")
     weights = int(MOE_LINEAR * (0.5 + 2.5 / 128)) + MOE_EMBED * 2
-    kv = int(24217 * MIB * 0.90) - weights - reserve(4096, 8 * 768, 2048, 151936)
+    kv = int(24217 * MIB * 0.90) - weights - reserve(4096, 16, FWD_MOE, 151936)
     assert p.memory.weights == weights
     assert kv // (2 * 48 * 4 * 128 * 2) < 65536  # bf16 KV: about 40K tokens, not enough
     assert p.memory.kv_dtype == "fp8"
@@ -107,16 +119,17 @@ def test_30b_a3b_awq_on_rtx4090_needs_fp8_kv() -> None:
 
 def test_30b_a3b_on_1xH200_bf16() -> None:
     p = plan("1xH200", load_model("Qwen3-Coder-30B-A3B"))
-    kv = int(143771 * MIB * 0.90) - (MOE_LINEAR + MOE_EMBED) * 2 - reserve(8192, 8 * 768, 2048,
+    kv = int(143155 * MIB * 0.90) - (MOE_LINEAR + MOE_EMBED) * 2 - reserve(8192, 176, FWD_MOE,
                                                                            151936)
-    assert p.memory.kv_tokens == kv // (96 * 1024) // 16 * 16
+    assert (p.max_num_seqs, p.max_num_batched_tokens) == (176, 8192)
+    assert p.memory.kv_tokens == kv // (96 * 1024) // 16 * 16 == 734_304
     assert p.max_concurrent_reviews == 11
 
 
 def test_7b_bf16_on_rtx4090() -> None:
     p = plan("1xRTX4090", load_model("Qwen2.5-Coder-7B"))
-    kv = int(24217 * MIB * 0.90) - P7B * 2 - reserve(4096, 18944, 3584, 152064)
-    assert p.memory.kv_tokens == kv // (56 * 1024) // 16 * 16 == 104_032
+    kv = int(24217 * MIB * 0.90) - P7B * 2 - reserve(4096, 16, FWD_7B_TP1, 152064)
+    assert p.memory.kv_tokens == kv // (56 * 1024) // 16 * 16 == 107_200
     assert (p.tp, p.max_concurrent_reviews, p.memory.kv_dtype) == (1, 1, "auto")
 
 
@@ -124,7 +137,9 @@ def test_30b_a3b_awq_on_4xT4_is_two_tp2_replicas() -> None:
     p = plan("4xT4", load_model("Qwen3-Coder-30B-A3B"), quantization="awq")
     weights = int(MOE_LINEAR * (0.5 + 2.5 / 128)) + MOE_EMBED * 2
     assert weights // 2 > 0.5 * 15095 * MIB  # does not fit one T4 even at 4 bit
-    kv = int(15095 * MIB * 0.90) - weights // 2 - reserve(2048, 8 * 768 // 2, 2048, 151936)
+    fwd = int(1.1 * 2 * ((3 * 8 * 768 + 2048 * 8) // 2 + (32 + 32 + 8) * 128 // 2 + 3 * 2048))
+    assert p.max_num_batched_tokens == 8192  # raised: its activations fit under the sampler's
+    kv = int(15095 * MIB * 0.90) - weights // 2 - reserve(8192, 16, fwd, 151936, tp=2)
     per_token = 2 * 48 * (4 // 2) * 128 * 2
     assert (p.tp, p.replicas_per_node) == (2, 2) and not p.expert_parallel  # 384 % 128 == 0
     assert p.memory.kv_tokens == kv // per_token // 16 * 16
@@ -159,8 +174,8 @@ def test_refusal_names_largest_context_and_nearest_plan() -> None:
     with pytest.raises(PlanRefused) as info:
         plan("1xRTX4090", load_model("Qwen2.5-Coder-32B"), quantization="awq")
     near = info.value.nearest
-    assert "largest context that fits is 12,288" in str(info.value)
-    assert near is not None and near.max_model_len == 12288 and near.max_concurrent_reviews >= 1
+    assert "largest context that fits is 11,264" in str(info.value)
+    assert near is not None and near.max_model_len == 11264 and near.max_concurrent_reviews >= 1
 
 
 def test_refusal_when_weights_do_not_fit_offers_quantization() -> None:
@@ -183,7 +198,7 @@ def test_context_beyond_yarn_limit_refused() -> None:
     assert info.value.nearest is not None and info.value.nearest.max_model_len == 131072
 
 
-@pytest.mark.parametrize("spec, hint", [("4xT10", "T4"), ("2xB300", "known"), ("fourT4", "COUNT")])
+@pytest.mark.parametrize("spec, hint", [("4xK80", "3.7"), ("2xB300", "known"), ("fourT4", "COUNT")])
 def test_bad_gpu_specs(spec: str, hint: str) -> None:
     with pytest.raises(UsageError, match=hint):
         plan(spec, load_model("Qwen2.5-Coder-7B"))
@@ -266,14 +281,133 @@ def _cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str,
 
 def test_cli_text_json_and_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = _cli(["--gpus", "t4-quad", "--model", "Qwen2.5-Coder-7B"], capsys)
-    assert code == 0 and "KV tokens per replica = 183,600" in out
+    assert code == 0 and "KV tokens per replica = 159,728" in out
     code, out, _ = _cli(["--gpus", "2xA10", "--model", "Qwen2.5-Coder-7B", "--output", "json"],
                         capsys)
     assert code == 0 and json.loads(out)["max_concurrent_reviews"] == 2
     code, out, err = _cli(["--gpus", "1xRTX4090", "--model", "Qwen2.5-Coder-32B",
                            "--quantization", "awq", "--output", "json"], capsys)
     body = json.loads(out)
-    assert code == 1 and "12,288" in body["error"] and body["nearest"]["max_model_len"] == 12288
+    assert code == 1 and "11,264" in body["error"] and body["nearest"]["max_model_len"] == 11264
     assert "nearest plan that works" in err
     code, _, err = _cli(["--gpus", "2xB300", "--model", "Qwen2.5-Coder-7B"], capsys)
     assert code == 2 and err.count("\n") == 1 and "unknown GPU type" in err
+
+
+# -- issue 13: the deployments of the product's origin, hybrid attention, calibration ----------
+
+# Measured with vLLM 0.26.0 on one H200 (benchmarks/gpu_serving.py, docs/performance.md):
+# (max_num_batched_tokens, max_num_seqs) -> "GPU KV cache size" for Qwen3-Coder-30B-A3B bf16
+# at --gpu-memory-utilization 0.9 and 65,536 tokens; (8192, 1024) is vLLM's own default.
+H200_MEASURED = {(8192, 256): 731_920, (16384, 256): 725_840, (32768, 256): 707_568,
+                 (8192, 1024): 713_552}
+
+
+@pytest.mark.parametrize("batched, seqs", sorted(H200_MEASURED))
+def test_h200_prediction_within_one_percent_of_vllm(batched: int, seqs: int) -> None:
+    from reviewbot.server.plan.hardware import GPUS
+    from reviewbot.server.plan.memory import gpu_memory, weight_format
+
+    model = load_model("Qwen3-Coder-30B-A3B")
+    mem = gpu_memory(model, weight_format(model, None), gpu_total=GPUS["H200"].memory_bytes,
+                     tp=1, utilization=0.9, kv_dtype="auto", batched_tokens=batched,
+                     max_num_seqs=seqs)
+    measured = H200_MEASURED[(batched, seqs)]
+    assert abs(mem.kv_tokens - measured) / measured < 0.01, (mem.kv_tokens, measured)
+    assert mem.reviews(65536) == measured // 65536  # 11, 11, 10, 10
+    assert abs(mem.weights / GIB - 56.93) < 0.1  # vLLM: "Model loading took 56.93 GiB"
+
+
+def test_qwen35_hybrid_on_4xT10_counts_only_full_attention_layers() -> None:
+    """The Turing deployment: 4x T10 16 GB, Qwen3.5-35B-A3B GPTQ, 64K reviews."""
+    model = load_model("Qwen3.5-35B-A3B")
+    assert (model.kv_layers, model.linear_layers, model.num_layers) == (10, 30, 40)
+    assert 34.9e9 < model.param_count < 35.3e9 and model.vision_params > 0.4e9
+    p = plan("4xT10", model, quantization="gptq")
+    # 10 full-attention layers x 2 KV heads split over TP=2 (one each) x 256 x 2 B
+    assert p.memory.kv_per_token == 10 * 2 * 1 * 256 * 2 == 10 * 1024
+    # Gated DeltaNet state per sequence: (conv over q,k,v x 3 + 32 heads x 128 x 128) x 30 layers
+    assert p.memory.state_per_sequence == 30 * ((2 * 2048 + 4096) * 3 + 32 * 128 * 128) * 2 // 2
+    assert (p.tp, p.replicas_per_node, p.max_concurrent_reviews) == (2, 2, 4)
+    argv = list(p.instances[0].argv)
+    assert argv[argv.index("--quantization") + 1] == "moe_wna16"  # no Marlin on sm_75 in 0.32
+    assert json.loads(argv[argv.index("--limit-mm-per-prompt") + 1]) == {"image": 0, "video": 0}
+    assert argv[2] == "Qwen/Qwen3.5-35B-A3B-GPTQ-Int4" and "--enable-prefix-caching" in argv
+    assert any("hybrid attention: 10 full-attention" in w for w in p.warnings)
+    assert any("vision tower" in w for w in p.warnings)
+    assert any("gptq_marlin" in w and "#29901" in w for w in p.warnings)
+    # every layer counted as full attention would need 4x the KV per token
+    full = plan("4xT10", load_model("Qwen3-Coder-30B-A3B"), quantization="gptq")
+    assert full.memory.kv_per_token > p.memory.kv_per_token
+
+
+def test_tensor_parallel_override_renders_the_users_deployment() -> None:
+    model = load_model("Qwen3.5-35B-A3B")
+    p = plan("4xT10", model, quantization="gptq", tensor_parallel_size=4)
+    assert (p.tp, p.replicas_per_node, len(p.instances)) == (4, 1, 1)
+    assert p.max_concurrent_reviews == 9  # weights spread over 4 cards leave more for KV
+    assert p.instances[0].argv[p.instances[0].argv.index("--tensor-parallel-size") + 1] == "4"
+    said = [w for w in p.warnings if w.startswith("as asked")]
+    assert said and "would choose TP=2 × 2 replica(s), 4 review(s)" in said[0]
+    one = plan("2xA10", load_model("Qwen2.5-Coder-7B"), replicas=1)
+    assert (one.tp, one.replicas_per_node, len(one.instances)) == (1, 1, 1)
+    with pytest.raises(UsageError, match="possible: 1, 2, 4"):
+        plan("4xT10", model, quantization="gptq", tensor_parallel_size=8)
+    with pytest.raises(UsageError, match="hold 1 to 2"):
+        plan("2xA10", load_model("Qwen2.5-Coder-7B"), replicas=3)
+
+
+def _write(tmp_path: Path, cfg: dict[str, object]) -> str:
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    return str(tmp_path)
+
+
+def test_sliding_window_layers_hold_a_window_not_the_review(tmp_path: Path) -> None:
+    """gpt-oss-20b's published architecture: 24 layers alternating 128-token sliding windows
+    and full attention, 8 KV heads of 64."""
+    cfg = {"architectures": ["GptOssForCausalLM"], "hidden_size": 2880, "num_hidden_layers": 24,
+           "num_attention_heads": 64, "num_key_value_heads": 8, "head_dim": 64,
+           "intermediate_size": 2880, "num_local_experts": 32, "num_experts_per_tok": 4,
+           "vocab_size": 201088, "sliding_window": 128, "max_position_embeddings": 131072,
+           "layer_types": ["sliding_attention", "full_attention"] * 12}
+    m = load_model(_write(tmp_path, cfg))
+    assert (m.kv_layers, m.sliding_layers, m.sliding_window) == (12, 12, 128)
+    p = plan("1xRTX4090", m, quantization="awq")
+    assert p.memory.kv_per_token == 12 * 2 * 8 * 64 * p.memory.kv_per_token // (12 * 2 * 8 * 64)
+    assert p.memory.state_per_sequence == 12 * (128 + 16) * 2 * 8 * 64 * (
+        1 if p.memory.kv_dtype == "fp8" else 2)
+
+
+def test_gemma_pattern_and_nested_text_config(tmp_path: Path) -> None:
+    """Gemma 3 27B's published layout: text_config nested, every 6th layer global, 1,024-token
+    windows elsewhere, a SigLIP vision tower beside it."""
+    cfg = {"architectures": ["Gemma3ForConditionalGeneration"],
+           "text_config": {"hidden_size": 5376, "num_hidden_layers": 62, "num_attention_heads": 32,
+                           "num_key_value_heads": 16, "head_dim": 128, "intermediate_size": 21504,
+                           "vocab_size": 262208, "sliding_window": 1024,
+                           "sliding_window_pattern": 6, "max_position_embeddings": 131072},
+           "vision_config": {"hidden_size": 1152, "num_hidden_layers": 27,
+                             "intermediate_size": 4304}}
+    m = load_model(_write(tmp_path, cfg))
+    assert (m.kv_layers, m.sliding_layers, m.sliding_window) == (10, 52, 1024)
+    assert m.vision_params > 0.4e9 and 26e9 < m.param_count < 29e9
+
+
+def test_a_model_that_fits_nowhere_gets_the_fewest_gpus_that_fit(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = _cli(["--gpus", "1xRTX4090", "--model", "Qwen3-235B-A22B", "--output",
+                           "json"], capsys)
+    body = json.loads(out)
+    assert code == 1 and body["nearest"] is not None
+    assert body["nearest"]["tensor_parallel_size"] == 8
+    assert any(a.startswith("--gpus 8xRTX4090") for a in body["alternatives"])
+    # no AWQ checkpoint is published for it: the plan says to bring one, names none
+    assert body["nearest"]["instances"][0]["argv"][2] == "Qwen/Qwen3-235B-A22B-Instruct-2507"
+    assert any("no published AWQ 4-bit checkpoint" in w for w in body["nearest"]["warnings"])
+
+
+def test_fp16_on_a_bf16_model_warns_of_overflow() -> None:
+    p = plan("2xT10", load_model("Qwen2.5-Coder-7B"))
+    assert any("overflows to inf" in w for w in p.warnings)
+    awq = plan("2xT10", load_model("Qwen2.5-Coder-7B"), quantization="awq")
+    assert not any("overflows to inf" in w for w in awq.warnings)

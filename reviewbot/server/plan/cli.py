@@ -63,6 +63,10 @@ def _refuse(refused: PlanRefused, output: str) -> None:
 @click.option("--kv-cache-dtype", default=None, help="auto or fp8. Default: fp8 only if needed.")
 @click.option("--nodes", type=click.IntRange(1, 64), default=1, show_default=True,
               help="Identical machines behind one load balancer.")
+@click.option("--tensor-parallel-size", "tensor_parallel_size", type=click.IntRange(1, 16),
+              default=None, help="GPUs per replica, instead of the planner's choice.")
+@click.option("--replicas", type=click.IntRange(1, 16), default=None,
+              help="Replicas per machine, instead of every GPU group the TP size leaves.")
 @click.option("--output", type=click.Choice(OUTPUTS), default="text", show_default=True)
 @click.option("--vllm-bin", default=VLLM_BIN, show_default=True,
               help="vllm executable for --output systemd.")
@@ -73,13 +77,15 @@ def _refuse(refused: PlanRefused, output: str) -> None:
 @click.option("--burst", type=click.IntRange(0, 10_000), default=10, show_default=True,
               help="Requests above the rate a client may send at once.")
 def plan_command(gpus_spec: str, model_ref: str, max_model_len: int, quantization: str | None,
-                 kv_cache_dtype: str | None, nodes: int, output: str, vllm_bin: str,
+                 kv_cache_dtype: str | None, nodes: int, tensor_parallel_size: int | None,
+                 replicas: int | None, output: str, vllm_bin: str,
                  listen: str, rate_limit: int, burst: int) -> None:
     """Compute and explain a vLLM deployment for these GPUs and this model."""
     model = load_model(model_ref)
     try:
         p = make_plan(gpus_spec, model, max_model_len=max_model_len, quantization=quantization,
-                      kv_cache_dtype=kv_cache_dtype, nodes=nodes)
+                      kv_cache_dtype=kv_cache_dtype, nodes=nodes,
+                      tensor_parallel_size=tensor_parallel_size, replicas=replicas)
     except PlanRefused as refused:
         _refuse(refused, output)
         return

@@ -1,7 +1,9 @@
 """GPU catalog and `--gpus` spec parsing.
 
-Memory is what the CUDA driver reports as total (MiB), a little under the marketed size;
-that total is what vLLM multiplies by `--gpu-memory-utilization`.
+Memory is the total the CUDA runtime reports (`torch.cuda.mem_get_info`, MiB), a little
+under the marketed size and under nvidia-smi's total; that total is what vLLM multiplies by
+`--gpu-memory-utilization`. The H200's was measured (139.8 GiB, where nvidia-smi says
+143,771 MiB).
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ GPUS: dict[str, GpuType] = {
     g.name: g
     for g in (
         GpuType("T4", "Turing", (7, 5), 15_095, 320, bf16=False, fp8=False, interconnect="PCIe"),
+        # NVIDIA T10: the 16 GB Turing card of GRID/vGPU servers, often resold (TU102, 150 W)
+        GpuType("T10", "Turing", (7, 5), 15_095, 320, bf16=False, fp8=False, interconnect="PCIe"),
         GpuType("L4", "Ada", (8, 9), 22_700, 300, bf16=True, fp8=True, interconnect="PCIe"),
         GpuType("A10", "Ampere", (8, 6), 22_731, 600, bf16=True, fp8=False, interconnect="PCIe"),
         GpuType("A100-40", "Ampere", (8, 0), 40_442, 1_555, True, False, "NVLink"),
@@ -46,13 +50,15 @@ GPUS: dict[str, GpuType] = {
         GpuType("RTX4090", "Ada", (8, 9), 24_217, 1_008, bf16=True, fp8=True, interconnect="PCIe"),
         GpuType("L40S", "Ada", (8, 9), 45_488, 864, bf16=True, fp8=True, interconnect="PCIe"),
         GpuType("H100", "Hopper", (9, 0), 81_559, 3_350, bf16=True, fp8=True, interconnect="NVLink"),
-        GpuType("H200", "Hopper", (9, 0), 143_771, 4_800, True, True, "NVLink"),
+        GpuType("H200", "Hopper", (9, 0), 143_155, 4_800, True, True, "NVLink"),
     )
 }
 
 # Spellings people type, normalised (upper case, no spaces/dashes/underscores).
 _ALIASES = {
     "TESLAT4": "T4",
+    "TESLAT10": "T10",
+    "NVIDIAT10": "T10",
     "NVIDIAT4": "T4",
     "A10G": "A10",
     "A100": "A100-80",
@@ -68,8 +74,6 @@ _ALIASES = {
 
 # Cards people name that vLLM cannot use, with the likely intended card.
 _UNSUPPORTED = {
-    "T10": "Tesla T10 is a 2009 card (compute capability 1.3, 4 GB) and vLLM needs 7.0+; "
-    "a 16 GB 'T10' in a deployment write-up is almost certainly a T4: use --gpus NxT4",
     "K80": "K80 (compute capability 3.7) is below vLLM's minimum of 7.0",
     "P100": "P100 (compute capability 6.0) is below vLLM's minimum of 7.0",
     "P40": "P40 (compute capability 6.1) is below vLLM's minimum of 7.0",
@@ -78,12 +82,14 @@ _UNSUPPORTED = {
 # Named profiles for the setups the docs cover (docs/deploy/).
 PROFILES: dict[str, str] = {
     "4xT4": "4xT4",
+    "4xT10": "4xT10",
     "2xA10": "2xA10",
     "1xRTX4090": "1xRTX4090",
     "1xH100": "1xH100",
     "1xH200": "1xH200",
     "8xH200": "8xH200",
     "t4-quad": "4xT4",
+    "t10-quad": "4xT10",
     "a10-pair": "2xA10",
     "rtx4090": "1xRTX4090",
     "workstation": "1xRTX4090",

@@ -2,6 +2,10 @@
 
 No hub access: a directory path, or a name from the small built-in catalog of Qwen coder
 models (their published config.json values).
+
+Layers are counted by kind, because only full-attention layers keep a KV cache that grows
+with the sequence: sliding-window layers (gpt-oss, Gemma) keep at most a window, and linear
+attention layers (Qwen3.5 / Qwen3-Next Gated DeltaNet) a fixed recurrent state per sequence.
 """
 
 from __future__ import annotations
@@ -45,6 +49,30 @@ class ModelSpec:
     rope_theta: float = 10_000.0
     quant: Quant | None = None
     local: bool = False
+    # layer kinds (full_layers + sliding_layers + linear_layers == num_layers)
+    full_layers: int = -1  # -1: every layer is full attention
+    sliding_layers: int = 0
+    sliding_window: int = 0
+    linear_layers: int = 0
+    linear_key_heads: int = 0
+    linear_value_heads: int = 0
+    linear_key_dim: int = 0
+    linear_value_dim: int = 0
+    linear_conv_kernel: int = 4
+    attn_output_gate: bool = False  # Qwen3.5: q_proj also produces a gate (twice as wide)
+    shared_expert_intermediate_size: int = 0
+    vision_params: int = 0  # a vision tower a text review never uses, loaded all the same
+    torch_dtype: str = "bfloat16"  # what the checkpoint was trained and saved in
+
+    @property
+    def attention_layers(self) -> int:
+        """Layers with softmax attention (their weights), full or sliding."""
+        return self.num_layers - self.linear_layers
+
+    @property
+    def kv_layers(self) -> int:
+        """Layers whose KV cache grows with every token of a sequence."""
+        return self.num_layers if self.full_layers < 0 else self.full_layers
 
     @property
     def moe(self) -> bool:
@@ -63,19 +91,38 @@ class ModelSpec:
     @property
     def linear_params(self) -> int:
         """Attention + MLP/expert weights in all layers: what quantization shrinks."""
+        h = self.hidden_size
         q_out = self.num_attention_heads * self.head_dim
         kv_out = self.num_kv_heads * self.head_dim
-        attention = self.hidden_size * q_out * 2 + self.hidden_size * kv_out * 2
+        attention = h * q_out * (3 if self.attn_output_gate else 2) + h * kv_out * 2
+        key_dim = self.linear_key_heads * self.linear_key_dim
+        value_dim = self.linear_value_heads * self.linear_value_dim
+        # Gated DeltaNet: q, k, v, z in; b, a gates; depthwise conv; out
+        linear = (h * (2 * key_dim + 2 * value_dim) + h * 2 * self.linear_value_heads
+                  + (2 * key_dim + value_dim) * self.linear_conv_kernel + value_dim * h)
         if self.moe:
-            mlp = self.num_experts * 3 * self.hidden_size * self.moe_intermediate_size
-            mlp += self.hidden_size * self.num_experts  # router
+            mlp = self.num_experts * 3 * h * self.moe_intermediate_size
+            mlp += h * self.num_experts  # router
+            mlp += 3 * h * self.shared_expert_intermediate_size
         else:
-            mlp = 3 * self.hidden_size * self.intermediate_size
-        return self.num_layers * (attention + mlp)
+            mlp = 3 * h * self.intermediate_size
+        return (self.attention_layers * attention + self.linear_layers * linear
+                + self.num_layers * mlp)
 
     @property
     def param_count(self) -> int:
-        return self.embedding_params + self.linear_params
+        return self.embedding_params + self.linear_params + self.vision_params
+
+    def linear_state_bytes(self, tp: int, dtype_bytes: int) -> int:
+        """One sequence's recurrent state in all linear-attention layers, per GPU: the conv
+        window over q, k, v and the (value heads × key dim × value dim) delta-rule state."""
+        if not self.linear_layers:
+            return 0
+        key_dim = self.linear_key_heads * self.linear_key_dim
+        value_dim = self.linear_value_heads * self.linear_value_dim
+        conv = (2 * key_dim + value_dim) * (self.linear_conv_kernel - 1)
+        ssm = self.linear_value_heads * self.linear_key_dim * self.linear_value_dim
+        return self.linear_layers * (conv + ssm) * dtype_bytes // tp
 
     @property
     def mlp_width(self) -> int:
@@ -132,6 +179,7 @@ def spec_from_config(cfg: dict[str, Any], *, name: str, source: str, local: bool
     if rope_type and rope.get("original_max_position_embeddings"):
         native = int(rope["original_max_position_embeddings"])
     archs = cfg.get("architectures") or ["unknown"]
+    kinds = _layer_kinds(inner, layers)
     return ModelSpec(
         name=name,
         source=source,
@@ -153,7 +201,54 @@ def spec_from_config(cfg: dict[str, Any], *, name: str, source: str, local: bool
         rope_theta=float(inner.get("rope_theta") or rope.get("rope_theta") or 10_000.0),
         quant=_quant(cfg),
         local=local,
+        **kinds,
+        linear_key_heads=int(inner.get("linear_num_key_heads") or 0),
+        linear_value_heads=int(inner.get("linear_num_value_heads") or 0),
+        linear_key_dim=int(inner.get("linear_key_head_dim") or 0),
+        linear_value_dim=int(inner.get("linear_value_head_dim") or 0),
+        linear_conv_kernel=int(inner.get("linear_conv_kernel_dim") or 4),
+        attn_output_gate=bool(inner.get("attn_output_gate", False)),
+        shared_expert_intermediate_size=int(inner.get("shared_expert_intermediate_size") or 0),
+        vision_params=_vision_params(cfg.get("vision_config")),
+        torch_dtype=str(inner.get("torch_dtype") or inner.get("dtype") or cfg.get("torch_dtype")
+                        or cfg.get("dtype") or "bfloat16"),
     )
+
+
+def _layer_kinds(cfg: dict[str, Any], layers: int) -> dict[str, int]:
+    """Full, sliding and linear layers from `layer_types`, or the interval/pattern keys."""
+    types = cfg.get("layer_types")
+    window = int(cfg.get("sliding_window") or 0)
+    if isinstance(types, list) and len(types) == layers:
+        linear = sum(1 for t in types if "linear" in str(t))
+        sliding = sum(1 for t in types if "sliding" in str(t) or "chunked" in str(t))
+        if sliding and not window:
+            sliding = 0  # a sliding type without a window: count it as full
+        return {"full_layers": layers - linear - sliding, "sliding_layers": sliding,
+                "sliding_window": window if sliding else 0, "linear_layers": linear}
+    interval = int(cfg.get("full_attention_interval") or 0)
+    if interval > 1 and cfg.get("linear_num_value_heads"):
+        full = layers // interval  # Qwen3-Next: every interval-th layer is full attention
+        return {"full_layers": full, "sliding_layers": 0, "sliding_window": 0,
+                "linear_layers": layers - full}
+    pattern = int(cfg.get("sliding_window_pattern") or 0)
+    if pattern > 1 and window:
+        full = layers // pattern  # Gemma: every pattern-th layer is global
+        return {"full_layers": full, "sliding_layers": layers - full, "sliding_window": window,
+                "linear_layers": 0}
+    return {"full_layers": layers, "sliding_layers": 0, "sliding_window": 0, "linear_layers": 0}
+
+
+def _vision_params(vc: object) -> int:
+    """A ViT tower's size from its config (blocks of attention + MLP, plus the merger)."""
+    if not isinstance(vc, dict):
+        return 0
+    h = int(vc.get("hidden_size") or 0)
+    depth = int(vc.get("depth") or vc.get("num_hidden_layers") or 0)
+    inter = int(vc.get("intermediate_size") or 4 * h)
+    out = int(vc.get("out_hidden_size") or h)
+    merge = int(vc.get("spatial_merge_size") or 2) ** 2
+    return depth * (4 * h * h + 2 * h * inter) + (h * merge) ** 2 + h * merge * out
 
 
 def _qwen(hidden: int, layers: int, heads: int, kv: int, inter: int, **extra: Any) -> dict[str, Any]:
@@ -174,6 +269,9 @@ def _qwen(hidden: int, layers: int, heads: int, kv: int, inter: int, **extra: An
     }
 
 
+_QWEN35_VISION = {"depth": 27, "hidden_size": 1152, "intermediate_size": 4304,
+                  "out_hidden_size": 2048, "spatial_merge_size": 2}
+
 # Published config.json values of the Instruct checkpoints (hub id → config).
 CATALOG: dict[str, dict[str, Any]] = {
     "Qwen/Qwen2.5-Coder-7B-Instruct": _qwen(3584, 28, 28, 4, 18_944),
@@ -183,13 +281,48 @@ CATALOG: dict[str, dict[str, Any]] = {
         2048, 48, 32, 4, 6144, arch="Qwen3MoeForCausalLM", vocab=151_936, ctx=262_144, theta=10_000_000.0,
         num_experts=128, num_experts_per_tok=8, moe_intermediate_size=768,
     ),
+    "Qwen/Qwen3-235B-A22B-Instruct-2507": _qwen(
+        4096, 94, 64, 4, 12_288, arch="Qwen3MoeForCausalLM", vocab=151_936, ctx=262_144,
+        theta=5_000_000.0, num_experts=128, num_experts_per_tok=8, moe_intermediate_size=1536,
+    ),
+    # a multimodal wrapper: the language model in text_config, a vision tower beside it
+    "Qwen/Qwen3.5-35B-A3B": {
+        "architectures": ["Qwen3_5MoeForConditionalGeneration"],
+        "tie_word_embeddings": False,
+        "vision_config": _QWEN35_VISION,
+        "text_config": {
+            **_qwen(2048, 40, 16, 2, 0, vocab=248_320, ctx=262_144, theta=10_000_000.0,
+                    num_experts=256, num_experts_per_tok=8, moe_intermediate_size=512,
+                    shared_expert_intermediate_size=512),
+            "head_dim": 256, "attn_output_gate": True, "full_attention_interval": 4,
+            "layer_types": ["linear_attention"] * 3 + ["full_attention"] + (
+                ["linear_attention"] * 3 + ["full_attention"]) * 9,
+            "linear_num_key_heads": 16, "linear_num_value_heads": 32,
+            "linear_key_head_dim": 128, "linear_value_head_dim": 128,
+            "linear_conv_kernel_dim": 4, "torch_dtype": "bfloat16",
+        },
+    },
+}
+
+# Quantized checkpoints the model's publisher has released (hub id suffixes); a plan names
+# no other: for anything else the user brings a checkpoint directory.
+PUBLISHED: dict[str, tuple[str, ...]] = {
+    "Qwen/Qwen2.5-Coder-7B-Instruct": ("-AWQ", "-GPTQ-Int4", "-GPTQ-Int8"),
+    "Qwen/Qwen2.5-Coder-14B-Instruct": ("-AWQ", "-GPTQ-Int4", "-GPTQ-Int8"),
+    "Qwen/Qwen2.5-Coder-32B-Instruct": ("-AWQ", "-GPTQ-Int4", "-GPTQ-Int8"),
+    "Qwen/Qwen3-Coder-30B-A3B-Instruct": ("-FP8",),
+    "Qwen/Qwen3-235B-A22B-Instruct-2507": ("-FP8",),
+    "Qwen/Qwen3.5-35B-A3B": ("-FP8", "-GPTQ-Int4"),
 }
 
 
 def _catalog_key(name: str) -> str | None:
-    wanted = name.lower().removeprefix("qwen/").removesuffix("-instruct")
+    def short(n: str) -> str:
+        return n.lower().removeprefix("qwen/").removesuffix("-2507").removesuffix("-instruct")
+
+    wanted = short(name)
     for key in CATALOG:
-        if key.lower().removeprefix("qwen/").removesuffix("-instruct") == wanted:
+        if short(key) == wanted:
             return key
     return None
 

@@ -11,15 +11,22 @@ def _hardware(plan: Plan) -> list[str]:
     if not gpu.bf16:
         out.append(f"{gpu.name} ({gpu.arch}, sm_{gpu.compute_capability[0]}"
                    f"{gpu.compute_capability[1]}) has no bf16: serving in float16 "
-                   "(--dtype float16); bf16 checkpoints are cast")
+                   "(--dtype float16)")
+        if plan.model.torch_dtype == "bfloat16" and plan.weights.method is None:
+            out.append(f"{plan.model.name} was trained in bfloat16: in float16 any activation "
+                       "beyond 65,504 overflows to inf and the answers turn to NaN, garbage or "
+                       "nothing; run `reviewbot server check` and `reviewbot eval run` after "
+                       "the first start, and prefer a GPTQ/AWQ checkpoint (calibrated in fp16) "
+                       "or a card with bf16 if they fail")
     if gpu.turing:
         out.append("FlashAttention 2 and FlashInfer need sm_80+: Turing uses the Triton "
                    "attention backend (--attention-backend TRITON_ATTN)")
         out.append("Turing's 64 KiB shared memory can crash Triton kernels on the first "
                    "request (vllm#36802): run `reviewbot server check` after every start")
         if plan.weights.method in ("awq", "gptq"):
-            out.append("Marlin kernels on sm_75 need a vLLM with PR #29901; on older builds "
-                       "use --quantization gptq/awq (dense) or moe_wna16 (MoE)")
+            out.append(f"--quantization {topology.vllm_quantization(plan)}: what runs on sm_75 "
+                       "in vLLM 0.32; the faster Marlin kernels (awq_marlin/gptq_marlin) need a "
+                       "vLLM with PR #29901")
     if plan.weights.method == "fp8" and not gpu.fp8:
         out.append(f"{gpu.name} has no native FP8: fp8 weights run as weight-only Marlin "
                    "(saves memory, no speed-up)")
@@ -65,9 +72,10 @@ def _model(plan: Plan) -> list[str]:
         out.append(f"no known tool-call parser for {m.architecture}: add "
                    "--enable-auto-tool-choice --tool-call-parser NAME yourself")
     if plan.weights.method in ("awq", "gptq") and m.quant is None:
-        out.append(f"planned for a {plan.weights.label} checkpoint but {m.name} is not "
-                   "quantized: point --model at the AWQ/GPTQ checkpoint (vLLM cannot "
-                   "quantize to 4 bit while loading)")
+        out.append(f"planned for a {plan.weights.label} checkpoint, but {m.source} has no "
+                   f"published {plan.weights.label} checkpoint and is not quantized: bring "
+                   "your own (a directory with its config.json) and pass it to --model; vLLM "
+                   "cannot quantize to 4 bit while loading")
     if not m.local and m.quant is not None:
         out.append(f"catalog model planned as the {plan.weights.label} checkpoint {m.source}; "
                    "pass your checkpoint's directory to --model to plan from its config.json")
@@ -77,6 +85,19 @@ def _model(plan: Plan) -> list[str]:
     if plan.memory.utilization > 0.9:
         out.append(f"--gpu-memory-utilization {plan.memory.utilization:.2f} leaves little "
                    "headroom: nothing else may run on these GPUs")
+    if m.linear_layers or m.sliding_layers:
+        kinds = [f"{m.kv_layers} full-attention"]
+        if m.sliding_layers:
+            kinds.append(f"{m.sliding_layers} sliding-window ({m.sliding_window} tokens)")
+        if m.linear_layers:
+            kinds.append(f"{m.linear_layers} linear-attention")
+        out.append(f"hybrid attention: {', '.join(kinds)} of {m.num_layers} layers; only the "
+                   "full-attention layers' cache grows with the review, the others hold "
+                   f"{plan.memory.state_per_sequence / 2**20:.1f} MiB per sequence per GPU")
+    if m.vision_params:
+        out.append(f"the vision tower ({m.vision_params / 1e9:.2f} B params) is loaded and "
+                   "counted, but no image is ever sent: --limit-mm-per-prompt sets images "
+                   "and videos to 0")
     if plan.reviews_per_replica == 1:
         out.append("only one full-length review fits at a time per replica; shorter "
                    "requests share the cache, longer queues wait")

@@ -3,30 +3,48 @@
 Entry point (the supervisor imports it):
 
     plan(gpus_spec: str, model: ModelSpec, *, max_model_len=65536, quantization=None,
-         kv_cache_dtype=None, nodes=1, base_port=8001) -> Plan
+         kv_cache_dtype=None, nodes=1, base_port=8001, tensor_parallel_size=None,
+         replicas=None) -> Plan
 
-Raises `PlanRefused` (exit 1, carries the reason and the nearest plan that works) when the
-model or the context cannot fit, and `UsageError` (exit 2) for bad input. Pure: no I/O.
+Raises `PlanRefused` (exit 1, carries the reason and the nearest plan that works: a shorter
+context, smaller weights, or more GPUs) when the model or the context cannot fit, and
+`UsageError` (exit 2) for bad input. Pure: no I/O.
 
 Topology: the smallest tensor-parallel group whose GPUs hold the weights plus KV for one
 full-length review; every other GPU group becomes another replica (one process per group,
-pinned with CUDA_VISIBLE_DEVICES, behind nginx/HAProxy).
+pinned with CUDA_VISIBLE_DEVICES, behind nginx/HAProxy). `tensor_parallel_size` and
+`replicas` override that choice; the plan then says what it would have chosen.
+
+Serving flags are shaped for reviews, which are prefill-heavy: the prefill chunk
+(`--max-num-batched-tokens`) is vLLM's default for the card, raised while its activations fit
+under the sampler's profiling peak (free of KV cost); on the H200, 16K and 32K chunks bought
+2-4% more prefill rate for 0.8-3.3% fewer KV tokens (docs/performance.md), so no more. Prefix
+caching stays on for the chunks and passes of one review that share a prompt prefix.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from reviewbot.errors import PlanRefused
+from reviewbot.errors import PlanRefused, UsageError
 from reviewbot.server.plan import notes, topology
 from reviewbot.server.plan.hardware import GpuSpec, GpuType, parse_gpus
-from reviewbot.server.plan.memory import Memory, WeightFormat, gpu_memory, weight_format
+from reviewbot.server.plan.memory import (
+    SAMPLER_BASE,
+    SAMPLER_PER_LOGIT,
+    Memory,
+    WeightFormat,
+    forward_bytes_per_token,
+    gpu_memory,
+    weight_format,
+)
 from reviewbot.server.plan.model import ModelSpec
 from reviewbot.server.plan.types import Plan
 
 DEFAULT_CONTEXT = 65_536
 REVIEW_CHUNK = 4_096  # a typical review request; sizes --max-num-seqs
 MAX_SEQS = 256
+BATCHED = (16_384, 8_192, 4_096, 2_048)  # prefill chunk candidates, largest first
 UTILIZATIONS = (0.90, 0.95)  # 0.90 leaves room for the driver and stray processes
 
 
@@ -34,39 +52,69 @@ UTILIZATIONS = (0.90, 0.95)  # 0.90 leaves room for the driver and stray process
 class _Fit:
     tp: int
     memory: Memory
+    batched: int
+    seqs: int
 
 
-def _batched_tokens(gpu: GpuType) -> int:
-    """Prefill chunk size: vLLM's defaults (2048; 8192 from 70 GiB), 4096 in between."""
-    gib = gpu.memory_mib / 1024
-    return 2048 if gib < 20 else 4096 if gib < 70 else 8192
+def batched_tokens(gpu: GpuType, model: ModelSpec, tp: int, seqs: int) -> int:
+    """vLLM's own default for the card (8,192 from 70 GiB; 2,048 / 4,096 below), raised to
+    the largest chunk whose forward activations stay under the sampler's dummy-run peak:
+    vLLM reserves the larger of the two, so that raise costs no KV cache."""
+    floor = 2048 if gpu.memory_mib < 20 * 1024 else 4096 if gpu.memory_mib < 70 * 1024 else 8192
+    sampler = SAMPLER_BASE + seqs * model.vocab_size * SAMPLER_PER_LOGIT
+    per_token = forward_bytes_per_token(model, tp)
+    free = next((b for b in BATCHED if b * per_token <= sampler), BATCHED[-1])
+    return max(floor, free)
+
+
+def _memory(gpus: GpuSpec, model: ModelSpec, fmt: WeightFormat, tp: int, util: float,
+            kv: str, seqs: int = MAX_SEQS) -> tuple[Memory, int]:
+    batched = batched_tokens(gpus.gpu, model, tp, seqs)
+    return gpu_memory(model, fmt, gpu_total=gpus.gpu.memory_bytes, tp=tp, utilization=util,
+                      kv_dtype=kv, batched_tokens=batched, max_num_seqs=seqs), batched
+
+
+def _tp_choices(model: ModelSpec, count: int, forced: int | None) -> list[int]:
+    sizes = topology.tp_sizes(model, count)
+    if forced is None:
+        return sizes
+    if forced not in sizes:
+        raise UsageError(
+            f"--tensor-parallel-size {forced} does not work for {model.name} on {count} GPU(s):"
+            f" vLLM needs {model.num_attention_heads} attention heads split evenly and "
+            f"{model.num_kv_heads} KV heads split or replicated; possible: "
+            f"{', '.join(map(str, sizes))}")
+    return [forced]
 
 
 def _search(
-    gpus: GpuSpec, model: ModelSpec, fmt: WeightFormat, context: int, kv_dtypes: tuple[str, ...]
+    gpus: GpuSpec, model: ModelSpec, fmt: WeightFormat, context: int, kv_dtypes: tuple[str, ...],
+    forced_tp: int | None = None,
 ) -> _Fit | None:
-    """First fit in order of preference: fewer GPUs per replica, 16-bit KV, 0.90 utilization."""
-    batched = _batched_tokens(gpus.gpu)
-    for tp in topology.tp_sizes(model, gpus.count):
+    """First fit in order of preference: fewer GPUs per replica, 16-bit KV, 0.90 utilization.
+    Then --max-num-seqs is sized from the KV cache (fewer sequences reserve less memory)."""
+    for tp in _tp_choices(model, gpus.count, forced_tp):
         for util in UTILIZATIONS:
             for kv in kv_dtypes:
-                mem = gpu_memory(model, fmt, gpu_total=gpus.gpu.memory_bytes, tp=tp,
-                                 utilization=util, kv_dtype=kv, batched_tokens=batched)
+                mem, _ = _memory(gpus, model, fmt, tp, util, kv)
                 if mem.reviews(context) >= 1:
-                    return _Fit(tp, mem)
+                    seqs = min(MAX_SEQS, max(mem.reviews(context), mem.kv_tokens // REVIEW_CHUNK))
+                    seqs = seqs // 8 * 8 if seqs >= 8 else seqs
+                    mem, batched = _memory(gpus, model, fmt, tp, util, kv, seqs)
+                    return _Fit(tp, mem, max(batched, seqs), seqs)
     return None
 
 
 def _largest_context(
-    gpus: GpuSpec, model: ModelSpec, fmt: WeightFormat, kv_dtypes: tuple[str, ...]
+    gpus: GpuSpec, model: ModelSpec, fmt: WeightFormat, kv_dtypes: tuple[str, ...],
+    forced_tp: int | None = None,
 ) -> int:
-    batched = _batched_tokens(gpus.gpu)
     best = 0
-    for tp in topology.tp_sizes(model, gpus.count):
+    for tp in _tp_choices(model, gpus.count, forced_tp):
         for kv in kv_dtypes:
-            mem = gpu_memory(model, fmt, gpu_total=gpus.gpu.memory_bytes, tp=tp,
-                             utilization=UTILIZATIONS[0], kv_dtype=kv, batched_tokens=batched)
-            best = max(best, mem.kv_tokens)
+            mem, _ = _memory(gpus, model, fmt, tp, UTILIZATIONS[0], kv)
+            if mem.kv > mem.state_per_sequence:
+                best = max(best, (mem.kv - mem.state_per_sequence) // mem.kv_per_token)
     return best // 1024 * 1024
 
 
@@ -87,13 +135,19 @@ class _Ask:
     kv_cache_dtype: str | None
     nodes: int
     base_port: int
+    tensor_parallel_size: int | None = None
+    replicas: int | None = None
+
+    def again(self, **changes: int | str | None) -> Plan:
+        ask = replace(self, **changes)  # type: ignore[arg-type]
+        return plan(ask.spec, ask.model, max_model_len=ask.max_model_len,
+                    quantization=ask.quantization, kv_cache_dtype=ask.kv_cache_dtype,
+                    nodes=ask.nodes, base_port=ask.base_port,
+                    tensor_parallel_size=ask.tensor_parallel_size, replicas=ask.replicas)
 
     def nearest(self, **changes: int | str | None) -> Plan | None:
-        again = replace(self, **changes)  # type: ignore[arg-type]
         try:
-            return plan(again.spec, again.model, max_model_len=again.max_model_len,
-                        quantization=again.quantization, kv_cache_dtype=again.kv_cache_dtype,
-                        nodes=again.nodes, base_port=again.base_port)
+            return self.again(**changes)
         except PlanRefused as refused:
             nearest: Plan | None = refused.nearest
             return nearest
@@ -108,10 +162,13 @@ def plan(
     kv_cache_dtype: str | None = None,
     nodes: int = 1,
     base_port: int = 8001,
+    tensor_parallel_size: int | None = None,
+    replicas: int | None = None,
 ) -> Plan:
     gpus = parse_gpus(gpus_spec)
     fmt = weight_format(model, quantization)
-    ask = _Ask(gpus_spec, model, max_model_len, quantization, kv_cache_dtype, nodes, base_port)
+    ask = _Ask(gpus_spec, model, max_model_len, quantization, kv_cache_dtype, nodes, base_port,
+               tensor_parallel_size, replicas)
     model = topology.catalog_checkpoint(model, fmt)
     topology.check_inputs(max_model_len, nodes, kv_cache_dtype)
     limit = topology.context_limit(model)
@@ -125,25 +182,49 @@ def plan(
                           ask.nearest(quantization="awq"),
                           ("--quantization awq (an AWQ 4-bit checkpoint)",))
     kv_dtypes = _kv_dtypes(gpus.gpu, kv_cache_dtype)
-    fit = _search(gpus, model, fmt, max_model_len, kv_dtypes)
+    fit = _search(gpus, model, fmt, max_model_len, kv_dtypes, tensor_parallel_size)
     if fit is None:
         raise _refusal(ask, gpus, model, fmt, kv_dtypes)
-    return _build(gpus, model, fmt, fit, max_model_len, nodes, base_port)
+    per_node = _replicas(gpus, fit.tp, replicas)
+    built = _build(gpus, model, fmt, fit, max_model_len, nodes, base_port, per_node)
+    if tensor_parallel_size is None and replicas is None:
+        return built
+    return replace(built, warnings=built.warnings + (_would_have(ask, built),))
+
+
+def _replicas(gpus: GpuSpec, tp: int, wanted: int | None) -> int:
+    room = gpus.count // tp
+    if wanted is not None and not 1 <= wanted <= room:
+        raise UsageError(f"--replicas {wanted}: {gpus.count} GPU(s) at TP={tp} hold 1 to "
+                         f"{room} replica(s)")
+    return room if wanted is None else wanted
+
+
+def _would_have(ask: _Ask, asked: Plan) -> str:
+    """What the planner would have chosen without the overrides, and why."""
+    try:
+        auto = ask.again(tensor_parallel_size=None, replicas=None)
+    except PlanRefused:
+        return "without the overrides nothing fits either"
+    if (auto.tp, auto.replicas_per_node) == (asked.tp, asked.replicas_per_node):
+        return f"TP={asked.tp} × {asked.replicas_per_node} replica(s) is also what the planner chooses"
+    why = ("the weights and one review fit that many GPUs, and every other GPU group serves "
+           "reviews of its own")
+    return (f"as asked: TP={asked.tp} × {asked.replicas_per_node} replica(s), "
+            f"{asked.max_concurrent_reviews} review(s) at once; the planner would choose "
+            f"TP={auto.tp} × {auto.replicas_per_node} replica(s), "
+            f"{auto.max_concurrent_reviews} review(s) at once ({why})")
 
 
 def _build(
     gpus: GpuSpec, model: ModelSpec, fmt: WeightFormat, fit: _Fit, context: int, nodes: int,
-    base_port: int,
+    base_port: int, per_node: int | None = None,
 ) -> Plan:
     mem = fit.memory
-    reviews = mem.reviews(context)
-    seqs = min(MAX_SEQS, max(reviews, mem.kv_tokens // REVIEW_CHUNK))
-    seqs = seqs // 8 * 8 if seqs >= 8 else seqs
-    batched = max(_batched_tokens(gpus.gpu), seqs)
     draft = Plan(
         gpus=gpus, nodes=nodes, model=model, weights=fmt, tp=fit.tp,
-        replicas_per_node=gpus.count // fit.tp, memory=mem, max_model_len=context,
-        max_num_seqs=seqs, max_num_batched_tokens=batched,
+        replicas_per_node=per_node or gpus.count // fit.tp, memory=mem, max_model_len=context,
+        max_num_seqs=fit.seqs, max_num_batched_tokens=fit.batched,
         dtype="float16" if not gpus.gpu.bf16 else "bfloat16",
         tool_call_parser=topology.tool_parser(model), reasoning_parser=topology.reasoning(model),
         hf_overrides=topology.yarn_overrides(model, context),
@@ -160,7 +241,7 @@ def _refusal(
 ) -> PlanRefused:
     """Explain why nothing fits, and find the nearest plan: shorter context or smaller weights."""
     context, where = ask.max_model_len, f"{gpus.count}x{gpus.gpu.name}"
-    largest = _largest_context(gpus, model, fmt, kv_dtypes)
+    largest = _largest_context(gpus, model, fmt, kv_dtypes, ask.tensor_parallel_size)
     alternatives: list[str] = []
     nearest: Plan | None = None
     if largest >= REVIEW_CHUNK:
@@ -175,7 +256,7 @@ def _refusal(
     reduced: Plan | None = None
     for quant in topology.smaller_formats(fmt, gpus.gpu):
         smaller = weight_format(model, quant)
-        fit = _search(gpus, model, smaller, context, kv_dtypes)
+        fit = _search(gpus, model, smaller, context, kv_dtypes, ask.tensor_parallel_size)
         if fit is not None:
             checkpoint = topology.catalog_checkpoint(model, smaller)
             alt = _build(gpus, checkpoint, smaller, fit, context, ask.nodes, ask.base_port)
@@ -183,7 +264,7 @@ def _refusal(
                                 f"TP={alt.tp}, {alt.max_concurrent_reviews} review(s) at once")
             nearest = nearest or alt
             break
-        ctx = _largest_context(gpus, model, smaller, kv_dtypes)
+        ctx = _largest_context(gpus, model, smaller, kv_dtypes, ask.tensor_parallel_size)
         if reduced is None and ctx >= REVIEW_CHUNK:
             reduced = ask.nearest(max_model_len=ctx, quantization=quant)
             alternatives.append(f"--quantization {quant} --max-model-len {ctx} "
@@ -191,7 +272,32 @@ def _refusal(
     nearest = nearest or reduced
     if "fp8" not in kv_dtypes and gpus.gpu.compute_capability >= (8, 0):
         alternatives.append("--kv-cache-dtype fp8 (halves the KV cache; no native FP8 here)")
+    more = _more_gpus(ask, gpus, model, fmt, kv_dtypes)
+    if more is not None:
+        alternatives.append(f"--gpus {more.gpus.spec}" + (
+            "" if more.weights == fmt else f" --quantization {_quant_arg(more.weights)}")
+            + f": TP={more.tp}, {more.max_concurrent_reviews} review(s) at once")
+        nearest = nearest or more
     return PlanRefused(reason, nearest, tuple(alternatives))
+
+
+def _more_gpus(ask: _Ask, gpus: GpuSpec, model: ModelSpec, fmt: WeightFormat,
+               kv_dtypes: tuple[str, ...]) -> Plan | None:
+    """The fewest cards of this type (one machine, up to 16) that hold the model: in its own
+    format first, then in each smaller one."""
+    if gpus.mixed:
+        return None
+    formats = [fmt] + [weight_format(model, q) for q in topology.smaller_formats(fmt, gpus.gpu)]
+    for count in (2, 4, 8, 16):
+        if count <= gpus.count:
+            continue
+        more = parse_gpus(f"{count}x{gpus.gpu.name}")
+        for f in formats:
+            fit = _search(more, model, f, ask.max_model_len, kv_dtypes)
+            if fit is not None:
+                return _build(more, topology.catalog_checkpoint(model, f), f, fit,
+                              ask.max_model_len, ask.nodes, ask.base_port)
+    return None
 
 
 def _quant_arg(fmt: WeightFormat) -> str:

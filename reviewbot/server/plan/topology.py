@@ -12,7 +12,7 @@ from dataclasses import replace
 from reviewbot.errors import UsageError
 from reviewbot.server.plan.hardware import GpuType
 from reviewbot.server.plan.memory import WeightFormat
-from reviewbot.server.plan.model import ModelSpec, Quant
+from reviewbot.server.plan.model import PUBLISHED, ModelSpec, Quant
 from reviewbot.server.plan.types import Instance, Plan
 from reviewbot.server.serve_config import ServeConfig
 
@@ -30,13 +30,22 @@ def tp_sizes(model: ModelSpec, count: int) -> list[int]:
     return sizes
 
 
+def published_suffix(model: ModelSpec, fmt: WeightFormat) -> str | None:
+    """The hub suffix of the publisher's own checkpoint in this format, if there is one."""
+    wanted = {"awq": "-AWQ", "gptq": f"-GPTQ-Int{fmt.bits}", "fp8": "-FP8"}.get(fmt.method or "")
+    return wanted if wanted in PUBLISHED.get(model.source, ()) else None
+
+
 def catalog_checkpoint(model: ModelSpec, fmt: WeightFormat) -> ModelSpec:
-    """A catalog model planned at 4/8 bit means its published GPTQ/AWQ checkpoint."""
+    """A catalog model planned at 4/8 bit means its publisher's GPTQ/AWQ checkpoint, when one
+    exists; otherwise the plan keeps the base id and says to bring a quantized checkpoint."""
     if model.local or model.quant is not None or fmt.method not in ("awq", "gptq"):
         return model
-    suffix = "-AWQ" if fmt.method == "awq" else f"-GPTQ-Int{fmt.bits}"
+    suffix = published_suffix(model, fmt)
+    if suffix is None:
+        return model
     return replace(model, source=model.source + suffix,
-                   quant=Quant(fmt.method, fmt.bits, fmt.group_size))
+                   quant=Quant(fmt.method or "gptq", fmt.bits, fmt.group_size))
 
 
 def context_limit(model: ModelSpec) -> int:
@@ -99,9 +108,13 @@ def smaller_formats(fmt: WeightFormat, gpu: GpuType) -> list[str]:
 
 
 def vllm_quantization(plan: Plan) -> str | None:
+    """Marlin where the vLLM version the tests check (0.32) runs it; on Turing it does not
+    (vLLM PR #29901 is not in it): the dense kernels there, and moe_wna16 for experts."""
     fmt, ckpt = plan.weights, plan.model.quant
     if fmt.method is None or (ckpt is not None and ckpt.method not in ("awq", "gptq", "fp8")):
         return None  # unquantized, or a format vLLM detects from config.json itself
+    if fmt.method in ("awq", "gptq") and plan.gpu.turing:
+        return "moe_wna16" if plan.model.moe else fmt.method
     return {"awq": "awq_marlin", "gptq": "gptq_marlin"}.get(fmt.method, fmt.method)
 
 
@@ -111,7 +124,10 @@ def serve_config(plan: Plan, bind: str, port: int) -> ServeConfig:
             "--gpu-memory-utilization", f"{m.utilization:.2f}",
             "--max-num-seqs", str(plan.max_num_seqs),
             "--max-num-batched-tokens", str(plan.max_num_batched_tokens),
-            "--kv-cache-dtype", m.kv_dtype]
+            "--kv-cache-dtype", m.kv_dtype,
+            # on by default for most models, off for some hybrids: a review's chunks and
+            # passes share their prompt prefix, so say it
+            "--enable-prefix-caching"]
     quant = vllm_quantization(plan)
     if quant:
         argv += ["--quantization", quant]
@@ -125,6 +141,10 @@ def serve_config(plan: Plan, bind: str, port: int) -> ServeConfig:
         argv.append("--disable-custom-all-reduce")
     if plan.gpu.turing:
         argv += ["--attention-backend", "TRITON_ATTN"]
+    if plan.model.vision_params:
+        # a review sends no images: no encoder cache, no multimodal profiling
+        argv += ["--limit-mm-per-prompt", json.dumps({"image": 0, "video": 0},
+                                                     separators=(",", ":"))]
     return ServeConfig(model=plan.model.source, served_model_name=plan.model.name, host=bind,
                        port=port, max_model_len=plan.max_model_len, dtype=plan.dtype,
                        tool_call_parser=plan.tool_call_parser, flags=tuple(argv))
