@@ -28,6 +28,9 @@ _CONTEXT_MARKERS = ("context length", "maximum context", "too long", "max_model_
                     "maximum model length", "is longer than")
 
 
+AFFINITY_HEADER = "X-Reviewbot-Review"  # the balancers hash on it (server/render/balancers.py)
+
+
 @dataclass(frozen=True)
 class Served:
     model: str
@@ -103,9 +106,11 @@ class ModelClient:
         return Served(chosen.id, int(max_len) if max_len else None)
 
     def call_tool(self, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
-                  name: str, max_tokens: int, temperature: float, n: int = 1) -> Reply:
+                  name: str, max_tokens: int, temperature: float, n: int = 1,
+                  route: str = "") -> Reply:
         """A forced call of the tool `name`, with every tool of `tools` sent (the same list in
-        every pass keeps the prompt prefix shared)."""
+        every pass keeps the prompt prefix shared). `route` goes out as AFFINITY_HEADER, so a
+        balancer keeps one review's requests on the replica that caches their prefix."""
         try:
             response = self._client.chat.completions.create(  # type: ignore[call-overload]
                 model=model,
@@ -115,6 +120,7 @@ class ModelClient:
                 max_tokens=max_tokens,
                 temperature=temperature,
                 n=n,
+                extra_headers={AFFINITY_HEADER: route} if route else None,
             )
         except openai.BadRequestError as exc:
             text = str(exc).lower()

@@ -5,6 +5,7 @@ It receives its parts (model client, token counter, progress) and wires them; no
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections import Counter
@@ -245,7 +246,7 @@ class Engine:
 
     # -- the review -------------------------------------------------------------------------
     def ask(self, chunk: Chunk, depth: int, total: int, context: Context,
-            deadline: float) -> Attempted:
+            deadline: float, route: str = "") -> Attempted:
         """One chunk: the finding pass (an unusable answer is asked for again, up to
         ANSWER_ATTEMPTS), agreement across samples, then the verification pass."""
         messages, tool_list = self.request(chunk, total, context)
@@ -257,7 +258,8 @@ class Engine:
         def call() -> Reply:
             return self.client.call_tool(
                 self.model, messages, tool_list, tools.TOOL_NAME,
-                self.output_tokens(chunk.changed_lines), self.settings.temperature, n=samples)
+                self.output_tokens(chunk.changed_lines), self.settings.temperature, n=samples,
+                route=route)
 
         try:
             for reply in self._attempts(deadline, call):
@@ -287,7 +289,8 @@ class Engine:
         answer.candidates = sum(len(p.findings) for p in usable)
         answer.findings, answer.dropped = agree([p.findings for p in usable])
         if self.settings.verify and answer.findings:
-            answer.verify_requests = self.verify(chunk, messages, tool_list, answer, deadline)
+            answer.verify_requests = self.verify(chunk, messages, tool_list, answer, deadline,
+                                                 route)
         return Attempted(chunk, depth, requests + answer.verify_requests, unusable, answer)
 
     @staticmethod
@@ -307,7 +310,8 @@ class Engine:
             yield reply
 
     def verify(self, chunk: Chunk, messages: list[dict[str, Any]],
-               tool_list: list[dict[str, Any]], answer: ChunkAnswer, deadline: float) -> int:
+               tool_list: list[dict[str, Any]], answer: ChunkAnswer, deadline: float,
+               route: str = "") -> int:
         """Judge `answer.findings` in place; the requests it took. Without a usable verdict the
         candidates stay, unverified, and the chunk says so (its review is still complete: the
         finding pass answered)."""
@@ -318,7 +322,8 @@ class Engine:
 
         def call() -> Reply:
             return self.client.call_tool(self.model, verify_messages, tool_list,
-                                         tools.VERIFY_TOOL, max_tokens, self.settings.temperature)
+                                         tools.VERIFY_TOOL, max_tokens, self.settings.temperature,
+                                         route=route)
 
         try:
             for reply in self._attempts(deadline, call):
@@ -352,7 +357,7 @@ class Engine:
             if reviewed.files else []
         stats.chunks = len(chunks)
         self.progress.start(len(chunks))
-        answers = self._answers(chunks, context, deadline, stats)
+        answers = self._answers(chunks, context, deadline, stats, route_key(reviewed, context))
         self.progress.close()
         merged = merge(with_fingerprints([f for a in answers for f in a.findings], reviewed))
         dropped = [replace(d, finding=with_fingerprints([d.finding], reviewed)[0])
@@ -372,7 +377,7 @@ class Engine:
                      s.min_confidence)
 
     def _answers(self, chunks: list[Chunk], context: Context, deadline: float,
-                 stats: Stats) -> list[ChunkAnswer]:
+                 stats: Stats, route: str = "") -> list[ChunkAnswer]:
         """Every chunk asked at once (`concurrency` in flight); a chunk the server finds too
         long is split in two and asked again. Counts go into `stats` as answers arrive."""
         total = len(chunks)
@@ -380,7 +385,7 @@ class Engine:
         pool = ThreadPoolExecutor(max_workers=self.settings.concurrency)
 
         def submit(chunk: Chunk, depth: int) -> Future[Attempted]:
-            return pool.submit(self.ask, chunk, depth, total, context, deadline)
+            return pool.submit(self.ask, chunk, depth, total, context, deadline, route)
 
         pending = {submit(c, 0) for c in chunks}
         try:
@@ -432,6 +437,13 @@ def summarize(stats: Stats, findings: list[Finding], notes: list[str], model: st
     if not stats.complete:
         head = "INCOMPLETE REVIEW: " + head + f" {len(stats.errors)} error(s)."
     return "\n".join([head] + [f"- {note}" for note in notes[:8]])
+
+
+def route_key(changes: ChangeSet, context: Context) -> str:
+    """One opaque value per review for the balancer's affinity header: the same for every
+    chunk and pass (and for the same change reviewed again), telling nothing of the code."""
+    text = "\0".join([context.intent.title, *sorted(f.path for f in changes.files)])
+    return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:16]
 
 
 def counter_for(settings: Settings, client: ModelClient, model: str,

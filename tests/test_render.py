@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
@@ -21,6 +22,7 @@ import httpx
 import pytest
 
 from reviewbot.cli import main
+from reviewbot.llm import AFFINITY_HEADER
 from reviewbot.server.plan.model import load_model
 from reviewbot.server.plan.planner import Plan, plan
 from reviewbot.server.render.balancers import LbSettings, haproxy_cfg, nginx_conf
@@ -248,3 +250,111 @@ def test_check_through_rendered_nginx_in_front_of_real_vllm(
             main([*args, "--api-key", "sk-wrong-key"])
         out = capsys.readouterr().out
         assert refused.value.code == 1 and "401" in out and "sk-wrong-key" not in out, out
+
+
+@contextmanager
+def recording_upstreams(n: int) -> Iterator[list[tuple[int, list[tuple[str, str, bytes]]]]]:
+    """n fake engines, each with its own record of (method, path, X-Reviewbot-Review)."""
+    out, servers = [], []
+    for _ in range(n):
+        class Handler(_Upstream):
+            record: ClassVar[list[tuple[str, str, bytes]]] = []  # this engine's own
+
+            def _answer(self) -> None:
+                self.record.append((self.command, self.path,
+                                    (self.headers.get(AFFINITY_HEADER) or "").encode()))
+                super()._answer()
+
+            do_GET = do_POST = _answer
+
+        seen = Handler.record
+
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        out.append((int(server.server_address[1]), seen))
+    try:
+        yield out
+    finally:
+        for server in servers:
+            server.shutdown()
+            server.server_close()
+
+
+def two_replica_plan(ports: list[int]) -> Plan:
+    p = plan("2xA10", load_model("Qwen2.5-Coder-7B"))
+    return replace(p, instances=tuple(replace(i, port=port) for i, port in zip(p.instances, ports)))
+
+
+def review_traffic(base: str) -> None:
+    """What reviews send: per review, a burst of /tokenize calls and chunk requests carrying
+    the review's affinity header; every one must pass the default limits."""
+    good = {"Authorization": f"Bearer {KEY}"}
+    with httpx.Client(headers=good, timeout=10) as client:
+        for _ in range(200):
+            assert client.post(f"{base}/tokenize", json={"prompt": "x"}).status_code == 200
+        for review in range(20):
+            for _ in range(3):
+                r = client.post(f"{base}/v1/chat/completions", json={},
+                                headers={AFFINITY_HEADER: f"review-{review:02d}"})
+                assert r.status_code == 200, r.status_code
+            time.sleep(0.12)  # the 20 reviews arrive over ~3 s, as separate reviews do
+
+
+def assert_affinity(records: list[list[tuple[str, str, bytes]]]) -> None:
+    homes: dict[bytes, set[int]] = {}
+    for n, seen in enumerate(records):
+        for method, path, key in seen:
+            if path == "/v1/chat/completions":
+                homes.setdefault(key, set()).add(n)
+    assert len(homes) == 20 and all(len(h) == 1 for h in homes.values()), homes
+    assert {n for h in homes.values() for n in h} == {0, 1}  # both replicas serve reviews
+
+
+def test_nginx_keeps_a_review_on_one_replica_within_default_limits(tmp_path: Path) -> None:
+    nginx = binary("nginx")
+    keys = tmp_path / "keys.map"
+    keys.write_text(f'"Bearer {KEY}" 1;\n')
+    with recording_upstreams(2) as ups:
+        listen = free_port()
+        lb = LbSettings(listen=f"127.0.0.1:{listen}", nginx_keys=str(keys),
+                        pid_file=str(tmp_path / "nginx.pid"))
+        conf = tmp_path / "nginx.conf"
+        conf.write_text(nginx_conf(two_replica_plan([p for p, _ in ups]), lb))
+        assert "open-source nginx checks passively only" in conf.read_text()
+        base = [nginx, "-p", str(tmp_path), "-e", "stderr", "-c", str(conf)]
+        with running([*base, "-g", "daemon off;"]):
+            wait_ready(f"http://127.0.0.1:{listen}/health", {})
+            review_traffic(f"http://127.0.0.1:{listen}")
+        assert_affinity([seen for _, seen in ups])
+
+
+def test_haproxy_keeps_a_review_on_one_replica_within_default_limits(tmp_path: Path) -> None:
+    haproxy = binary("haproxy")
+    keys = tmp_path / "keys.lst"
+    keys.write_text(f"{KEY}\n")
+    with recording_upstreams(2) as ups:
+        listen = free_port()
+        cfg = tmp_path / "haproxy.cfg"
+        cfg.write_text(haproxy_cfg(two_replica_plan([p for p, _ in ups]),
+                                   LbSettings(listen=f"127.0.0.1:{listen}",
+                                              haproxy_keys=str(keys))))
+        check = subprocess.run([haproxy, "-c", "-f", str(cfg)], capture_output=True, text=True,
+                               check=False)
+        assert check.returncode == 0, check.stdout + check.stderr
+        with running([haproxy, "-f", str(cfg)], env={"VLLM_API_KEY": ""}):
+            wait_ready(f"http://127.0.0.1:{listen}/health", {})
+            review_traffic(f"http://127.0.0.1:{listen}")
+        assert_affinity([seen for _, seen in ups])
+
+
+def test_helm_values_route_by_review_and_never_point_at_a_local_path(tmp_path: Path) -> None:
+    cfg = {"architectures": ["Qwen2ForCausalLM"], "hidden_size": 3584, "num_hidden_layers": 28,
+           "num_attention_heads": 28, "num_key_value_heads": 4, "intermediate_size": 18944,
+           "vocab_size": 152064, "max_position_embeddings": 32768}
+    model_dir = tmp_path / "qwen-7b"
+    model_dir.mkdir()
+    (model_dir / "config.json").write_text(json.dumps(cfg))
+    values = helm_values(plan("2xA10", load_model(str(model_dir))))
+    assert 'modelURL: "/data/qwen-7b"' in values and str(tmp_path) not in values.split("\n", 2)[2]
+    assert 'routingLogic: "session"' in values and 'sessionKey: "x-reviewbot-review"' in values

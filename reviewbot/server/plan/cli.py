@@ -72,10 +72,11 @@ def _refuse(refused: PlanRefused, output: str) -> None:
               help="vllm executable for --output systemd.")
 @click.option("--listen", default="0.0.0.0:8000", show_default=True,
               help="Load balancer address for --output nginx|haproxy.")
-@click.option("--rate-limit", type=click.IntRange(1, 10_000), default=5, show_default=True,
-              help="Requests/s per client address at the load balancer.")
-@click.option("--burst", type=click.IntRange(0, 10_000), default=10, show_default=True,
-              help="Requests above the rate a client may send at once.")
+@click.option("--rate-limit", type=click.IntRange(1, 10_000), default=LbSettings.rate,
+              show_default=True, help="/v1 requests/s per client address at the load balancer.")
+@click.option("--burst", type=click.IntRange(0, 10_000), default=LbSettings.burst,
+              show_default=True, help="/v1 requests above the rate a client may send at once "
+              "(a review sends its chunks and verification passes together).")
 def plan_command(gpus_spec: str, model_ref: str, max_model_len: int, quantization: str | None,
                  kv_cache_dtype: str | None, nodes: int, tensor_parallel_size: int | None,
                  replicas: int | None, output: str, vllm_bin: str,

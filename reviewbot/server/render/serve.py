@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import json
 import shlex
+from pathlib import PurePosixPath
 from typing import Any
 
+from reviewbot.llm import AFFINITY_HEADER
 from reviewbot.server.plan.hardware import GIB
 from reviewbot.server.plan.types import Plan
 
@@ -170,14 +172,21 @@ def helm_values(plan: Plan) -> str:
         i += 2 if has_value else 1
     env = [{"name": k, "value": v} for k, v in plan.instances[0].env if k != "CUDA_VISIBLE_DEVICES"]
     j = json.dumps  # JSON scalars are valid YAML and quote safely
+    # a local directory means nothing inside the pod: the weights go on the chart's PVC
+    # (mounted at /data), and HF_HUB_OFFLINE=1 keeps the engine off the hub
+    model_url = f"/data/{PurePosixPath(plan.model.source).name}" if plan.model.local \
+        else plan.model.source
+    copy = ([f"# copy {plan.model.source} to the model PVC as {model_url} before installing"]
+            if plan.model.local else [])
     lines = [
         "# vllm-project/production-stack: helm install reviewbot vllm/vllm-stack -f values.yaml",
+        *copy,
         "servingEngineSpec:",
         "  modelSpec:",
         f"  - name: {j(plan.model.name.lower())}",
         '    repository: "vllm/vllm-openai"',
         '    tag: "v0.32.0"',
-        f"    modelURL: {j(plan.model.source)}",
+        f"    modelURL: {j(model_url)}",
         f"    replicaCount: {plan.replicas_per_node * plan.nodes}",
         f"    requestGPU: {plan.tp}",
         '    requestCPU: 8',
@@ -191,6 +200,8 @@ def helm_values(plan: Plan) -> str:
         f"      extraArgs: {j(extra)}",
         f"    env: {j(env)}",
         "routerSpec:",
-        '  routingLogic: "prefixaware"  # review chunks of one MR share a long prefix',
+        "  # one review, one engine: the bot sends this header with every request of a review",
+        '  routingLogic: "session"',
+        f"  sessionKey: {j(AFFINITY_HEADER.lower())}",
     ]
     return "\n".join(lines) + "\n"
