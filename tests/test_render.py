@@ -5,10 +5,12 @@ per-client rate limit and (HAProxy) the inference health check."""
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import shutil
 import socket
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -358,3 +360,39 @@ def test_helm_values_route_by_review_and_never_point_at_a_local_path(tmp_path: P
     values = helm_values(plan("2xA10", load_model(str(model_dir))))
     assert 'modelURL: "/data/qwen-7b"' in values and str(tmp_path) not in values.split("\n", 2)[2]
     assert 'routingLogic: "session"' in values and 'sessionKey: "x-reviewbot-review"' in values
+
+
+@pytest.mark.vllm
+def test_a_whole_review_goes_through_the_rendered_nginx_with_default_limits(
+    vllm_server: Any, tmp_path: Path
+) -> None:
+    """A many-chunk review (a 4K context forces a chunk per few files; /tokenize bursts,
+    verification passes) against the real vLLM through nginx at its default limits: nothing
+    is refused, and the review is complete."""
+    from tests.engine.test_real_vllm import big_diff
+
+    nginx = binary("nginx")
+    keys = tmp_path / "keys.map"
+    keys.write_text(f'"Bearer {KEY}" 1;\n')
+    port = httpx.URL(vllm_server.root_url).port
+    listen = free_port()
+    lb = LbSettings(listen=f"127.0.0.1:{listen}", nginx_keys=str(keys),
+                    pid_file=str(tmp_path / "nginx.pid"))
+    conf = tmp_path / "nginx.conf"
+    conf.write_text(nginx_conf(one_instance_plan(port), lb))
+    diff = tmp_path / "change.diff"
+    diff.write_bytes(big_diff(files=40))
+    with running([nginx, "-p", str(tmp_path), "-e", "stderr", "-c", str(conf), "-g",
+                  "daemon off;"]):
+        wait_ready(f"http://127.0.0.1:{listen}/health", {})
+        proc = subprocess.run(
+            [sys.executable, "-m", "reviewbot", "review", "--diff", str(diff), "--base-url",
+             f"http://127.0.0.1:{listen}/v1", "--output", "json", "--max-context", "4096",
+             "--config", "/dev/null", "--concurrency", "8", "--no-progress"],
+            capture_output=True, text=True, timeout=900,
+            env={**os.environ, "REVIEWBOT_API_KEY": KEY})
+    assert proc.returncode in (0, 1), proc.stderr
+    stats = json.loads(proc.stdout)["stats"]
+    assert stats["complete"] is True and stats["chunks"] >= 8, stats
+    assert stats["changed_lines_sent"] == stats["changed_lines"]
+    assert KEY not in proc.stdout + proc.stderr
