@@ -34,10 +34,25 @@ FAST = ["--canary-interval", "0.5", "--canary-timeout", "5", "--canary-failures"
 
 
 def _fake_python(tmp_path: Path) -> str:
+    """A stand-in for vLLM's interpreter: runs the fake server, and answers `server up`'s
+    preflight probe (`-c …find_spec('vllm')…`) as an interpreter with vLLM would."""
     script = tmp_path / "fake-python"
-    script.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE}" "$@"\n')
+    script.write_text(f'#!/bin/sh\n[ "$1" = "-c" ] && exit 0\nexec "{sys.executable}" "{FAKE}" "$@"\n')
     script.chmod(0o755)
+    if not (tmp_path / "config.json").exists():  # the model dir the fake tests pass
+        (tmp_path / "config.json").write_text("{}")
+        (tmp_path / "tokenizer.json").write_text("{}")
     return str(script)
+
+
+def _fake_nvidia_smi(tmp_path: Path, gpus: int) -> dict[str, str]:
+    """PATH with an nvidia-smi that lists `gpus` GPUs, for plans on a machine without any."""
+    bin_dir = tmp_path / "fake-bin"
+    bin_dir.mkdir(exist_ok=True)
+    smi = bin_dir / "nvidia-smi"
+    smi.write_text("#!/bin/sh\n" + "".join(f"echo {i}\n" for i in range(gpus)))
+    smi.chmod(0o755)
+    return {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
 
 
 class Up:
@@ -239,7 +254,8 @@ def test_several_gpu_instances_behind_nginx(tmp_path: Path) -> None:
 
     model = build_tiny_model(tmp_path / "tiny")
     up = Up(["--gpus", "2xA10", "--model", str(model), "--served-model-name", "tiny",
-             "--vllm-python", _fake_python(tmp_path), *FAST], tmp_path / "state")
+             "--vllm-python", _fake_python(tmp_path), *FAST], tmp_path / "state",
+            env=_fake_nvidia_smi(tmp_path, 2))
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -316,3 +332,33 @@ def test_real_vllm_sigterm_leaves_no_process(real_up: Up) -> None:
     leftovers = subprocess.run(["pgrep", "-f", f"--port {real_up.port}"], check=False,
                                capture_output=True, text=True).stdout.split()
     assert leftovers == []
+
+
+@pytest.mark.parametrize("case", ["no gpu", "too few gpus", "no vllm", "not a python",
+                                  "no tokenizer"])
+def test_permanent_causes_exit_2_before_any_launch(tmp_path: Path, case: str) -> None:
+    """What no restart can fix is refused at once, in one line, before vLLM is started."""
+    from reviewbot.server.tinymodel import build_tiny_model
+
+    model = build_tiny_model(tmp_path / "tiny")
+    python, gpus, env = _fake_python(tmp_path), "2xA10", _fake_nvidia_smi(tmp_path, 2)
+    if case == "no gpu":
+        env = _fake_nvidia_smi(tmp_path, 0)
+    elif case == "too few gpus":
+        env = _fake_nvidia_smi(tmp_path, 1)
+    elif case == "no vllm":
+        python = sys.executable  # the test venv has no vllm
+    elif case == "not a python":
+        python = "/bin/false"
+    else:
+        for name in ("tokenizer.json", "tokenizer_config.json", "vocab.json", "tokenizer.model"):
+            (model / name).unlink(missing_ok=True)
+    started = time.monotonic()
+    up = Up(["--gpus", gpus, "--model", str(model), "--vllm-python", python, *FAST],
+            tmp_path / "state", env={**env, "FAKE_VLLM_MODE": "ok"})
+    code, err = up.finish(timeout=60)
+    assert code == 2, err
+    assert err.strip().count("\n") == 0 and "Traceback" not in err, err
+    assert time.monotonic() - started < 30
+    assert not (tmp_path / "state" / "supervisor.json").exists() or "starting" not in \
+        (tmp_path / "state" / "supervisor.json").read_text()

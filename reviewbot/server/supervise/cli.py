@@ -16,6 +16,7 @@ import httpx
 
 from reviewbot.errors import BackendUnreachable, LaunchError, UsageError
 from reviewbot.server.process.launcher import LaunchSpec, check_port_free, find_vllm_python
+from reviewbot.server.supervise import preflight
 from reviewbot.server.supervise.specs import Nginx, gpu_specs, nginx_for
 from reviewbot.server.supervise.status_app import Metrics, StatusServer, build_app
 from reviewbot.server.supervise.supervisor import Supervisor, SupervisorSettings
@@ -85,8 +86,10 @@ def up(gpus: str, model_dir: Path, port: int, state_dir: Path, served_model_name
     state_dir = state_dir.resolve()
     _setup_logging(state_dir)
     model_dir = model_dir.resolve()
+    preflight.check_model_dir(model_dir)
     _verify_model(model_dir)
     python = vllm_python or find_vllm_python()
+    preflight.check_vllm_python(python)
     name = served_model_name or model_dir.name
     if gpus == "cpu":
         specs = {"cpu0": LaunchSpec(model_dir=model_dir, port=port, served_model_name=name,
@@ -94,6 +97,8 @@ def up(gpus: str, model_dir: Path, port: int, state_dir: Path, served_model_name
         lb = None
     else:
         specs = gpu_specs(gpus, model_dir, name, max_model_len, port, extra)
+        pinned = {g for s in specs.values() for g in s.env.get("CUDA_VISIBLE_DEVICES", "").split(",")}
+        preflight.check_gpus(len(pinned - {""}) or 1)
         lb = nginx_for(specs, port, state_dir) if len(specs) > 1 else None
     for spec in specs.values():  # vLLM binds only after loading: say it now, not in minutes
         check_port_free(spec.host, spec.port)
