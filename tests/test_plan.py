@@ -395,7 +395,7 @@ def test_gemma_pattern_and_nested_text_config(tmp_path: Path) -> None:
 
 def test_a_model_that_fits_nowhere_gets_the_fewest_gpus_that_fit(
         capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = _cli(["--gpus", "1xRTX4090", "--model", "Qwen3-235B-A22B", "--output",
+    code, out, _ = _cli(["--gpus", "1xRTX4090", "--model", "Qwen3-235B-A22B", "--output",
                            "json"], capsys)
     body = json.loads(out)
     assert code == 1 and body["nearest"] is not None

@@ -396,3 +396,46 @@ def test_a_whole_review_goes_through_the_rendered_nginx_with_default_limits(
     assert stats["complete"] is True and stats["chunks"] >= 8, stats
     assert stats["changed_lines_sent"] == stats["changed_lines"]
     assert KEY not in proc.stdout + proc.stderr
+
+
+ORIGIN_DEPLOYMENTS = {  # the four setups the product was made for
+    "4x T10, Qwen3.5-35B-A3B GPTQ, TP=4": ("4xT10", "Qwen3.5-35B-A3B", "gptq", 4, 1),
+    "4 nodes x 2x A10, a replica per GPU": ("2xA10", "Qwen2.5-Coder-7B", None, None, 4),
+    "one 24 GB card, a big MoE": ("1xRTX4090", "Qwen3-Coder-30B-A3B", "awq", None, 1),
+    "one H200": ("1xH200", "Qwen3-Coder-30B-A3B", None, None, 1),
+}
+
+
+def test_origin_deployments_plan_render_and_validate(tmp_path: Path) -> None:
+    """Each plans; its nginx passes `nginx -t`, its HAProxy `haproxy -c`, and every argv
+    vLLM's own parser."""
+    from reviewbot.server.render.vllm_flags import check_argvs
+    from tests.conftest import vllm_python
+
+    argvs = []
+    for n, (name, (gpus, model, quant, tp, nodes)) in enumerate(ORIGIN_DEPLOYMENTS.items()):
+        p = plan(gpus, load_model(model), quantization=quant, tensor_parallel_size=tp,
+                 nodes=nodes)
+        assert p.max_concurrent_reviews >= 1, name
+        argvs += [list(i.argv) for i in p.instances[:1]]
+        # multi-node plans name placeholder hosts node1…nodeN, which the user replaces
+        hosts = {f"node{k + 1}": f"127.0.0.{k + 1}" for k in range(nodes)}
+        p = replace(p, instances=tuple(replace(i, host=hosts.get(i.host, i.host))
+                                       for i in p.instances))
+        keys = tmp_path / f"keys{n}"
+        keys.write_text(f'"Bearer {KEY}" 1;\n')
+        conf = tmp_path / f"nginx{n}.conf"
+        conf.write_text(nginx_conf(p, LbSettings(listen=f"127.0.0.1:{free_port()}",
+                                                 nginx_keys=str(keys),
+                                                 pid_file=str(tmp_path / f"nginx{n}.pid"))))
+        check = subprocess.run([binary("nginx"), "-t", "-p", str(tmp_path), "-e", "stderr",
+                                "-c", str(conf)], capture_output=True, text=True, check=False)
+        assert check.returncode == 0, (name, check.stderr)
+        cfg = tmp_path / f"haproxy{n}.cfg"
+        cfg.write_text(haproxy_cfg(p, LbSettings(listen=f"127.0.0.1:{free_port()}",
+                                                 haproxy_keys=str(keys))))
+        check = subprocess.run([binary("haproxy"), "-c", "-f", str(cfg)], capture_output=True,
+                               text=True, check=False)
+        assert check.returncode == 0, (name, check.stdout + check.stderr)
+    result = check_argvs(vllm_python(), argvs)
+    assert result["errors"] == [], result["errors"]
