@@ -176,6 +176,8 @@ def main() -> int:
                     continue
                 run.pop("stats", None)
                 entry.setdefault("reviews", {})[name] = run
+                (args.out / "gpu_serving.json").write_text(json.dumps(result, indent=1,
+                                                                      default=str))
                 g.log(spec, name, {k: run[k] for k in ("wall_s", "chunks", "requests",
                                                        "prompt_tokens", "completion_tokens")})
         except (RuntimeError, OSError, ImportError) as exc:

@@ -1,9 +1,12 @@
 """Packing the change into as few requests as fit the model's context, with exact token counts.
 
 The unit is a whole hunk; a hunk is split only when it alone exceeds the budget, and every piece
-of it carries the file header and a few lines of lead-in context. Every diff line gets a row
-number, unique across the whole review and the same in every chunk that shows it; the model
-anchors findings to rows, and a row knows its (path, side, line). Every changed line is owned by
+of it carries the file header and a few lines of lead-in context. Rows are what the model
+anchors findings to, and a row knows its (path, side, line). Only anchorable lines carry one:
+every added line, and the first line of each run of removed lines (a finding about removed code
+lands there); context lines and the rest of a removed run are shown without a label. Rows are
+numbered per chunk from 1, so a label costs few digits (Qwen spends a token on each). Every
+changed line is owned by
 exactly one piece, so coverage is 100% by construction (`changed_lines` of the pieces add up to
 the change's). Packing is first-fit with the big pieces placed first, which stays within a few
 percent of the minimum number of chunks; each chunk shows its pieces in diff order.
@@ -47,16 +50,34 @@ class Piece:
     lead: int
     part: tuple[int, int] | None  # (k, n) when a hunk was split
     text: str
-    tokens: int = 0
-    first_row: int = 1  # the row number of lines[0]
+    tokens: int = 0  # of `text`; an upper bound once the chunk renumbers it (fewer digits)
+    first_row: int = 1  # the row number of the first labelled line
 
     @property
     def owned(self) -> int:
         """Changed lines this piece is responsible for (lead-in lines belong to the piece before)."""
         return sum(1 for line in self.lines[self.lead:] if line.changed)
 
+    @property
+    def row_count(self) -> int:
+        return sum(labelled(self.lines))
+
     def rows(self) -> dict[int, Row]:
-        return {self.first_row + i: Row(self.file, self.hunk, line) for i, line in enumerate(self.lines)}
+        anchored = (line for line, on in zip(self.lines, labelled(self.lines)) if on)
+        return {self.first_row + i: Row(self.file, self.hunk, line) for i, line in enumerate(anchored)}
+
+    def numbered(self, first_row: int) -> Piece:
+        """The piece with its rows from `first_row` (its text rendered again)."""
+        if first_row == self.first_row:
+            return self
+        return replace(self, first_row=first_row,
+                       text=_piece_text(self.hunk, self.lines, self.part, first_row))
+
+
+def labelled(lines: Sequence[DiffLine]) -> list[bool]:
+    """Which lines carry a row: added lines, and the first of each run of removed lines."""
+    return [line.kind == "+" or (line.kind == "-" and (i == 0 or lines[i - 1].kind != "-"))
+            for i, line in enumerate(lines)]
 
 
 @dataclass(frozen=True)
@@ -82,6 +103,15 @@ class Chunk:
             out.update(piece.rows())
         return out
 
+    @classmethod
+    def numbered(cls, index: int, pieces: Sequence[Piece]) -> Chunk:
+        """A chunk whose pieces' rows run 1, 2, … in order: one range in the row schema."""
+        out, row = [], 1
+        for piece in pieces:
+            out.append(piece.numbered(row))
+            row += piece.row_count
+        return cls(index, tuple(out))
+
     def positions(self) -> dict[str, set[tuple[Side, int]]]:
         """Every (side, line) a comment may be anchored to, per path."""
         out: dict[str, set[tuple[Side, int]]] = {}
@@ -93,12 +123,22 @@ class Chunk:
 MAX_CONTEXT_CHARS = 2000  # a long unchanged line is context, not change: shown cut short
 
 
-def render_line(line: DiffLine, row: int) -> str:
+def render_line(line: DiffLine, row: int | None) -> str:
+    """`+12|code` for a labelled line, `-code` or ` code` for one without a row."""
     text = line.text
     if not line.changed and len(text) > MAX_CONTEXT_CHARS:
         text = text[:MAX_CONTEXT_CHARS] + f" … [{len(text) - MAX_CONTEXT_CHARS} more characters]"
     # compact: Qwen spends a token on every digit and space
-    return f"{line.kind}{row}|{defuse(text)}"
+    return f"{line.kind}{row} {defuse(text)}" if row is not None else f"{line.kind}{defuse(text)}"
+
+
+def _rows(lines: Sequence[DiffLine], first_row: int) -> list[int | None]:
+    out: list[int | None] = []
+    row = first_row
+    for on in labelled(lines):
+        out.append(row if on else None)
+        row += on
+    return out
 
 
 def file_header(file: FileDiff) -> str:
@@ -111,7 +151,8 @@ def file_header(file: FileDiff) -> str:
 def _piece_text(hunk: Hunk, lines: Sequence[DiffLine], part: tuple[int, int] | None,
                 first_row: int) -> str:
     header = label(hunk.header) + (f" (part {part[0]} of {part[1]})" if part else "")
-    return header + "\n" + "\n".join(render_line(line, first_row + i) for i, line in enumerate(lines))
+    return header + "\n" + "\n".join(
+        render_line(line, row) for line, row in zip(lines, _rows(lines, first_row)))
 
 
 def make_pieces(
@@ -122,6 +163,8 @@ def make_pieces(
 ) -> list[Piece]:
     """One piece per hunk, or several for a hunk larger than `room(file)` tokens."""
     hunks = [(f, h) for f in changes.files for h in f.hunks]
+    # provisional rows, unique across the review: the counts are upper bounds once a chunk
+    # numbers its own rows from 1 (Chunk.numbered)
     first_rows, row = [], 1
     for _, h in hunks:
         first_rows.append(row)
@@ -177,6 +220,7 @@ def _cut_long_lines(piece: Piece, counter: TokenCounter,
     first = piece.first_row
     lines = list(piece.lines)
     tokens = counter.count_texts([render_line(ln, first + i) + "\n" for i, ln in enumerate(lines)])
+    # every line counted with a label: a slice may start inside a removed run and label it
     for _ in range(3):  # the cut is estimated from the tokens per character: check, and again
         over = [i for i, t in enumerate(tokens) if t > most]
         if not over:
@@ -197,8 +241,6 @@ class _Bin:
     pieces: list[Piece]
     paths: set[str]
     used: int
-    starts: set[int]  # first and last rows of the pieces in the bin: a piece next to one of
-    ends: set[int]  # them extends a run of rows instead of adding a range to the row schema
     changed: int = 0  # changed lines owned by the pieces in the bin
 
 
@@ -208,46 +250,39 @@ def pack(
     fixed_tokens: int,
     file_cost: Callable[[FileDiff], int],
     piece_cost: Callable[[Piece], int],
-    range_cost: int = 0,
     reserve: Callable[[int], int] = lambda changed: 0,
 ) -> list[Chunk]:
     """First-fit, big pieces first: each piece goes into the first chunk with room.
 
     Pieces over 1/8 of the budget are placed first, largest first, so that the small ones fill
     the gaps they leave (plain first-fit in diff order strands a big hunk that arrives late in a
-    chunk of its own); the small ones follow in diff order, which keeps runs of rows and a
-    file's hunks together. Inside a chunk the pieces keep their diff order. `fixed_tokens` is paid once per chunk (system prompt, tool text,
-    wrapper), `file_cost` once per file per chunk (its header), `piece_cost` once per piece, and
-    `range_cost` once per run of consecutive rows (one range in the tool's row schema), and
-    `reserve(changed lines)` is the answer's room beyond the budget's own (it grows with the
-    findings cap).
+    chunk of its own); the small ones follow in diff order, which keeps a file's hunks
+    together. Inside a chunk the pieces keep their diff order and their rows run from 1.
+    `fixed_tokens` is paid once per chunk (system prompt, tool text, wrapper), `file_cost` once
+    per file per chunk (its header), `piece_cost` once per piece, and `reserve(changed lines)`
+    is the answer's room beyond the budget's own (it grows with the findings cap).
     """
     bins: list[_Bin] = []
 
     def cost(piece: Piece, b: _Bin) -> int:
-        first, last = piece.first_row + piece.lead, piece.first_row + len(piece.lines) - 1
-        joins = first - 1 in b.ends or last + 1 in b.starts
         return (piece_cost(piece) + (0 if piece.file.path in b.paths else file_cost(piece.file))
-                + (0 if joins else range_cost)
                 + reserve(b.changed + piece.owned) - reserve(b.changed))
 
     order = {id(p): i for i, p in enumerate(pieces)}
     big = budget // 8
-    # big pieces first, largest first; then the rest in diff order, so that runs of consecutive
-    # rows (and a file's hunks) stay together
+    # big pieces first, largest first; then the rest in diff order, so that a file's hunks
+    # stay together
     placing = sorted(pieces, key=lambda p: -piece_cost(p) if piece_cost(p) > big else 0)
     for piece in placing:
         target = next((b for b in bins if b.used + cost(piece, b) <= budget), None)
         if target is None:
-            target = _Bin([], set(), fixed_tokens, set(), set())
+            target = _Bin([], set(), fixed_tokens)
             bins.append(target)
         target.used += cost(piece, target)
         target.changed += piece.owned
         target.pieces.append(piece)
         target.paths.add(piece.file.path)
-        target.starts.add(piece.first_row + piece.lead)
-        target.ends.add(piece.first_row + len(piece.lines) - 1)
     # chunks in the order of their first piece, pieces in diff order
     ordered = sorted((sorted(b.pieces, key=lambda p: order[id(p)]) for b in bins),
                      key=lambda ps: order[id(ps[0])])
-    return [Chunk(i, tuple(ps)) for i, ps in enumerate(ordered, 1)]
+    return [Chunk.numbered(i, ps) for i, ps in enumerate(ordered, 1)]

@@ -39,6 +39,7 @@ class Settings:
     concurrency: int = 8
     request_timeout: float = 300.0  # wall-clock seconds per request, however the bytes trickle
     review_timeout: float = 1800.0  # wall-clock seconds per review; then it is incomplete
+    max_diff_mb: float = 32.0  # a larger change is refused at once (exit 2), never left running
     retries: int = 4
     tokenizer: str | None = None  # a tokenizer.json used when the server has no /tokenize
     temperature: float = 0.1
@@ -109,7 +110,7 @@ class Settings:
                              "greedy sampling)")
         if self.max_output_tokens >= self.max_context:
             raise UsageError("max_output_tokens must be smaller than max_context")
-        for name in ("request_timeout", "review_timeout"):
+        for name in ("request_timeout", "review_timeout", "max_diff_mb"):
             if getattr(self, name) <= 0:
                 raise UsageError(f"{name} must be positive")
         for secret in (self.api_key, self.gitlab_token, self.github_token):

@@ -86,6 +86,10 @@ class DiffError(ReviewbotError):
     pass
 
 
+class ChangeTooLarge(ReviewbotError):
+    """A change beyond `max_diff_mb` (exit 2): refused before any request, in one line."""
+
+
 class BackendError(ReviewbotError):
     exit_code = EXIT_INCOMPLETE
 

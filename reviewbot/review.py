@@ -6,7 +6,6 @@ It receives its parts (model client, token counter, progress) and wires them; no
 from __future__ import annotations
 
 import hashlib
-import json
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -25,7 +24,14 @@ from reviewbot.context import Context
 from reviewbot.deadline import DeadlineTransport, until
 from reviewbot.definitions import Definition, called_names, defined_in
 from reviewbot.diff import ChangeSet, FileDiff, Side
-from reviewbot.errors import BadAnswer, ContextTooLong, ContextTooSmall, RequestFailed, redact
+from reviewbot.errors import (
+    BadAnswer,
+    ChangeTooLarge,
+    ContextTooLong,
+    ContextTooSmall,
+    RequestFailed,
+    redact,
+)
 from reviewbot.findings import Finding, Severity, merge, with_fingerprints
 from reviewbot.llm import ModelClient, Reply
 from reviewbot.noise import Floor, triage
@@ -199,27 +205,26 @@ class Engine:
                 f"leaves {self.budget} (chunk_tokens: {self.settings.chunk_tokens or 'off'}): "
                 "no room for the diff")
         count = self.counter.count_texts
-        # one {"minimum", "maximum"} range in the row schema per run of consecutive rows
-        range_cost = count([json.dumps({"minimum": 999999, "maximum": 999999}) + ", "])[0]
 
-        headers: dict[str, int] = {}  # by path: hashing a FileDiff hashes all its lines
+        # every file header counted in one batch (by path: hashing a FileDiff hashes its lines);
+        # one call per file made a 50 MB change thousands of sequential round trips
+        headers = dict(zip((f.path for f in changes.files),
+                           count([file_header(f) + "\n" for f in changes.files])))
 
         def header_cost(file: FileDiff) -> int:
-            if file.path not in headers:
-                headers[file.path] = count([file_header(file) + "\n"])[0] + 1
-            return headers[file.path]
+            return headers[file.path] + 1
 
         def piece_cost(piece: Piece) -> int:
             return piece.tokens + 2  # its joining newline, and a merge across the boundary
 
         def room(file: FileDiff) -> int:
-            return self.budget - fixed - header_cost(file) - range_cost - 8
+            return self.budget - fixed - header_cost(file) - 8
 
         def reserve(changed: int) -> int:
             return self.output_tokens(changed) - self.settings.max_output_tokens
 
         pieces = make_pieces(changes, self.counter, room, self.settings.context_lines)
-        packed = pack(pieces, self.budget, fixed, header_cost, piece_cost, range_cost, reserve)
+        packed = pack(pieces, self.budget, fixed, header_cost, piece_cost, reserve)
         if not self.counter.exact:  # the same counter made the estimates: nothing to check
             return packed
         fitted: list[tuple[Piece, ...]] = []
@@ -236,12 +241,11 @@ class Engine:
                                       self.settings.context_lines)
                         kept, leftovers[:0] = parts[:1], parts[1:]
                 fitted.append(tuple(kept))
-            packed = pack(leftovers, self.budget, fixed, header_cost, piece_cost, range_cost,
-                          reserve)
-        return [Chunk(i, pieces) for i, pieces in enumerate(fitted, 1)]
+            packed = pack(leftovers, self.budget, fixed, header_cost, piece_cost, reserve)
+        return [Chunk.numbered(i, pieces) for i, pieces in enumerate(fitted, 1)]
 
     def _exact(self, pieces: Sequence[Piece], context: Context) -> int:
-        return self.counter.count_request(*self.request(Chunk(0, tuple(pieces)), 1, context))
+        return self.counter.count_request(*self.request(Chunk.numbered(0, pieces), 1, context))
 
 
     # -- the review -------------------------------------------------------------------------
@@ -348,6 +352,11 @@ class Engine:
         context = context or Context()
         started = time.monotonic()
         deadline = started + self.settings.review_timeout
+        size = sum(len(ln.text) + 2 for f in changes.files for h in f.hunks for ln in h.lines)
+        if size > self.settings.max_diff_mb * 2**20:
+            raise ChangeTooLarge(
+                f"the change is {size / 2**20:.1f} MB of diff, more than max_diff_mb "
+                f"({self.settings.max_diff_mb:g}): review it in parts, or raise the limit")
         reviewed, skipped = filters.split(changes, self.settings.exclude)
         stats = Stats(files_total=len(changes.files), files_reviewed=len(reviewed.files),
                       files_skipped=skipped, changed_lines=reviewed.changed_lines)

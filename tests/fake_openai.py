@@ -186,7 +186,7 @@ def row_ranges(body: dict[str, Any]) -> list[tuple[int, int]]:
 def row_of(body: dict[str, Any], needle: str) -> int:
     """The row number the bot showed for the first diff line containing `needle`."""
     for line in user_text(body).split("\n"):
-        match = re.match(r"^[-+ ](\d+)\|(.*)$", line)
+        match = re.match(r"^[-+](\d+) (.*)$", line)
         if match and needle in match.group(2):
             return int(match.group(1))
     raise AssertionError(f"{needle!r} not shown")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -18,7 +18,7 @@ from reviewbot import diff, filters
 from reviewbot.chunking import Chunk, file_header, make_pieces, pack, render_line
 from reviewbot.config import Settings
 from reviewbot.context import Context, Intent
-from reviewbot.diff import ChangeSet, FileDiff
+from reviewbot.diff import ChangeSet, DiffLine, FileDiff
 from reviewbot.review import Engine
 from reviewbot.tokens import EstimateTokenCounter, LocalTokenCounter, TokenCounter
 from tests.engine.conftest import GitRepo
@@ -104,6 +104,16 @@ def big_hunk_diff(lines: int = 1500) -> ChangeSet:
 
 # -- pieces ----------------------------------------------------------------------------------
 
+def rendered(lines: Sequence[DiffLine], first_row: int) -> list[str]:
+    """Rows on added lines and on the first line of each removed run, counted from first_row."""
+    out, row = [], first_row
+    for i, line in enumerate(lines):
+        on = line.kind == "+" or (line.kind == "-" and (i == 0 or lines[i - 1].kind != "-"))
+        out.append(render_line(line, row if on else None))
+        row += on
+    return out
+
+
 def test_hunks_are_kept_whole_when_they_fit(many_files: ChangeSet, counter: TokenCounter) -> None:
     pieces = make_pieces(many_files, counter, 50_000)
     hunks = [(f, h) for f in many_files.files for h in f.hunks]
@@ -112,8 +122,8 @@ def test_hunks_are_kept_whole_when_they_fit(many_files: ChangeSet, counter: Toke
     for piece in pieces:
         assert piece.part is None and piece.lines == piece.hunk.lines
         assert piece.owned == piece.hunk.changed_lines
-        rendered = [render_line(line, piece.first_row + i) for i, line in enumerate(piece.lines)]
-        assert piece.text == piece.hunk.header + "\n" + "\n".join(rendered)
+        assert piece.text == piece.hunk.header + "\n" + "\n".join(
+            rendered(piece.lines, piece.first_row))
         assert piece.tokens == counter.count_texts([piece.text])[0] > 0
     assert sum(p.owned for p in pieces) == many_files.changed_lines
 
@@ -124,8 +134,7 @@ def test_an_oversized_hunk_is_split_into_parts_under_the_limit(
     changes = big_hunk_diff()
     (file,) = changes.files
     (hunk,) = file.hunks
-    rendered = [render_line(line, 1 + i) for i, line in enumerate(hunk.lines)]
-    assert counter.count_texts([hunk.header + "\n" + "\n".join(rendered)])[0] > limit
+    assert counter.count_texts([hunk.header + "\n" + "\n".join(rendered(hunk.lines, 1))])[0] > limit
     pieces = make_pieces(changes, counter, limit, context_lines=3)
     n = len(pieces)
     assert n >= 2
@@ -198,7 +207,8 @@ def test_pack_keeps_every_chunk_under_the_budget(many_files: ChangeSet, counter:
         assert chunk.pieces
         assert chunk_cost(chunk, fixed, file_tokens, overhead) <= budget
     placed = [p for c in chunks for p in c.pieces]
-    assert sorted(map(id, placed)) == sorted(map(id, pieces))  # each piece exactly once
+    # each piece exactly once (renumbered: a new object, the same lines)
+    assert sorted(id(p.lines) for p in placed) == sorted(id(p.lines) for p in pieces)
     assert sum(c.changed_lines for c in chunks) == many_files.changed_lines
     content = sum(p.tokens + overhead for p in pieces)
     minimum = math.ceil(content / (budget - fixed))

@@ -45,5 +45,5 @@ def test_a_git_review_shows_the_definition_a_change_calls(git_repo: GitRepo) -> 
     user = body["messages"][1]["content"]
     assert "=== lib.py lines 1-4 (definition of normalize, head, not in the diff)\n" \
            "|def normalize(value):" in user
-    shown_rows = {int(m) for m in re.findall(r"^[-+ ](\d+)\|", user, re.MULTILINE)}
+    shown_rows = {int(m) for m in re.findall(r"^[-+](\d+) ", user, re.MULTILINE)}
     assert {r for lo, hi in row_ranges(body) for r in range(lo, hi + 1)} == shown_rows

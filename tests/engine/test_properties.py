@@ -233,7 +233,7 @@ def test_chunker_limits_hold_and_coverage_is_complete(
     budget = limit + fixed + overhead + 40
     chunks = pack(pieces, budget, fixed, file_tokens, lambda p: p.tokens + overhead)
     assert sum(c.changed_lines for c in chunks) == changes.changed_lines
-    assert sorted(id(p) for c in chunks for p in c.pieces) == sorted(map(id, pieces))
+    assert sorted(id(p.lines) for c in chunks for p in c.pieces) == sorted(id(p.lines) for p in pieces)
     for chunk in chunks:
         files = {p.file.path: p.file for p in chunk.pieces}
         cost = fixed + sum(p.tokens + overhead for p in chunk.pieces) + sum(

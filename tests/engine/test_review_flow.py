@@ -85,9 +85,12 @@ def test_anchor_schema_only_admits_rows_shown_in_the_chunk() -> None:
     with FakeOpenAI(good, max_model_len=8000) as server:
         engine_for(server).review(changes)
         body = server.requests[0]
-    shown = {int(m) for m in re.findall(r"^[-+ ](\d+)\|", body["messages"][1]["content"], re.MULTILINE)}
+    shown = {int(m) for m in re.findall(r"^[-+](\d+) ", body["messages"][1]["content"], re.MULTILINE)}
     admitted = {r for lo, hi in row_ranges(body) for r in range(lo, hi + 1)}
-    assert admitted == shown and len(shown) == sum(len(h.lines) for f in changes.files for h in f.hunks)
+    # rows on every added line and on the first line of each removed run, none on context
+    labelled = sum(1 for f in changes.files for h in f.hunks for i, ln in enumerate(h.lines)
+                   if ln.kind == "+" or (ln.kind == "-" and (i == 0 or h.lines[i - 1].kind != "-")))
+    assert admitted == shown and len(shown) == labelled
 
 
 def test_every_row_maps_to_a_commentable_position() -> None:
@@ -107,7 +110,9 @@ def test_every_row_maps_to_a_commentable_position() -> None:
             assert result.stats.tool_calls_invalid == 0
             found += result.findings
     result = replace(result, findings=found)
-    assert len(result.findings) == sum(len(h.lines) for f in changes.files for h in f.hunks)
+    assert len(result.findings) == sum(1 for f in changes.files for h in f.hunks
+                                       for i, ln in enumerate(h.lines) if ln.kind == "+" or (
+                                           ln.kind == "-" and (i == 0 or h.lines[i - 1].kind != "-")))
     for f in result.findings:
         assert (f.side, f.line) in changes.file(f.path).commentable
 

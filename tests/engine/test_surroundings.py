@@ -60,7 +60,7 @@ def test_blocks_hold_only_lines_the_diff_does_not_show_and_no_rows() -> None:
     assert above == ("=== store.py lines 7-8 (head, not in the diff)\n|\n"
                      "|    def save(self, key, value):")
     assert below == "=== store.py lines 12-13 (head, not in the diff)\n|        return path\n|"
-    assert not re.search(r"^[-+ ]\d+\|", above + below, re.MULTILINE)  # nothing looks like a row
+    assert not re.search(r"^[-+]\d+ ", above + below, re.MULTILINE)  # nothing looks like a row
 
 
 def test_a_stale_source_shows_nothing() -> None:
@@ -93,7 +93,7 @@ def test_a_git_review_shows_the_enclosing_code_and_rows_stay_the_diffs(git_repo:
     assert proc.returncode == 0, proc.stderr
     user = body["messages"][1]["content"]
     assert "|class Store:" in user and "|    def __init__(self, root):" in user
-    shown_rows = {int(m) for m in re.findall(r"^[-+ ](\d+)\|", user, re.MULTILINE)}
+    shown_rows = {int(m) for m in re.findall(r"^[-+](\d+) ", user, re.MULTILINE)}
     admitted = {r for lo, hi in row_ranges(body) for r in range(lo, hi + 1)}
     assert admitted == shown_rows  # context lines added no anchor
 

@@ -28,7 +28,7 @@ def rows(body: dict[str, Any]) -> list[int]:
 
 
 def added_rows(body: dict[str, Any]) -> list[int]:
-    return [int(m) for m in re.findall(r"^\+(\d+)\|", body["messages"][1]["content"], re.MULTILINE)]
+    return [int(m) for m in re.findall(r"^\+(\d+) ", body["messages"][1]["content"], re.MULTILINE)]
 
 
 def candidates(body: dict[str, Any]) -> dict[str, Any]:

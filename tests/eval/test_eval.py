@@ -94,6 +94,22 @@ ANSWERS = {
 FALSE_POSITIVE = "Docstring indentation"
 
 
+def _rows_and_code(prompt: str) -> list[tuple[int, str]]:
+    """Each added or removed line with the row a model is told to use for it: its own, or for
+    a removed line without one, its run's first."""
+    out, run = [], 0
+    for line in prompt.split("\n"):
+        labelled = re.match(r"^([-+])(\d+) (.*)$", line)
+        if labelled:
+            run = int(labelled.group(2)) if labelled.group(1) == "-" else 0
+            out.append((int(labelled.group(2)), labelled.group(3)))
+        elif line.startswith("-") and run:
+            out.append((run, line[1:]))
+        else:
+            run = 0
+    return out
+
+
 def _script(body: dict[str, Any], n: int) -> Reply:
     if body["tool_choice"]["function"]["name"] == "verify_findings":
         text = body["messages"][-1]["content"]
@@ -106,7 +122,7 @@ def _script(body: dict[str, Any], n: int) -> Reply:
         return Reply(tool_name="same_problem",
                      tool_args={"reason": "r", "same": "shadowed" in text})
     findings = []
-    for row, code in re.findall(r"^[-+ ](\d+)\|(.*)$", body["messages"][1]["content"], re.MULTILINE):
+    for row, code in _rows_and_code(body["messages"][1]["content"]):
         for needle, (title, category) in ANSWERS.items():
             if needle in code:
                 findings.append({"row": int(row), "title": title, "body": "because",

@@ -21,7 +21,7 @@ def one_finding_per_anchor(body: dict[str, Any], attempt: int) -> Reply:
     for line in user_text(body).split("\n"):
         if line.startswith("=== "):
             path = line[4:]
-        match = re.match(r"^([-+ ])(\d+)\|", line)
+        match = re.match(r"^([-+])(\d+) ", line)
         if match and (path, match.group(1)) not in seen:
             seen.add((path, match.group(1)))
             findings.append({"severity": "major", "category": "bug",
@@ -63,7 +63,7 @@ def test_only_what_passes_the_floor_and_the_cap_becomes_a_thread(env: Env) -> No
     the 3 most confident majors become threads, the rest are listed in the summary note, the
     unsure one is only counted; the JSON output keeps all 8, marked."""
     def script(body: dict[str, Any], attempt: int) -> Reply:
-        rows = [int(m) for m in re.findall(r"^[-+ ](\d+)\|", user_text(body), re.MULTILINE)]
+        rows = [int(m) for m in re.findall(r"^[-+](\d+) ", user_text(body), re.MULTILINE)]
         findings = [{"row": r, "title": f"major {i}", "body": "Explained.", "category": "bug",
                      "severity": "major", "confidence": 0.6 + i / 100}
                     for i, r in enumerate(rows[:5])]
