@@ -94,6 +94,7 @@ REVIEWS: dict[str, dict[str, object]] = {
     "defaults": {}, "t0": {"temperature": 0.0},
     "fixed512": {"temperature": 0.0, "max_output_tokens": 512},
     "noverify": {"verify": False}, "noverify_t0": {"verify": False, "temperature": 0.0},
+    "fixed512_noverify": {"verify": False, "temperature": 0.0, "max_output_tokens": 512},
 }
 
 
