@@ -69,6 +69,7 @@ def serve_args(model: str, port: int, max_len: int) -> list[str]:
 
 OUT: Path = Path(".")
 TEMPERATURE: float | None = None  # None: reviewbot's default (0.1)
+SETTINGS: dict[str, object] = {}  # --max-context, --exclude: for every review of the run
 RESULT: dict[str, Any] = {}
 
 
@@ -278,7 +279,7 @@ def reviewbot_importable() -> str:
 def settings_for(url: str, concurrency: int, **extra: object):  # type: ignore[no-untyped-def]
     from reviewbot.config import resolve
     return resolve({"base_url": url + "/v1", "concurrency": concurrency, "model": SERVED,
-                    "temperature": TEMPERATURE, **extra},
+                    "temperature": TEMPERATURE, **SETTINGS, **extra},
                    env={}, config_path="/dev/null")
 
 
@@ -506,7 +507,12 @@ def main() -> int:
     ap.add_argument("--concurrency", default="8,32")
     ap.add_argument("--plan", choices=("first", "repeats", "all", "none"), default="all",
                     help="first: each configuration once; repeats: each once more; none: only --parallel")
-    ap.add_argument("--diffs", default="small,large")
+    ap.add_argument("--diffs", default="small,large",
+                    help="names under PAYLOAD/diffs/ (NAME.diff), or paths to .diff files")
+    ap.add_argument("--max-context", type=int, default=None,
+                    help="reviewbot's max_context (default: the server's --max-model-len)")
+    ap.add_argument("--exclude", action="append", default=[],
+                    help="a glob of files the reviews skip (repeatable)")
     ap.add_argument("--startup-limit", type=float, default=420)
     ap.add_argument("--deadline", type=float, default=570,
                     help="seconds after start that no run may cross (estimated from earlier runs)")
@@ -523,6 +529,10 @@ def main() -> int:
                     help="install the wheels, check imports and the machine; start nothing")
     args = ap.parse_args()
     OUT, SERVED, TEMPERATURE = args.out, args.served_name, args.temperature
+    if args.max_context:
+        SETTINGS["max_context"] = args.max_context
+    if args.exclude:
+        SETTINGS["exclude"] = tuple(args.exclude)
     RESULT["temperature"] = args.temperature
     OUT.mkdir(parents=True, exist_ok=True)
     begin = time.monotonic()
@@ -552,7 +562,9 @@ def main() -> int:
         log("warmup", RESULT["warmup"])
         save()
         runs: list[dict[str, Any]] = RESULT.setdefault("runs", [])
-        raws = {n: (args.payload / "diffs" / f"{n}.diff").read_bytes() for n in args.diffs.split(",")}
+        raws = {Path(n).stem: (Path(n) if n.endswith(".diff") else
+                               args.payload / "diffs" / f"{n}.diff").read_bytes()
+                for n in args.diffs.split(",")}
         took: dict[str, float] = {}
         for name, kind, conc, i in plan(args.plan, list(raws), args.concurrency):
             raw = raws[name]
