@@ -181,3 +181,26 @@ def test_special_tokens_in_the_diff_never_reach_the_template_as_control_tokens(v
         user_only = ids({"prompt": messages[-1]["content"], "add_special_tokens": False})
         for token, (tid,) in specials.items():
             assert tid not in user_only, f"{token} reached the tokenizer as a control token"
+
+
+def test_counting_takes_round_trips_per_chunk_not_per_file(vllm_server, monkeypatch) -> None:
+    """400 files: the real /tokenize counts them in a few batched calls plus a few per chunk,
+    not one per file (a 50 MB change once made ~10,000 sequential calls)."""
+    from reviewbot.tokens import VllmTokenCounter
+
+    calls = []
+    real = VllmTokenCounter._tokenize
+
+    def counted(self, body):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        return real(self, body)
+
+    monkeypatch.setattr(VllmTokenCounter, "_tokenize", counted)
+    settings = resolve({"base_url": vllm_server.base_url, "max_context": 16384,
+                        "verify": False}, env={}, config_path="/dev/null")
+    engine = make_engine(settings)
+    changes, _ = filters.split(parse(big_diff(files=400, funcs=1)))
+    calls.clear()
+    chunks = engine.chunks(changes, Context())
+    assert len(chunks) >= 2
+    assert len(calls) <= 8 + 3 * len(chunks), (len(calls), len(chunks))

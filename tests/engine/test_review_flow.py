@@ -257,3 +257,16 @@ def test_an_answer_with_10000_findings_keeps_at_most_the_cap() -> None:
         result = engine_for(server, max_findings_per_chunk=8).review(parse(make_diff(files=1)))
     assert result.complete and result.stats.tool_calls_invalid >= 10_000 - 8
     assert len(result.findings) <= 8
+
+
+def test_a_change_beyond_max_diff_mb_is_refused_before_any_request() -> None:
+    from reviewbot.errors import ChangeTooLarge
+
+    changes = parse(make_diff(files=200, hunks=2, lines=40))
+    with FakeOpenAI(good, max_model_len=65536) as server:
+        engine = engine_for(server, max_diff_mb=0.05)
+        asked = len(server.requests)
+        with pytest.raises(ChangeTooLarge, match="max_diff_mb") as info:
+            engine.review(changes)
+        assert len(server.requests) == asked  # refused at once: nothing was sent
+    assert info.value.exit_code == 2 and "\n" not in str(info.value)
