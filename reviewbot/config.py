@@ -36,7 +36,7 @@ class Settings:
     max_context: int = 65536
     chunk_tokens: int = 0  # target prompt tokens of one review unit; 0: as many as the context holds
     max_output_tokens: int = 2048  # room for max_findings_per_chunk findings; a cut call loses them
-    concurrency: int = 8
+    concurrency: int = 0  # requests in flight; 0: as many full chunks as the server's KV cache holds
     request_timeout: float = 300.0  # wall-clock seconds per request, however the bytes trickle
     review_timeout: float = 1800.0  # wall-clock seconds per review; then it is incomplete
     max_diff_mb: float = 32.0  # a larger change is refused at once (exit 2), never left running
@@ -101,8 +101,9 @@ class Settings:
             raise UsageError("surrounding_lines and max_enclosing_lines must be at least 0")
         if self.max_inline_comments < 0:
             raise UsageError("max_inline_comments must be at least 0")
-        for name in ("max_context", "max_output_tokens", "concurrency", "max_findings_per_chunk",
-                     "samples"):
+        if self.concurrency < 0:
+            raise UsageError("concurrency must be at least 0 (0: from the server's capacity)")
+        for name in ("max_context", "max_output_tokens", "max_findings_per_chunk", "samples"):
             if getattr(self, name) < 1:
                 raise UsageError(f"{name} must be at least 1")
         if self.samples > 1 and self.temperature <= 0:

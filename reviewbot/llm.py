@@ -67,6 +67,8 @@ class ModelClient:
                  http_client: httpx.Client | None = None) -> None:
         self.base_url = base_url.rstrip("/")
         self.shown_url = redact(self.base_url)  # for messages: no password of the URL
+        self._http = http_client or httpx.Client(timeout=timeout)
+        self._auth = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = openai.OpenAI(
             base_url=self.base_url,
             api_key=api_key or "EMPTY",
@@ -104,6 +106,24 @@ class ModelClient:
         max_len = getattr(chosen, "max_model_len", None) or (chosen.model_extra or {}).get(
             "max_model_len")
         return Served(chosen.id, int(max_len) if max_len else None)
+
+    def kv_tokens(self) -> int | None:
+        """The server's KV cache in tokens (vLLM's `vllm:cache_config_info` on /metrics), or
+        None when it does not say: how many chunks it can work on at once."""
+        try:
+            response = self._http.get(self.root_url + "/metrics", headers=self._auth, timeout=10)
+        except httpx.HTTPError:
+            return None
+        if response.status_code != 200:
+            return None
+        info = re.search(r"^vllm:cache_config_info\{([^}]*)\}", response.text, re.MULTILINE)
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', info.group(1))) if info else {}
+        try:
+            if labels.get("kv_cache_size_tokens", "None").isdigit():
+                return int(labels["kv_cache_size_tokens"])
+            return int(labels["num_gpu_blocks"]) * int(labels["block_size"])
+        except (KeyError, ValueError):
+            return None
 
     def call_tool(self, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
                   name: str, max_tokens: int, temperature: float, n: int = 1,

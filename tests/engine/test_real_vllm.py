@@ -204,3 +204,12 @@ def test_counting_takes_round_trips_per_chunk_not_per_file(vllm_server, monkeypa
     chunks = engine.chunks(changes, Context())
     assert len(chunks) >= 2
     assert len(calls) <= 8 + 3 * len(chunks), (len(calls), len(chunks))
+
+
+def test_the_servers_kv_cache_sizes_the_concurrency(vllm_server) -> None:
+    settings = resolve({"base_url": vllm_server.base_url, "concurrency": 0}, env={},
+                       config_path="/dev/null")
+    engine = make_engine(settings)
+    kv = engine.client.kv_tokens()
+    assert kv is not None and kv >= 65536  # vLLM's cache_config_info on /metrics
+    assert engine.settings.concurrency == min(32, kv // 65536 + 1)

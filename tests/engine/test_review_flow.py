@@ -270,3 +270,18 @@ def test_a_change_beyond_max_diff_mb_is_refused_before_any_request() -> None:
             engine.review(changes)
         assert len(server.requests) == asked  # refused at once: nothing was sent
     assert info.value.exit_code == 2 and "\n" not in str(info.value)
+
+
+def test_concurrency_follows_the_servers_kv_cache() -> None:
+    from reviewbot.review import concurrency_for
+
+    auto = resolve({"concurrency": 0}, env={})
+    # the H200 of docs/performance.md: 731,920 KV tokens hold 11 full 64K chunks, plus one queued
+    assert concurrency_for(auto, 731_920, 65536) == 12
+    assert concurrency_for(auto, 731_920, 32768 + 2048) == 22
+    assert concurrency_for(auto, 50_000, 65536) == 2  # a small card: one running, one queued
+    assert concurrency_for(auto, 10**9, 4096) == 32  # bounded
+    assert concurrency_for(auto, None, 65536) == 8  # the server does not say
+    assert concurrency_for(resolve({"concurrency": 5}, env={}), 731_920, 65536) == 5
+    with FakeOpenAI(good) as server:  # no /metrics: the fallback
+        assert engine_for(server).settings.concurrency == 8
