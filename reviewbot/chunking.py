@@ -6,9 +6,8 @@ anchors findings to, and a row knows its (path, side, line). Only anchorable lin
 every added line, and the first line of each run of removed lines (a finding about removed code
 lands there); context lines and the rest of a removed run are shown without a label. Rows are
 numbered per chunk from 1, so a label costs few digits (Qwen spends a token on each). Every
-changed line is owned by
-exactly one piece, so coverage is 100% by construction (`changed_lines` of the pieces add up to
-the change's). Packing is first-fit with the big pieces placed first, which stays within a few
+changed line is owned by exactly one piece, so coverage is 100% by construction
+(`changed_lines` of the pieces add up to the change's). Packing is first-fit with the big pieces placed first, which stays within a few
 percent of the minimum number of chunks; each chunk shows its pieces in diff order.
 """
 
@@ -124,7 +123,7 @@ MAX_CONTEXT_CHARS = 2000  # a long unchanged line is context, not change: shown 
 
 
 def render_line(line: DiffLine, row: int | None) -> str:
-    """`+12|code` for a labelled line, `-code` or ` code` for one without a row."""
+    """`+12 code` for a labelled line, `-code` or ` code` for one without a row."""
     text = line.text
     if not line.changed and len(text) > MAX_CONTEXT_CHARS:
         text = text[:MAX_CONTEXT_CHARS] + f" … [{len(text) - MAX_CONTEXT_CHARS} more characters]"

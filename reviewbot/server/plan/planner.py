@@ -208,8 +208,10 @@ def _would_have(ask: _Ask, asked: Plan) -> str:
         return "without the overrides nothing fits either"
     if (auto.tp, auto.replicas_per_node) == (asked.tp, asked.replicas_per_node):
         return f"TP={asked.tp} × {asked.replicas_per_node} replica(s) is also what the planner chooses"
-    why = ("the weights and one review fit that many GPUs, and every other GPU group serves "
-           "reviews of its own")
+    why = (f"it takes the fewest GPUs per replica that hold the weights and one "
+           f"{asked.max_model_len:,}-token review: TP={auto.tp}, with less all-reduce traffic "
+           "per token, and every other group of as many GPUs a replica of its own, one failure "
+           "domain each")
     return (f"as asked: TP={asked.tp} × {asked.replicas_per_node} replica(s), "
             f"{asked.max_concurrent_reviews} review(s) at once; the planner would choose "
             f"TP={auto.tp} × {auto.replicas_per_node} replica(s), "
