@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 from reviewbot.diff import ChangeSet, DiffLine, FileDiff, Hunk, Side
 from reviewbot.errors import DiffError
@@ -52,12 +53,12 @@ class Piece:
     tokens: int = 0  # of `text`; an upper bound once the chunk renumbers it (fewer digits)
     first_row: int = 1  # the row number of the first labelled line
 
-    @property
+    @cached_property  # packing asks for it once per piece and chunk tried
     def owned(self) -> int:
         """Changed lines this piece is responsible for (lead-in lines belong to the piece before)."""
         return sum(1 for line in self.lines[self.lead:] if line.changed)
 
-    @property
+    @cached_property
     def row_count(self) -> int:
         return sum(labelled(self.lines))
 
