@@ -86,7 +86,7 @@ def test_model_not_served_lists_the_served_ones(diff_file: Path) -> None:
     (["review", "--diff", "-"], b"", 2, "empty"),
     (["review", "--diff", "-"], b"hello world\n", 2, "not a unified diff"),
     (["review", "--diff", "/nonexistent/x.diff"], None, 2, "cannot read diff file"),
-    (["review", "--diff", "-", "--concurrency", "0"], DIFF, 2, "concurrency"),
+    (["review", "--diff", "-", "--concurrency", "-1"], DIFF, 2, "concurrency"),
     (["review", "--diff", "-", "--base-url", "http://127.0.0.1:9/v1"], DIFF, 3, "127.0.0.1:9"),
     (["review", "--git", "no-such-ref..HEAD"], None, 2, "git diff"),
     (["review"], None, 2, "exactly one of"),
