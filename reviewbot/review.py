@@ -475,7 +475,7 @@ MAX_CONCURRENCY = 32
 def concurrency_for(settings: Settings, kv_tokens: int | None, chunk_tokens: int) -> int:
     """`concurrency`, or (at 0) as many chunks as the server's KV cache holds at once, plus
     one so that the next is queued when one ends: a review's chunks then go out together
-    instead of in waves (on the H200 a ninth chunk behind eight in flight doubled the wall)."""
+    instead of in waves (on the H200, at 8, a 9-chunk review ran as two waves)."""
     if settings.concurrency:
         return settings.concurrency
     if not kv_tokens:
