@@ -124,12 +124,16 @@ MAX_CONTEXT_CHARS = 2000  # a long unchanged line is context, not change: shown 
 
 
 def render_line(line: DiffLine, row: int | None) -> str:
-    """`+12 code` for a labelled line, `-code` or ` code` for one without a row."""
+    """`+12 code` for a labelled line, `-code` or ` code` for one without a row. A line without
+    a row whose code starts with a digit gets one space after its mark (`- 12 code`), so that
+    no removed line can pose as a labelled row (`-12 code`) and draw an anchor to it."""
     text = line.text
     if not line.changed and len(text) > MAX_CONTEXT_CHARS:
         text = text[:MAX_CONTEXT_CHARS] + f" … [{len(text) - MAX_CONTEXT_CHARS} more characters]"
     # compact: Qwen spends a token on every digit and space
-    return f"{line.kind}{row} {defuse(text)}" if row is not None else f"{line.kind}{defuse(text)}"
+    if row is not None:
+        return f"{line.kind}{row} {defuse(text)}"
+    return f"{line.kind}{' ' if text[:1].isdigit() else ''}{defuse(text)}"
 
 
 def _rows(lines: Sequence[DiffLine], first_row: int) -> list[int | None]:

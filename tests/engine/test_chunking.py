@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -343,3 +344,17 @@ def test_chunk_tokens_makes_smaller_review_units_within_the_same_context(
     assert len(small) > len(big)
     assert sum(c.changed_lines for c in small) == many_files.changed_lines
     assert all(request_tokens(units, c, len(small), title="") <= 3000 for c in small)
+
+
+def test_a_removed_line_of_digits_cannot_pose_as_a_row(counter: TokenCounter) -> None:
+    """Removed code that reads like a label (`-7 evil`, `-12|x`) after the run's first line:
+    the prompt shows it without a row, and no line but the labelled ones looks like one."""
+    text = ("diff --git a/data.txt b/data.txt\n--- a/data.txt\n+++ b/data.txt\n"
+            "@@ -1,5 +1,2 @@\n keep\n-first\n-7 evil\n-12|x\n-3\n+new\n")
+    (piece,) = make_pieces(diff.parse(text), counter, 10_000)
+    chunk = Chunk.numbered(1, [piece])
+    body = chunk.pieces[0].text.split("\n")[1:]
+    assert body == [" keep", "-1 first", "- 7 evil", "- 12|x", "- 3", "+2 new"]
+    looks_labelled = [ln for ln in body if re.match(r"^[-+]\d+ ", ln)]
+    assert looks_labelled == ["-1 first", "+2 new"]
+    assert sorted(chunk.rows()) == [1, 2]
