@@ -29,6 +29,7 @@ _CONTEXT_MARKERS = ("context length", "maximum context", "too long", "max_model_
 
 
 AFFINITY_HEADER = "X-Reviewbot-Review"  # the balancers hash on it (server/render/balancers.py)
+METRICS_BYTES = 1 << 20  # vLLM's /metrics is tens of KB; a server may send anything
 
 
 @dataclass(frozen=True)
@@ -110,20 +111,31 @@ class ModelClient:
     def kv_tokens(self) -> int | None:
         """The server's KV cache in tokens (vLLM's `vllm:cache_config_info` on /metrics), or
         None when it does not say: how many chunks it can work on at once."""
-        try:
-            response = self._http.get(self.root_url + "/metrics", headers=self._auth, timeout=10)
+        try:  # the server's text, untrusted: read a bounded prefix, accept plain numbers only
+            with self._http.stream("GET", self.root_url + "/metrics", headers=self._auth,
+                                   timeout=10) as response:
+                if response.status_code != 200:
+                    return None
+                body = b""
+                for part in response.iter_bytes():
+                    body += part
+                    if len(body) > METRICS_BYTES:
+                        break
         except httpx.HTTPError:
             return None
-        if response.status_code != 200:
-            return None
-        info = re.search(r"^vllm:cache_config_info\{([^}]*)\}", response.text, re.MULTILINE)
+        text = body[:METRICS_BYTES].decode("utf-8", "replace")
+        info = re.search(r"^vllm:cache_config_info\{([^}\n]{0,8000})\}", text, re.MULTILINE)
         labels = dict(re.findall(r'(\w+)="([^"]*)"', info.group(1))) if info else {}
-        try:
-            if labels.get("kv_cache_size_tokens", "None").isdigit():
-                return int(labels["kv_cache_size_tokens"])
-            return int(labels["num_gpu_blocks"]) * int(labels["block_size"])
-        except (KeyError, ValueError):
-            return None
+
+        def number(name: str) -> int | None:
+            value = labels.get(name, "")
+            return int(value) if value.isascii() and value.isdigit() and len(value) <= 12 else None
+
+        size = number("kv_cache_size_tokens")
+        blocks, block = number("num_gpu_blocks"), number("block_size")
+        if size is None and blocks is not None and block is not None:
+            size = blocks * block
+        return size or None
 
     def call_tool(self, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
                   name: str, max_tokens: int, temperature: float, n: int = 1,

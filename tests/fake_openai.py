@@ -56,6 +56,7 @@ class FakeOpenAI:
         self.tokenize = tokenize
         self.requests: list[dict[str, Any]] = []
         self.tokenize_calls = 0
+        self.metrics: bytes | None = None  # GET /metrics answers these bytes (else 404)
         self.tokenize_429 = 0  # answer this many /tokenize calls with 429 (Retry-After: 0)
         self.tokenize_429_skip = 0  # … after letting this many through
         self._lock = threading.Lock()
@@ -108,6 +109,12 @@ class FakeOpenAI:
                     if fake.max_model_len:
                         model["max_model_len"] = fake.max_model_len
                     self._send(200, {"object": "list", "data": [model]})
+                elif self.path == "/metrics" and fake.metrics is not None:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/plain")
+                    self.send_header("Content-Length", str(len(fake.metrics)))
+                    self.end_headers()
+                    self.wfile.write(fake.metrics)
                 else:
                     self._send(404, {"error": "not found"})
 

@@ -285,3 +285,20 @@ def test_concurrency_follows_the_servers_kv_cache() -> None:
     assert concurrency_for(resolve({"concurrency": 5}, env={}), 731_920, 65536) == 5
     with FakeOpenAI(good) as server:  # no /metrics: the fallback
         assert engine_for(server).settings.concurrency == 8
+
+
+@pytest.mark.parametrize("metrics, expected", [
+    (b'vllm:cache_config_info{block_size="16",kv_cache_size_tokens="731920"} 1.0\n', 12),
+    (b'vllm:cache_config_info{block_size="16",num_gpu_blocks="45745"} 1.0\n', 12),
+    # hostile or broken answers: the fallback, never a crash or a runaway pool
+    (b'vllm:cache_config_info{kv_cache_size_tokens="99999999999999999999999"} 1.0\n', 8),
+    (b'vllm:cache_config_info{kv_cache_size_tokens="-5"} 1.0\n', 8),
+    ('vllm:cache_config_info{kv_cache_size_tokens="٧٣١٩٢٠"} 1.0\n'.encode(), 8),
+    (b'vllm:cache_config_info{kv_cache_size_tokens="0"} 1.0\n', 8),
+    (b"x" * (3 << 20) + b'\nvllm:cache_config_info{kv_cache_size_tokens="731920"} 1.0\n', 8),
+    (b"\xff\xfe not metrics at all", 8),
+])
+def test_a_servers_metrics_answer_is_read_as_untrusted(metrics: bytes, expected: int) -> None:
+    with FakeOpenAI(good, max_model_len=65536) as server:
+        server.metrics = metrics
+        assert engine_for(server).settings.concurrency == expected
