@@ -411,3 +411,22 @@ def test_fp16_on_a_bf16_model_warns_of_overflow() -> None:
     assert any("overflows to inf" in w for w in p.warnings)
     awq = plan("2xT10", load_model("Qwen2.5-Coder-7B"), quantization="awq")
     assert not any("overflows to inf" in w for w in awq.warnings)
+
+
+@pytest.mark.parametrize("cfg", [
+    ["not", "an", "object"],
+    {"hidden_size": "wide", "num_attention_heads": 16, "num_hidden_layers": 4},
+    {"hidden_size": 2048, "num_attention_heads": 0, "num_hidden_layers": 4},
+    {"hidden_size": 2048, "num_attention_heads": 16, "num_hidden_layers": 4,
+     "linear_num_key_heads": "many", "layer_types": ["linear_attention"] * 4},
+    {"hidden_size": 2048, "num_attention_heads": 16, "num_hidden_layers": 4,
+     "text_config": {"layer_types": {"0": "full"}}, "vision_config": {"depth": "deep"}},
+    {"hidden_size": 2048, "num_attention_heads": 16, "num_hidden_layers": 4,
+     "sliding_window": [128], "layer_types": ["sliding_attention"] * 4},
+])
+def test_a_config_json_with_unusable_values_is_one_line_exit_2(
+        tmp_path: Path, cfg: object, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    code, _, err = _cli(["--gpus", "1xH200", "--model", str(tmp_path)], capsys)
+    assert code == 2 and err.count("\n") == 1 and "config.json" in err, err
+    assert "Traceback" not in err

@@ -162,6 +162,23 @@ def _quant(cfg: dict[str, Any]) -> Quant | None:
 
 
 def spec_from_config(cfg: dict[str, Any], *, name: str, source: str, local: bool) -> ModelSpec:
+    """The spec, or a one-line UsageError for a config.json whose values are not what a
+    decoder's are (a string where a count goes, a zero head count, a list for an object)."""
+    if not isinstance(cfg, dict):
+        raise UsageError(f"{source}/config.json is not a JSON object")
+    try:
+        spec = _spec(cfg, name=name, source=source, local=local)
+    except (TypeError, ValueError, AttributeError, ZeroDivisionError) as exc:
+        raise UsageError(f"{source}/config.json has a value the planner cannot use "
+                         f"({type(exc).__name__}: {str(exc)[:120]})") from None
+    counts = (spec.num_layers, spec.num_attention_heads, spec.num_kv_heads, spec.head_dim,
+              spec.hidden_size, spec.vocab_size)
+    if min(counts) < 1 or spec.kv_layers < 0 or spec.linear_layers < 0:
+        raise UsageError(f"{source}/config.json has a layer, head or size count below 1")
+    return spec
+
+
+def _spec(cfg: dict[str, Any], *, name: str, source: str, local: bool) -> ModelSpec:
     text = cfg.get("text_config")  # multimodal wrappers (Qwen3.5) nest the LM config
     inner = {**cfg, **text} if isinstance(text, dict) else cfg
     try:
