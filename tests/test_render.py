@@ -313,38 +313,39 @@ def assert_affinity(records: list[list[tuple[str, str, bytes]]]) -> None:
     assert {n for h in homes.values() for n in h} == {0, 1}  # both replicas serve reviews
 
 
-def test_nginx_keeps_a_review_on_one_replica_within_default_limits(tmp_path: Path) -> None:
-    nginx = binary("nginx")
-    keys = tmp_path / "keys.map"
-    keys.write_text(f'"Bearer {KEY}" 1;\n')
-    with recording_upstreams(2) as ups:
-        listen = free_port()
-        lb = LbSettings(listen=f"127.0.0.1:{listen}", nginx_keys=str(keys),
-                        pid_file=str(tmp_path / "nginx.pid"))
+def balancer(kind: str, p: Plan, tmp_path: Path, listen: int) -> list[str]:
+    """The rendered nginx or HAProxy config for `p` at its default limits, checked by the
+    binary itself; the argv that runs it in the foreground."""
+    if kind == "nginx":
+        keys = tmp_path / "keys.map"
+        keys.write_text(f'"Bearer {KEY}" 1;\n')
         conf = tmp_path / "nginx.conf"
-        conf.write_text(nginx_conf(two_replica_plan([p for p, _ in ups]), lb))
+        conf.write_text(nginx_conf(p, LbSettings(listen=f"127.0.0.1:{listen}",
+                                                 nginx_keys=str(keys),
+                                                 pid_file=str(tmp_path / "nginx.pid"))))
         assert "open-source nginx checks passively only" in conf.read_text()
-        base = [nginx, "-p", str(tmp_path), "-e", "stderr", "-c", str(conf)]
-        with running([*base, "-g", "daemon off;"]):
-            wait_ready(f"http://127.0.0.1:{listen}/health", {})
-            review_traffic(f"http://127.0.0.1:{listen}")
-        assert_affinity([seen for _, seen in ups])
-
-
-def test_haproxy_keeps_a_review_on_one_replica_within_default_limits(tmp_path: Path) -> None:
-    haproxy = binary("haproxy")
+        argv = [binary("nginx"), "-p", str(tmp_path), "-e", "stderr", "-c", str(conf)]
+        check = subprocess.run([*argv, "-t"], capture_output=True, text=True, check=False)
+        assert check.returncode == 0, check.stderr
+        return [*argv, "-g", "daemon off;"]
     keys = tmp_path / "keys.lst"
     keys.write_text(f"{KEY}\n")
+    cfg = tmp_path / "haproxy.cfg"
+    cfg.write_text(haproxy_cfg(p, LbSettings(listen=f"127.0.0.1:{listen}",
+                                             haproxy_keys=str(keys))))
+    check = subprocess.run([binary("haproxy"), "-c", "-f", str(cfg)], capture_output=True,
+                           text=True, check=False)
+    assert check.returncode == 0, check.stdout + check.stderr
+    return [binary("haproxy"), "-f", str(cfg)]
+
+
+@pytest.mark.parametrize("kind", ["nginx", "haproxy"])
+def test_a_balancer_keeps_a_review_on_one_replica_within_default_limits(
+        tmp_path: Path, kind: str) -> None:
     with recording_upstreams(2) as ups:
         listen = free_port()
-        cfg = tmp_path / "haproxy.cfg"
-        cfg.write_text(haproxy_cfg(two_replica_plan([p for p, _ in ups]),
-                                   LbSettings(listen=f"127.0.0.1:{listen}",
-                                              haproxy_keys=str(keys))))
-        check = subprocess.run([haproxy, "-c", "-f", str(cfg)], capture_output=True, text=True,
-                               check=False)
-        assert check.returncode == 0, check.stdout + check.stderr
-        with running([haproxy, "-f", str(cfg)], env={"VLLM_API_KEY": ""}):
+        argv = balancer(kind, two_replica_plan([p for p, _ in ups]), tmp_path, listen)
+        with running(argv, env={"VLLM_API_KEY": ""} if kind == "haproxy" else None):
             wait_ready(f"http://127.0.0.1:{listen}/health", {})
             review_traffic(f"http://127.0.0.1:{listen}")
         assert_affinity([seen for _, seen in ups])

@@ -71,8 +71,18 @@ events {{
 http {{
     access_log off;  # request bodies are source code; the Authorization header is a secret
     {key_map}
-    limit_req_zone $binary_remote_addr zone=reviewbot_per_client:10m rate={lb.rate}r/s;
-    limit_req_zone $binary_remote_addr zone=reviewbot_tokenize:10m rate={lb.tokenize_rate}r/s;
+    # /tokenize (counting, no GPU) and the rest are limited apart: a request is counted in the
+    # zone whose key is not empty
+    map $uri $reviewbot_api_client {{
+        /tokenize "";
+        default $binary_remote_addr;
+    }}
+    map $uri $reviewbot_tokenize_client {{
+        /tokenize $binary_remote_addr;
+        default "";
+    }}
+    limit_req_zone $reviewbot_api_client zone=reviewbot_per_client:10m rate={lb.rate}r/s;
+    limit_req_zone $reviewbot_tokenize_client zone=reviewbot_tokenize:10m rate={lb.tokenize_rate}r/s;
     limit_conn_zone $binary_remote_addr zone=reviewbot_in_flight:10m;
     limit_req_status 429;
     limit_conn_status 429;
@@ -93,17 +103,10 @@ http {{
         location = /health {{
             proxy_pass http://reviewbot_vllm;
         }}
-        location = /tokenize {{
-            {key_check}
-            limit_req zone=reviewbot_tokenize burst={lb.tokenize_burst} nodelay;
-            limit_conn reviewbot_in_flight {lb.max_conn};
-            proxy_pass http://reviewbot_vllm;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-        }}
         location / {{
             {key_check}
             limit_req zone=reviewbot_per_client burst={lb.burst} nodelay;
+            limit_req zone=reviewbot_tokenize burst={lb.tokenize_burst} nodelay;
             limit_conn reviewbot_in_flight {lb.max_conn};
             proxy_pass http://reviewbot_vllm;
             proxy_http_version 1.1;
