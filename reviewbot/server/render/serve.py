@@ -176,7 +176,7 @@ def helm_values(plan: Plan) -> str:
     # (mounted at /data), and HF_HUB_OFFLINE=1 keeps the engine off the hub
     model_url = f"/data/{PurePosixPath(plan.model.source).name}" if plan.model.local \
         else plan.model.source
-    copy = ([f"# copy {plan.model.source} to the model PVC as {model_url} before installing"]
+    copy = ([f"# copy {j(plan.model.source)} to the model PVC as {model_url} before installing"]
             if plan.model.local else [])
     lines = [
         "# vllm-project/production-stack: helm install reviewbot vllm/vllm-stack -f values.yaml",
