@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from reviewbot.findings import Finding
+from reviewbot.findings import Finding, capped_severity
 from reviewbot.result import Dropped
 from reviewbot.tools import Verdict
 
@@ -73,7 +73,8 @@ def apply_verdicts(candidates: list[Finding], verdicts: dict[int, Verdict]
             missing += 1
             kept.append(f)
         elif v.keep:
-            kept.append(replace(f, severity=v.severity, confidence=v.confidence))
+            kept.append(replace(f, severity=capped_severity(f.category, v.severity),
+                                confidence=v.confidence))
         else:
             dropped.append(Dropped(replace(f, confidence=v.confidence), "verify",
                                    v.reason or "dropped by the verifier"))

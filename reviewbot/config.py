@@ -18,6 +18,7 @@ from reviewbot.errors import UsageError, redact, register_secret
 from reviewbot.findings import CATEGORIES
 from reviewbot.rules import Rule
 from reviewbot.rules import parse as parse_rules
+from reviewbot.tree import MAX_FILE_BYTES, WorkingTree
 
 OUTPUTS = ("text", "json", "sarif", "codequality", "markdown")
 FAIL_ON = ("info", "minor", "major", "critical", "blocker", "never")
@@ -249,9 +250,14 @@ def resolve(
     if file_values is not None:
         values.update(file_values)
     else:
-        path = Path(config_path) if config_path else Path(CONFIG_FILE)
-        if config_path or path.is_file():
-            values.update(load_file(path))
+        if config_path:  # named by the user: theirs, read as they say
+            values.update(load_file(Path(config_path)))
+        elif os.path.lexists(CONFIG_FILE):  # the repository's: untrusted, the safe reader
+            text = WorkingTree().read(CONFIG_FILE)
+            if text is None:
+                raise UsageError(f"config file {CONFIG_FILE} is not a regular file of at most "
+                                 f"{MAX_FILE_BYTES // 2**20} MiB (a link is not followed)")
+            values.update(parse_text(text, CONFIG_FILE))
     for name in _FIELDS:
         for var in env_names(name):
             if env.get(var):

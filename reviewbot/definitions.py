@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import keyword
 import re
-import subprocess
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from reviewbot.diff import is_revision
 from reviewbot.surroundings import enclosing
+from reviewbot.tree import git_grep
 
 MAX_NAMES = 40  # per review: the names searched for
 MAX_HITS_PER_NAME = 2  # an ambiguous name (defined in many files) is not worth the budget
@@ -67,31 +66,16 @@ Reader = Callable[[str], "list[str] | None"]  # a head file's lines
 
 def git_finder(rev: str | None, cwd: str | None = None
                ) -> Callable[[list[str], Reader], list[Definition]]:
-    """Definitions of `names` at `rev` (None: the working tree), by one `git grep`."""
+    """Definitions of `names` at `rev` (None: the working tree), by one `git grep`. The hits'
+    text is only matched; what reaches the prompt is read again through `read` (the safe
+    reader of reviewbot.tree), so a name that poses as `path:line:` cannot point elsewhere."""
     def find(names: list[str], read: Reader) -> list[Definition]:
-        if not names:
-            return []
-        argv = ["git", "grep", "-n", "-I", "-E", "--no-color"]
-        for name in names:
-            argv += ["-e", _DEFINES + re.escape(name) + r"\b"]
-        # git grep takes no --end-of-options (git 2.39): the revision is checked instead
-        if rev and not is_revision(rev):
-            return []
-        argv += [*([rev] if rev else []), "--"]
-        try:
-            proc = subprocess.run(argv, cwd=cwd, capture_output=True, check=False, timeout=60)
-        except (FileNotFoundError, subprocess.TimeoutExpired):
-            return []
+        patterns = [_DEFINES + re.escape(name) + r"\b" for name in names]
         hits: dict[str, list[tuple[str, int]]] = {}
-        for raw in proc.stdout.decode("utf-8", "replace").splitlines():
-            if rev:  # REV:path:line:text; without a revision, path:line:text
-                raw = raw.split(":", 1)[1] if ":" in raw else ""
-            where, line_no, text = (raw.split(":", 2) + ["", ""])[:3]
-            if not line_no.isdigit():
-                continue
-            for name in names:
-                if re.match(_DEFINES + re.escape(name) + r"\b", text):
-                    hits.setdefault(name, []).append((where, int(line_no)))
+        for where, line_no, text in git_grep(patterns, rev, cwd):
+            for name, pattern in zip(names, patterns):
+                if re.match(pattern, text):
+                    hits.setdefault(name, []).append((where, line_no))
         out = []
         for name in names:
             places = hits.get(name, [])

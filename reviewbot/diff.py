@@ -323,14 +323,3 @@ def range_base(range_: str) -> str | None:
     left = range_.split("..", 1)[0] if ".." in range_ else ""
     return left or None
 
-
-def file_at(rev: str | None, path: str, cwd: str | None = None) -> str | None:
-    """`path` as revision `rev` has it (`git show REV:PATH`), or None when it has none."""
-    if not rev or not _RANGE.fullmatch(rev):
-        return None
-    try:
-        proc = subprocess.run(["git", "show", "--no-color", "--end-of-options", f"{rev}:{path}"],
-                              cwd=cwd, capture_output=True, check=False, timeout=60)
-    except FileNotFoundError:
-        return None
-    return proc.stdout.decode("utf-8", "replace") if proc.returncode == 0 else None

@@ -30,6 +30,12 @@ SEVERITIES = tuple(s.label for s in Severity)
 CATEGORIES = ("bug", "security", "performance", "error-handling", "concurrency", "maintainability")
 
 
+def capped_severity(category: str, severity: Severity) -> Severity:
+    """The highest severity a category may carry, whoever set it (the finding pass or the
+    verifier): maintainability is worth a note, never a blocker."""
+    return min(severity, Severity.MINOR) if category == "maintainability" else severity
+
+
 @dataclass(frozen=True)
 class Finding:
     path: str

@@ -27,7 +27,7 @@ from typing import Any, Literal
 from reviewbot.anchoring import at_row
 from reviewbot.chunking import Chunk, Row
 from reviewbot.diff import Side
-from reviewbot.findings import CATEGORIES, SEVERITIES, Finding, Severity
+from reviewbot.findings import CATEGORIES, SEVERITIES, Finding, Severity, capped_severity
 from reviewbot.modeltext import clean, one_line, suggestion_ok
 
 TOOL_NAME = "report_findings"
@@ -282,8 +282,7 @@ def _finding(item: Any, rows: dict[int, Row],
     category = item.get("category", "bug")
     if category not in categories:
         return None, False
-    if category == "maintainability":  # worth a note, never a blocker
-        severity = min(severity, Severity.MINOR)
+    severity = capped_severity(category, severity)
     anchor = at_row(rows, row, item.get("end_row"))
     at = anchor.row
     suggestion: str | None = clean(item.get("suggestion"), LIMITS["suggestion"])

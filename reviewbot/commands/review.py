@@ -15,6 +15,7 @@ from reviewbot.context import AGENTS_MD, Context, HeadFiles, Intent
 from reviewbot.definitions import git_finder
 from reviewbot.errors import DiffError, UsageError
 from reviewbot.result import ReviewResult, exit_code
+from reviewbot.tree import GitTree, Tree, WorkingTree
 
 
 def _read_diff(path: str | None, git_range: str | None) -> bytes:
@@ -33,18 +34,21 @@ def _read_diff(path: str | None, git_range: str | None) -> bytes:
 def _context(git_range: str | None, title: str | None, description: str | None) -> Context:
     """What the change means to do: the flags, and for --git the range's commit messages (the
     title then defaults to the subject of its newest commit); and the repository's AGENTS.md.
-    In CI the working tree is the change's own, so AGENTS.md comes from the left side of the
-    --git range (the target), and with --diff there is none."""
+
+    The repository is untrusted in every mode, CI or not: every file is read through the safe
+    reader (reviewbot.tree). AGENTS.md comes from the left side of a --git range (the target:
+    in CI the working tree is the change's own); outside CI, with --diff or a single revision,
+    from the working tree, through the same reader (no link followed, size capped)."""
     commits = diff.commit_messages(git_range) if git_range else ()
     default_title = commits[-1].split("\n", 1)[0] if commits else ""
     intent = Intent(title or default_title, description or "", commits)
-    if config.in_ci(os.environ):
-        agents = diff.file_at(diff.range_base(git_range), AGENTS_MD) if git_range else None
+    base = diff.range_base(git_range) if git_range else None
+    if base:
+        agents = GitTree(base).read(AGENTS_MD)
+    elif config.in_ci(os.environ):
+        agents = None
     else:
-        try:
-            agents = Path(AGENTS_MD).read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            agents = None
+        agents = WorkingTree().read(AGENTS_MD)
     right = _right_side(git_range) if git_range else None
     return Context(intent, agents or "", _head_files(git_range),
                    git_finder(right if right != "" else None) if git_range else None)
@@ -65,17 +69,8 @@ def _head_files(git_range: str | None) -> HeadFiles | None:
     if not git_range:
         return None
     rev = _right_side(git_range)
-    if rev:
-        return lambda path: diff.file_at(rev, path)
-
-    def working_tree(path: str) -> str | None:
-        if path.startswith("/") or ".." in path.split("/"):
-            return None  # only files inside this repository
-        try:
-            return Path(path).read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            return None
-    return working_tree
+    tree: Tree = GitTree(rev) if rev else WorkingTree()
+    return tree.read
 
 
 def _tell_when_written(result: ReviewResult, output_file: str | None) -> None:

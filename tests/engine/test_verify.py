@@ -194,3 +194,19 @@ def test_hostile_confidences_are_clamped_or_refused() -> None:
         assert tools._confidence(bad, None) is None
     assert tools._verdict({"keep": True, "severity": "major", "confidence": "high"}) is None
     assert tools._verdict({"keep": "yes", "severity": "major", "confidence": 0.5}) is None
+
+
+def test_a_verdict_cannot_raise_a_finding_past_its_category_cap() -> None:
+    """The verifier's severity obeys the same caps as the finding pass: a maintainability note
+    raised to blocker stays minor (else it would fail --fail-on critical and pass the floor)."""
+    from reviewbot.candidates import apply_verdicts
+    from reviewbot.diff import Side
+    from reviewbot.findings import Finding, Severity
+    from reviewbot.tools import Verdict
+
+    notes = [Finding("a.py", 1, Side.NEW, Severity.MINOR, "Long function", "b",
+                     category="maintainability"),
+             Finding("a.py", 2, Side.NEW, Severity.MINOR, "Overflow", "b", category="bug")]
+    up = Verdict(True, Severity.BLOCKER, 0.9, "")
+    kept, _, _ = apply_verdicts(notes, {1: up, 2: up})
+    assert [f.severity for f in kept] == [Severity.MINOR, Severity.BLOCKER]
