@@ -10,7 +10,13 @@ import sys
 
 import click
 
-from reviewbot.errors import EXIT_INCOMPLETE, EXIT_USAGE, ReviewbotError, redact
+from reviewbot.errors import (
+    EXIT_INCOMPLETE,
+    EXIT_USAGE,
+    ReviewbotError,
+    redact,
+    redacting_warnings,
+)
 
 
 class LazyGroup(click.Group):
@@ -48,6 +54,7 @@ def cli() -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: every ReviewbotError becomes one line on stderr and its exit code."""
+    redacting_warnings()
     try:
         # outside standalone mode click returns ctx.exit(n)'s code instead of exiting
         code = cli.main(args=argv, prog_name="reviewbot", standalone_mode=False)

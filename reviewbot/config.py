@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from reviewbot.errors import UsageError, redact, register_secret
+from reviewbot.errors import UsageError, redact, register_secret, register_url
 from reviewbot.findings import CATEGORIES
 from reviewbot.rules import Rule
 from reviewbot.rules import parse as parse_rules
@@ -117,6 +117,8 @@ class Settings:
                 raise UsageError(f"{name} must be positive")
         for secret in (self.api_key, self.gitlab_token, self.github_token):
             register_secret(secret)
+        for url in (self.base_url, self.gitlab_url, self.github_url):
+            register_url(url)
         _check_url("base_url", self.base_url)
 
     def __repr__(self) -> str:  # never show secrets, even in a debugger or a traceback

@@ -36,19 +36,57 @@ _SECRETS: set[str] = set()
 
 
 def register_secret(value: str | None) -> None:
-    """Remember a secret so that no error message or log line ever shows it."""
+    """Remember a secret so that nothing the bot writes ever shows it: error messages, log
+    lines, warnings, and model text (a model can be steered into echoing one)."""
     if value and len(value) >= 4:
         _SECRETS.add(value)
 
 
+def register_url(url: str | None) -> None:
+    """The secrets a URL carries: its password and its query-string values."""
+    if not url:
+        return
+    from urllib.parse import parse_qsl, urlsplit
+
+    try:
+        parts = urlsplit(url)
+        register_secret(parts.password)
+        for _, value in parse_qsl(parts.query):
+            register_secret(value)
+    except ValueError:
+        return
+
+
 # userinfo in a URL (scheme://user:password@host): a password written into base_url
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]*@")
+# a credential in a query string (?key=…, &access_token=…), whoever wrote the URL
+_QUERY_SECRET = re.compile(
+    r"(?i)([?&;](?:[\w.-]*(?:key|token|secret|password|passwd|pwd|sig|signature|auth|credential)"
+    r"[\w.-]*)=)[^&#\s]+")
 
 
 def redact(text: str) -> str:
-    for secret in _SECRETS:
+    # longest first: a secret that contains another is removed whole
+    for secret in sorted(_SECRETS, key=len, reverse=True):
         text = text.replace(secret, "***")
-    return _USERINFO.sub(r"\1***@", text)
+    return _QUERY_SECRET.sub(r"\1***", _USERINFO.sub(r"\1***@", text))
+
+
+def redacting_warnings() -> None:
+    """Warnings that libraries print (python-gitlab's "base URL differs" names the URL as
+    given, password included) go through `redact` before they reach stderr."""
+    import warnings
+
+    shown = warnings.showwarning
+    if getattr(shown, "redacts", False):
+        return
+
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+             file: Any = None, line: str | None = None) -> None:
+        shown(redact(str(message)), category, filename, lineno, file, line)
+
+    show.redacts = True  # type: ignore[attr-defined]
+    warnings.showwarning = show
 
 
 class RedactingFilter(logging.Filter):

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import re
 
+from reviewbot.errors import redact
+
 # C0 (but tab and newline), DEL, C1, bidi embeddings/overrides/isolates, marks, zero-width
 # characters and the BOM: invisible text that can hide what a comment really says
 _INVISIBLE = re.compile(
@@ -24,10 +26,11 @@ ZWSP = "\u200b"  # added by the sinks only (clean removes the model's own)
 
 
 def clean(value: object, max_chars: int) -> str:
-    """A model string made safe to keep: visible characters only, at most `max_chars`."""
+    """A model string made safe to keep: visible characters only, no registered secret (a
+    steered model may echo one into a comment), at most `max_chars`."""
     if not isinstance(value, str):
         return ""
-    text = value.replace("\r\n", "\n").replace("\r", "\n").replace("\u2028", "\n")
+    text = redact(value).replace("\r\n", "\n").replace("\r", "\n").replace("\u2028", "\n")
     text = _INVISIBLE.sub("", text.replace("\u2029", "\n"))
     return text[:max_chars]
 

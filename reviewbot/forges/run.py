@@ -14,6 +14,7 @@ from typing import Protocol, runtime_checkable
 
 from reviewbot import anchoring
 from reviewbot.context import AGENTS_MD, Context, HeadFiles
+from reviewbot.tree import MAX_FILE_BYTES
 from reviewbot.diff import ChangeSet, Side
 from reviewbot.errors import ForgeError
 from reviewbot.findings import Finding, merge, with_fingerprints
@@ -163,10 +164,12 @@ def head_files(forge: Forge, sha: str) -> HeadFiles | None:
 
     def read(path: str) -> str | None:
         try:
-            return reader.file_at(path, sha)
+            text = reader.file_at(path, sha)
         except ForgeError as exc:
             log.warning("not showing the code around %s: %s", path, exc)
             return None
+        # the forge's answer is untrusted as the tree is: the same cap as reviewbot.tree
+        return text if text is None or len(text) <= MAX_FILE_BYTES else None
     return read
 
 

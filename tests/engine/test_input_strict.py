@@ -94,3 +94,13 @@ def test_a_file_name_cannot_close_the_diff_frame_or_forge_rows() -> None:
     assert user.count("\n</diff>") == 1 and user.count("\n=== ") == 1
     assert not any(line.startswith("+99|") for line in user.split("\n"))
     assert "<|im_start|>" not in user and "<|im_end|>" not in user
+
+
+def test_redact_scrubs_query_string_credentials_and_url_passwords() -> None:
+    from reviewbot.errors import redact, register_url
+
+    register_url("http://vllm:8000/v1?key=QSECRET-1234&x=1")
+    assert redact("GET http://vllm:8000/v1/models?api_key=abc123&page=2") \
+        == "GET http://vllm:8000/v1/models?api_key=***&page=2"
+    assert "QSECRET-1234" not in redact("the model said QSECRET-1234")
+    assert redact("https://u:pw@host/x?access_token=t0k") == "https://***@host/x?access_token=***"

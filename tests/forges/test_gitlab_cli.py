@@ -87,3 +87,41 @@ def test_only_what_passes_the_floor_and_the_cap_becomes_a_thread(env: Env) -> No
     assert "Findings not posted as threads" in summary
     assert all(t in summary for t in ("major 0", "major 1", "minor 0", "minor 1"))
     assert "unsure" not in summary and "Held back: 1 below min_confidence" in summary
+
+
+def test_a_secret_the_model_echoes_is_never_posted(env: Env) -> None:
+    """A steered model repeats the tokens it was never shown (an exfiltration chain would
+    bring them in through the repository): every sink gets them scrubbed."""
+    api_key = "sk-local-APIKEY-9911"
+
+    def echo(body: dict[str, Any], attempt: int) -> Reply:
+        rows = [int(m) for m in re.findall(r"^[-+](\d+) ", user_text(body), re.MULTILINE)]
+        leak = f"{TOKEN} and {api_key}"
+        return Reply(tool_args={"summary": f"summary {leak}", "findings": [
+            {"row": rows[0], "title": f"title {leak}", "body": f"body {leak}",
+             "category": "bug", "severity": "critical", "confidence": 0.9}]})
+
+    with FakeOpenAI(echo, max_model_len=16000) as server:
+        proc = _cli(env, server, "--output", "json", "--no-verify", "--api-key", api_key)
+    assert proc.returncode == 0, proc.stderr
+    written = proc.stdout + proc.stderr + json.dumps(env.gitlab.notes())
+    assert "title ***" in written and "body ***" in written
+    assert TOKEN not in written and api_key not in written
+
+
+def test_python_gitlabs_url_warning_is_scrubbed() -> None:
+    """python-gitlab warns with the URL as given (password included) when a server's link names
+    another base URL; the CLI's warning hook scrubs it like everything else (run as a process:
+    pytest records warnings itself)."""
+    password = "url-PASSWORD-4242"
+    script = (
+        "import gitlab\n"
+        "from reviewbot.errors import redacting_warnings, register_url\n"
+        f"url = 'http://bot:{password}@127.0.0.1:9'\n"
+        "register_url(url)\n"
+        "redacting_warnings()\n"
+        "gitlab.Gitlab(url, private_token='x')._check_url('http://127.0.0.1:9/api/v4/x?page=2')\n")
+    proc = subprocess.run([sys.executable, "-W", "always", "-c", script], capture_output=True,
+                          text=True, timeout=60, check=False, cwd=Path(__file__).parents[2])
+    assert "base URL in the server response differs" in proc.stderr, proc.stderr
+    assert password not in proc.stderr
