@@ -14,6 +14,7 @@ The forges' comments, the summary note and the markdown report all go through he
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from reviewbot.errors import redact
 
@@ -45,6 +46,8 @@ _QUICK_ACTION = re.compile(r"^(\s*)/(?=[A-Za-z])", re.MULTILINE)
 _MENTION = re.compile(r"([@#!])(?=[\w])")
 _ENTITY_OR_AMP = re.compile(r"&")
 _HTML_START = re.compile(r"<")
+# what GFM's autolink extension links without any markup: scheme://, www.
+_BARE_URL = re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*:|\bwww)(//|\.)")
 
 
 def no_actions(text: str) -> str:
@@ -57,6 +60,7 @@ def _plain(text: str) -> str:
     """Text outside code: entities, tags, comments, links and images become literal."""
     text = _ENTITY_OR_AMP.sub("&amp;", text)
     text = _HTML_START.sub("&lt;", text)
+    text = _BARE_URL.sub(lambda m: m.group(1) + ZWSP + m.group(2), text)  # GFM autolinks
     return no_actions(text.replace("[", "&#91;"))
 
 
@@ -72,7 +76,8 @@ def inline(text: str) -> str:
 
     CommonMark lets any ASCII punctuation be backslash-escaped, and GFM tables accept `\\|`.
     """
-    return no_actions(_INLINE_SPECIAL.sub(r"\\\1", one_line(text)))
+    text = _INLINE_SPECIAL.sub(r"\\\1", one_line(text))
+    return no_actions(_BARE_URL.sub(lambda m: m.group(1) + ZWSP + m.group(2), text))
 
 
 def code(text: str, *, in_table: bool = False) -> str:
@@ -101,27 +106,58 @@ def fenced(text: str, info: str = "") -> str:
 def prose(text: str) -> str:
     """Model-written markdown, kept as markdown but unable to act or break the page around it.
 
-    Code (fenced blocks, inline spans) is kept as written but for the always-active parts
-    (`no_actions`); everything else goes through `_plain`. A fence left open is closed so it
-    cannot swallow the rest of the page.
+    Which lines are code is decided by a CommonMark parser (markdown-it, as GitLab and GitHub
+    follow CommonMark), never by a hand-written fence tracker: lines of fenced and indented code
+    blocks are kept as written but for the always-active parts (`no_actions`), inline code
+    spans likewise, and everything else goes through `_plain`. The result is parsed once more:
+    if it still holds raw HTML, a link, an image, or a code block left open (that would swallow
+    the page after it), the whole text is shown as one fenced block instead.
     """
-    out: list[str] = []
-    open_fence: str | None = None
-    for line in text.split("\n"):
-        m = _FENCE.match(line)
-        if open_fence is not None:
-            if m and m.group(1)[0] == open_fence[0] and len(m.group(1)) >= len(open_fence) \
-                    and not line.strip().strip(open_fence[0]):
-                open_fence = None
-            out.append(no_actions(line))
-        elif m:
-            open_fence = m.group(1)
-            out.append(no_actions(line))
-        else:
-            out.append(_outside_code(line))
-    if open_fence is not None:
-        out.append(open_fence)
-    return "\n".join(out)
+    lines = text.split("\n")
+    code = _code_block_lines(text)
+    out = "\n".join(no_actions(line) if i in code else _outside_code(line)
+                     for i, line in enumerate(lines))
+    if _inert(out):
+        return out
+    closed = f"{out}\n{_open_fence(out)}"  # a fence the model left open at the end
+    return closed if _inert(closed) else fenced(text)
+
+
+def _markdown() -> Any:
+    global _PARSER
+    if _PARSER is None:
+        from markdown_it import MarkdownIt
+
+        _PARSER = MarkdownIt("commonmark", {"html": True})
+    return _PARSER
+
+
+_PARSER: Any = None
+_ACTIVE = frozenset({"html_block", "html_inline", "link_open", "image"})
+_SENTINEL = "reviewbot-end-of-text"
+
+
+def _code_block_lines(text: str) -> set[int]:
+    """The 0-based lines of `text` inside fenced or indented code blocks, at any nesting."""
+    return {i for token in _markdown().parse(text) if token.type in ("fence", "code_block")
+            and token.map for i in range(*token.map)}
+
+
+def _open_fence(markdown: str) -> str:
+    """The markup that closes the top-level fence running to the end of `markdown`, or ""."""
+    fences = [t for t in _markdown().parse(markdown) if t.type == "fence" and t.level == 0]
+    return fences[-1].markup if fences else ""
+
+
+def _inert(markdown: str) -> bool:
+    """Nothing in `markdown` renders as HTML, a link or an image, and a paragraph after it is
+    a paragraph (no block was left open)."""
+    tokens = _markdown().parse(markdown + "\n\n" + _SENTINEL)
+    for token in tokens:
+        if token.type in _ACTIVE or any(c.type in _ACTIVE for c in token.children or ()):
+            return False
+    last = next((t for t in reversed(tokens) if t.type == "inline"), None)
+    return last is not None and last.content == _SENTINEL and last.level == 1
 
 
 def _outside_code(line: str) -> str:
