@@ -14,7 +14,6 @@ from typing import Protocol, runtime_checkable
 
 from reviewbot import anchoring
 from reviewbot.context import AGENTS_MD, Context, HeadFiles
-from reviewbot.tree import MAX_FILE_BYTES
 from reviewbot.diff import ChangeSet, Side
 from reviewbot.errors import ForgeError
 from reviewbot.findings import Finding, merge, with_fingerprints
@@ -29,6 +28,7 @@ from reviewbot.forges.base import (
 from reviewbot.forges.markers import SummaryMarker, summary_marker
 from reviewbot.forges.summary import MAX_BODY, SummaryInput, render_summary, unpack
 from reviewbot.result import Reviewer, ReviewResult, Stats, exit_code, unreviewed_error
+from reviewbot.tree import MAX_FILE_BYTES
 
 log = logging.getLogger(__name__)
 
