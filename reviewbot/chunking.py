@@ -7,8 +7,9 @@ every added line, and the first line of each run of removed lines (a finding abo
 lands there); context lines and the rest of a removed run are shown without a label. Rows are
 numbered per chunk from 1, so a label costs few digits (Qwen spends a token on each). Every
 changed line is owned by exactly one piece, so coverage is 100% by construction
-(`changed_lines` of the pieces add up to the change's). Packing is first-fit with the big pieces placed first, which stays within a few
-percent of the minimum number of chunks; each chunk shows its pieces in diff order.
+(`changed_lines` of the pieces add up to the change's). Packing is first-fit (over the 32
+newest chunks with room, so it stays linear) with the big pieces placed first, which stays
+within a few percent of the minimum number of chunks; each chunk shows its pieces in diff order.
 """
 
 from __future__ import annotations
@@ -248,6 +249,9 @@ class _Bin:
     changed: int = 0  # changed lines owned by the pieces in the bin
 
 
+MAX_OPEN_BINS = 32
+
+
 def pack(
     pieces: Sequence[Piece],
     budget: int,
@@ -277,15 +281,25 @@ def pack(
     # big pieces first, largest first; then the rest in diff order, so that a file's hunks
     # stay together
     placing = sorted(pieces, key=lambda p: -piece_cost(p) if piece_cost(p) > big else 0)
+    smallest = min((piece_cost(p) for p in pieces), default=0)
+    # first-fit over the bins still open: a bin with less room than the smallest piece is
+    # closed, and at most MAX_OPEN_BINS stay open (the oldest is closed), so packing is
+    # linear in the pieces (a million tiny hunks against every earlier chunk was quadratic)
+    open_bins: list[_Bin] = []
     for piece in placing:
-        target = next((b for b in bins if b.used + cost(piece, b) <= budget), None)
+        target = next((b for b in open_bins if b.used + cost(piece, b) <= budget), None)
         if target is None:
             target = _Bin([], set(), fixed_tokens)
             bins.append(target)
+            open_bins.append(target)
+            if len(open_bins) > MAX_OPEN_BINS:
+                open_bins.pop(0)
         target.used += cost(piece, target)
         target.changed += piece.owned
         target.pieces.append(piece)
         target.paths.add(piece.file.path)
+        if budget - target.used < smallest:
+            open_bins.remove(target)
     # chunks in the order of their first piece, pieces in diff order
     ordered = sorted((sorted(b.pieces, key=lambda p: order[id(p)]) for b in bins),
                      key=lambda ps: order[id(ps[0])])

@@ -18,7 +18,7 @@ from io import StringIO
 from unidiff.errors import UnidiffParseError
 from unidiff.patch import PatchSet
 
-from reviewbot.errors import DiffError
+from reviewbot.errors import ChangeTooLarge, DiffError
 
 
 class Side(str, Enum):
@@ -132,6 +132,25 @@ class ChangeSet:
 
 
 _DIFF_START = re.compile(r"^(diff --git |--- )", re.MULTILINE)
+
+
+MAX_HUNKS = 100_000  # a change of more hunks is refused: each costs a piece, rows, a header
+
+
+def check_size(size: int, hunks: int, max_mb: float) -> None:
+    """Refuse a change beyond `max_mb` of diff or `MAX_HUNKS` hunks (exit 2, in one line)."""
+    if size > max_mb * 2**20:
+        raise ChangeTooLarge(
+            f"the change is {size / 2**20:.1f} MB of diff, more than max_diff_mb "
+            f"({max_mb:g}): review it in parts, or raise the limit")
+    if hunks > MAX_HUNKS:
+        raise ChangeTooLarge(f"the change has {hunks} hunks, more than {MAX_HUNKS}: review it "
+                             f"in parts")
+
+
+def check_raw(raw: bytes, max_mb: float) -> None:
+    """`check_size` on a diff's bytes, before parsing them (parsing 50 MB took 15 s, 634 MB)."""
+    check_size(len(raw), raw.count(b"\n@@ -") + raw.startswith(b"@@ -"), max_mb)
 
 
 def parse(raw: bytes | str) -> ChangeSet:

@@ -6,6 +6,7 @@ It receives its parts (model client, token counter, progress) and wires them; no
 from __future__ import annotations
 
 import hashlib
+import math
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -23,10 +24,9 @@ from reviewbot.config import Settings
 from reviewbot.context import Context
 from reviewbot.deadline import DeadlineTransport, until
 from reviewbot.definitions import Definition, called_names, defined_in
-from reviewbot.diff import ChangeSet, FileDiff, Side
+from reviewbot.diff import ChangeSet, FileDiff, Side, check_size
 from reviewbot.errors import (
     BadAnswer,
-    ChangeTooLarge,
     ContextTooLong,
     ContextTooSmall,
     RequestFailed,
@@ -46,6 +46,7 @@ SAFETY_TOKENS = 16  # slack for tokenizer merges across piece boundaries
 MAX_RESPLITS = 6
 ANSWER_ATTEMPTS = 3  # an unusable answer (no call, bad JSON, cut short) is asked for again
 MAX_HEAD_FILES = 200  # files read for the code around the hunks, per review
+CONTEXT_SHARE = 0.25  # of review_timeout: gathering context stops there, the review goes on
 
 
 @dataclass
@@ -150,16 +151,18 @@ class Engine:
         text = templates.render("verify.j2", self.settings.prompts_dir, candidates=shown)
         return [*messages, {"role": "user", "content": text}]
 
-    def with_surroundings(self, chunks: list[Chunk], context: Context) -> list[Chunk]:
+    def with_surroundings(self, chunks: list[Chunk], context: Context,
+                          until: float = math.inf) -> list[Chunk]:
         """Each chunk with the code around its hunks, as much as its budget still holds after
-        the diff and the intent (the diff always comes first: coverage does not depend on it)."""
+        the diff and the intent (the diff always comes first: coverage does not depend on it).
+        Context is gathered until the monotonic time `until`; chunks after it go without."""
         if context.files is None or not chunks or (
                 self.settings.surrounding_lines == 0 and self.settings.max_enclosing_lines == 0):
             return chunks
         texts: dict[str, list[str] | None] = {}
 
         def head(path: str) -> list[str] | None:
-            if path not in texts and len(texts) >= MAX_HEAD_FILES:
+            if path not in texts and (len(texts) >= MAX_HEAD_FILES or time.monotonic() > until):
                 return None  # one API call per file on a forge: bounded per review
             if path not in texts:
                 text = context.files(path) if context.files else None
@@ -169,6 +172,9 @@ class Engine:
         found = self._definitions(chunks, context, head)
         out = []
         for chunk in chunks:
+            if time.monotonic() > until:
+                out.append(chunk)
+                continue
             blocks = surrounding_blocks(chunk, head, self.settings.surrounding_lines,
                                         self.settings.max_enclosing_lines)
             blocks += definition_blocks(chunk, found)  # after the code around: less relevant
@@ -353,16 +359,15 @@ class Engine:
         started = time.monotonic()
         deadline = started + self.settings.review_timeout
         size = sum(len(ln.text) + 2 for f in changes.files for h in f.hunks for ln in h.lines)
-        if size > self.settings.max_diff_mb * 2**20:
-            raise ChangeTooLarge(
-                f"the change is {size / 2**20:.1f} MB of diff, more than max_diff_mb "
-                f"({self.settings.max_diff_mb:g}): review it in parts, or raise the limit")
+        check_size(size, sum(len(f.hunks) for f in changes.files), self.settings.max_diff_mb)
         reviewed, skipped = filters.split(changes, self.settings.exclude)
         stats = Stats(files_total=len(changes.files), files_reviewed=len(reviewed.files),
                       files_skipped=skipped, changed_lines=reviewed.changed_lines)
         if self.settings.fail_on_skipped:
             stats.errors += unreviewed_error([s for s in skipped if s.source])
-        chunks = self.with_surroundings(self.chunks(reviewed, context), context) \
+        # context is worth a share of the time, never the review: the diff goes out regardless
+        until = started + self.settings.review_timeout * CONTEXT_SHARE
+        chunks = self.with_surroundings(self.chunks(reviewed, context), context, until) \
             if reviewed.files else []
         stats.chunks = len(chunks)
         self.progress.start(len(chunks))

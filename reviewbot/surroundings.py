@@ -67,24 +67,55 @@ def _suffix(path: str) -> str:
     return name[name.rfind("."):].lower() if "." in name else ""
 
 
+MAX_DEPTH = 400  # syntax nesting looked at: a hostile file can nest 50,000 deep
+MAX_SCAN = 2000  # lines looked at above and below a hunk by the indentation fallback
+
+
 def enclosing(lines: list[str], path: str, first: int, last: int) -> Span | None:
     """The innermost definition around new-file lines first..last, or None."""
     parser = _parser(_suffix(path))
     if parser is not None:
-        return _by_tree(parser, lines, first, last)
+        return _by_tree(_parsed(parser, lines), lines, first, last)
     return _by_indentation(lines, first, last)
 
 
-def _by_tree(parser: Any, lines: list[str], first: int, last: int) -> Span | None:
+# the syntax trees of the head files in use: a review asks about every hunk of a file, and
+# reparsing a 1 MB file per hunk (6,000 hunks) took minutes. Keyed by the lines list's
+# identity (the engine reads each head file once per review); the list is kept alive with its
+# tree so that the id cannot be reused while cached.
+_TREES: dict[int, tuple[list[str], Any]] = {}
+_TREES_KEPT = 8
+
+
+def _parsed(parser: Any, lines: list[str]) -> Any:
+    hit = _TREES.get(id(lines))
+    if hit is not None and hit[0] is lines:
+        return hit[1]
     tree = parser.parse("\n".join(lines).encode("utf-8", "replace"))
+    if len(_TREES) >= _TREES_KEPT:
+        del _TREES[next(iter(_TREES))]
+    _TREES[id(lines)] = (lines, tree)
+    return tree
+
+
+def _by_tree(tree: Any, lines: list[str], first: int, last: int) -> Span | None:
     start = (first - 1, len(lines[first - 1]) - len(lines[first - 1].lstrip()))
     end = (last - 1, max(len(lines[last - 1].rstrip()), start[1] if first == last else 0))
-    node = tree.root_node.named_descendant_for_point_range(start, end)
-    while node is not None:
-        if node.type in _DEFINITIONS and node.start_point[0] < first - 1 \
-                or node.type in _DEFINITIONS and node.end_point[0] > last - 1:
+    # down from the root with a cursor, keeping the path: linear in the depth (a node's
+    # `parent` is found from the root again in tree-sitter, so walking up is quadratic)
+    path: list[Any] = []
+    cursor = tree.walk()
+    while len(path) < MAX_DEPTH:
+        node = cursor.node
+        if node.start_point > start or node.end_point < end:
+            break
+        path.append(node)
+        if cursor.goto_first_child_for_point(start) is None:
+            break
+    for node in reversed(path):
+        if node.type in _DEFINITIONS and (node.start_point[0] < first - 1
+                                          or node.end_point[0] > last - 1):
             return Span(node.start_point[0] + 1, node.end_point[0] + 1)
-        node = node.parent
     return None
 
 
@@ -100,16 +131,17 @@ def _by_indentation(lines: list[str], first: int, last: int) -> Span | None:
     after the hunk that is indented no deeper than it (or its closing brace)."""
     inner = min((_indent(lines[i]) for i in range(first - 1, last) if lines[i].strip()),
                 default=0)
-    head = next((i for i in range(first - 2, -1, -1) if lines[i].strip()
-                 and _indent(lines[i]) < inner and _OPENS.search(lines[i])), None)
+    head = next((i for i in range(first - 2, max(-1, first - 2 - MAX_SCAN), -1)
+                 if lines[i].strip() and _indent(lines[i]) < inner and _OPENS.search(lines[i])),
+                None)
     if head is None:
         return None
     depth = _indent(lines[head])
-    for i in range(last, len(lines)):
+    for i in range(last, min(len(lines), last + MAX_SCAN)):
         if lines[i].strip() and _indent(lines[i]) <= depth:
             closing = lines[i].strip()[0] in "}])"
             return Span(head + 1, i + 1 if closing else i)
-    return Span(head + 1, len(lines))
+    return Span(head + 1, len(lines)) if len(lines) <= last + MAX_SCAN else None
 
 
 def around(lines: list[str], path: str, first: int, last: int, pad: int,

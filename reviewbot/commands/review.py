@@ -18,17 +18,25 @@ from reviewbot.result import ReviewResult, exit_code
 from reviewbot.tree import GitTree, Tree, WorkingTree
 
 
-def _read_diff(path: str | None, git_range: str | None) -> bytes:
+def _read_diff(path: str | None, git_range: str | None, max_mb: float) -> bytes:
+    """The diff's bytes, refused beyond `max_mb` before it is parsed (a file or stdin is read
+    no further than the limit)."""
     if path and git_range:
         raise UsageError("give either --diff or --git, not both")
     if git_range:
-        return diff.from_git(git_range)
-    if path == "-":
-        return sys.stdin.buffer.read()
-    try:
-        return Path(path).read_bytes()  # type: ignore[arg-type]
-    except OSError as exc:
-        raise DiffError(f"cannot read diff file {path}: {exc.strerror}") from None
+        data = diff.from_git(git_range)
+    else:
+        limit = int(max_mb * 2**20) + 1
+        try:
+            if path == "-":
+                data = sys.stdin.buffer.read(limit)
+            else:
+                with open(path, "rb") as handle:  # type: ignore[arg-type]
+                    data = handle.read(limit)
+        except OSError as exc:
+            raise DiffError(f"cannot read diff file {path}: {exc.strerror}") from None
+    diff.check_raw(data, max_mb)
+    return data
 
 
 def _context(git_range: str | None, title: str | None, description: str | None) -> Context:
@@ -177,7 +185,7 @@ def review(diff_path: str | None, git_range: str | None, mr: int | None, project
         raise SystemExit(code)
     settings = config.resolve(flags, config_path=config_path)
     config.check_paths(settings)
-    changes = diff.parse(_read_diff(diff_path, git_range))
+    changes = diff.parse(_read_diff(diff_path, git_range, settings.max_diff_mb))
     result = make_engine(settings, progress).review(changes, _context(git_range, title, description))
     emit(render(result, settings.output, color=_tty(settings)), settings.output_file)
     _tell_when_written(result, settings.output_file)

@@ -104,3 +104,33 @@ def test_redact_scrubs_query_string_credentials_and_url_passwords() -> None:
         == "GET http://vllm:8000/v1/models?api_key=***&page=2"
     assert "QSECRET-1234" not in redact("the model said QSECRET-1234")
     assert redact("https://u:pw@host/x?access_token=t0k") == "https://***@host/x?access_token=***"
+
+
+def _review_file(path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """`review --diff PATH` against a URL that leads nowhere: whatever is refused here was
+    refused before the server was asked."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("REVIEWBOT_")}
+    return subprocess.run(
+        [sys.executable, "-m", "reviewbot", "review", "--diff", str(path), "--config",
+         "/dev/null"], capture_output=True, text=True, timeout=120, check=False,
+        env={**clean, "REVIEWBOT_BASE_URL": "http://127.0.0.1:9/v1", **env},
+        cwd=Path(__file__).parents[2])
+
+
+def test_a_diff_beyond_max_diff_mb_is_refused_from_its_bytes(tmp_path: Path) -> None:
+    path = tmp_path / "big.diff"
+    path.write_text(HEAD + "@@ -0,0 +1,20000 @@\n" + ("+" + "y" * 99 + "\n") * 20000)
+    proc = _review_file(path, REVIEWBOT_MAX_DIFF_MB="1")
+    assert proc.returncode == 2, proc.stderr
+    assert "more than max_diff_mb (1)" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_more_hunks_than_the_cap_are_refused_before_parsing(tmp_path: Path) -> None:
+    from reviewbot.diff import MAX_HUNKS
+
+    path = tmp_path / "tiny.diff"
+    path.write_text(HEAD + "".join(f"@@ -{2 * i + 1} +{2 * i + 1} @@\n-a\n+b\n"
+                                   for i in range(MAX_HUNKS + 1)))
+    proc = _review_file(path)
+    assert proc.returncode == 2, proc.stderr
+    assert f"{MAX_HUNKS + 1} hunks, more than {MAX_HUNKS}" in proc.stderr
