@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import cast
@@ -10,6 +11,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from reviewbot.webhook.auth import bearer_ok
 from reviewbot.webhook.intake import Intake, Reply
@@ -41,7 +43,39 @@ async def _read_limited(request: Request, limit: int) -> bytes | None:
     return b"".join(chunks)
 
 
-def create_app(settings: WebhookSettings, queue: JobQueue, runner: ReviewRunner) -> Starlette:
+_ROUTES = ("/webhook/gitlab", "/webhook/github", "/jobs", "/healthz", "/readyz", "/metrics")
+
+
+def _route(path: str) -> str:
+    """A bounded label for /metrics: a known route, `/jobs/{id}`, or `other`."""
+    if path in _ROUTES:
+        return path
+    return "/jobs/{id}" if path.startswith("/jobs/") else "other"
+
+
+def counted(app: ASGIApp, metrics: Metrics) -> ASGIApp:
+    """Every answer counted by route and status, outside Starlette's error handler, so that a
+    500 (or a request that got no answer at all) is counted too."""
+    async def wrapped(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+        status = 500
+
+        async def send_counted(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        try:
+            await app(scope, receive, send_counted)
+        finally:
+            metrics.responses.labels(_route(scope["path"]), str(status)).inc()
+    return wrapped
+
+
+def create_app(settings: WebhookSettings, queue: JobQueue, runner: ReviewRunner) -> ASGIApp:
     metrics = Metrics(queue)
     limits = PoolLimits(
         workers=settings.workers,
@@ -61,7 +95,11 @@ def create_app(settings: WebhookSettings, queue: JobQueue, runner: ReviewRunner)
             refused = intake.admit(forge, source)
             if refused is not None:
                 return _json(refused)
-            body = await _read_limited(request, settings.max_body_bytes)
+            try:
+                body = await asyncio.wait_for(_read_limited(request, settings.max_body_bytes),
+                                              settings.body_timeout_s)
+            except TimeoutError:
+                return _json(intake.too_slow(forge))
             if body is None:
                 return _json(intake.too_large(forge))
             return _json(intake.receive(forge, request.headers, body))
@@ -126,4 +164,4 @@ def create_app(settings: WebhookSettings, queue: JobQueue, runner: ReviewRunner)
         Route("/readyz", readyz, methods=["GET"]),
         Route("/metrics", metrics_endpoint, methods=["GET"]),
     ]
-    return Starlette(routes=routes, lifespan=lifespan)
+    return counted(Starlette(routes=routes, lifespan=lifespan), metrics)

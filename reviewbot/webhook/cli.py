@@ -59,6 +59,7 @@ def webhook(
     from reviewbot.webhook.app import create_app
     from reviewbot.webhook.queue import JobQueue
     from reviewbot.webhook.runner import load_runner
+    from reviewbot.webhook.serving import server_config
 
     settings = resolve_settings(
         os.environ,
@@ -87,15 +88,7 @@ def webhook(
     queue = JobQueue.open(settings.db_path)
     try:
         app = create_app(settings, queue, review)
-        server_config = uvicorn.Config(
-            app,
-            host=settings.host,
-            port=settings.port,
-            log_level=log_level,
-            access_log=False,
-            server_header=False,
-            lifespan="on",
-        )
-        uvicorn.Server(server_config).run()
+        uvicorn.Server(server_config(app, settings, settings.host, settings.port,
+                                     log_level)).run()
     finally:
         queue.close()

@@ -6,7 +6,6 @@ merge/pull request event but lacks the fields we need raises `MalformedPayload` 
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -66,9 +65,14 @@ def _sha(obj: object, path: str) -> str:
     return value
 
 
-def body_key(body: bytes) -> str:
-    """A delivery id for a forge that sent none: retries of one event carry the same body."""
-    return "sha256:" + hashlib.sha256(body).hexdigest()
+def event_key(name: str, number: int, before: object, head_sha: str, action: str) -> str:
+    """What de-duplicates a delivery: the event itself, never a header. Neither GitLab's
+    `Idempotency-Key` nor GitHub's `X-GitHub-Delivery` is covered by the token or the
+    signature, so a replay under a fresh one must not count as a new event (it would supersede
+    the running review of the same push). The push's old head is part of the event, so a
+    force-push back to an earlier head is a new one."""
+    old = before if isinstance(before, str) and _SHA.fullmatch(before) else ""
+    return f"{name.lower()}#{number}@{old}..{head_sha}/{action}"
 
 
 def gitlab_base_url(web_url: str, path_with_namespace: str) -> str:
@@ -92,7 +96,7 @@ def github_api_base(repo_url: str, full_name: str) -> str:
     raise MalformedPayload("repository.url does not end with /repos/<full_name>")
 
 
-def parse_gitlab(event: str | None, payload: object, delivery_id: str) -> Accepted | Ignored:
+def parse_gitlab(event: str | None, payload: object) -> Accepted | Ignored:
     if event != "Merge Request Hook":
         return Ignored(f"event {event!r} is not reviewed", "event")
     if not isinstance(payload, dict) or payload.get("object_kind") != "merge_request":
@@ -109,18 +113,20 @@ def parse_gitlab(event: str | None, payload: object, delivery_id: str) -> Accept
     path = project.get("path_with_namespace") if isinstance(project, dict) else None
     path = path if isinstance(path, str) else ""
     project_id = _int(payload, "project.id")
+    number = _int(payload, "object_attributes.iid")
+    head_sha = _sha(payload, "object_attributes.last_commit.id")
     request = ChangeRequest(
         forge="gitlab",
         project=str(project_id),
-        number=_int(payload, "object_attributes.iid"),
-        head_sha=_sha(payload, "object_attributes.last_commit.id"),
+        number=number,
+        head_sha=head_sha,
         base_url=gitlab_base_url(_str(payload, "project.web_url"), path),
-        delivery_id=delivery_id,
+        delivery_id=event_key(str(project_id), number, attrs.get("oldrev"), head_sha, action),
     )
     return Accepted(request, (str(project_id), path))
 
 
-def parse_github(event: str | None, payload: object, delivery_id: str) -> Accepted | Ignored:
+def parse_github(event: str | None, payload: object) -> Accepted | Ignored:
     if event != "pull_request":
         return Ignored(f"event {event!r} is not reviewed", "event")
     if not isinstance(payload, dict):
@@ -131,14 +137,12 @@ def parse_github(event: str | None, payload: object, delivery_id: str) -> Accept
     full_name = _str(payload, "repository.full_name")
     number = _int(payload, "pull_request.number")
     head_sha = _sha(payload, "pull_request.head.sha")
-    # GitHub signs the body, not the delivery id: a replayed body under fresh X-GitHub-Delivery
-    # ids is the same event, so the event itself is the key
     request = ChangeRequest(
         forge="github",
         project=full_name,
         number=number,
         head_sha=head_sha,
         base_url=github_api_base(_str(payload, "repository.url"), full_name),
-        delivery_id=f"{full_name.lower()}#{number}@{head_sha}/{action}",
+        delivery_id=event_key(full_name, number, payload.get("before"), head_sha, action),
     )
     return Accepted(request, (full_name,))

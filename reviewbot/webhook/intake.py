@@ -24,7 +24,6 @@ from reviewbot.webhook.auth import github_signature_ok, gitlab_token_ok
 from reviewbot.webhook.events import (
     Accepted,
     Ignored,
-    body_key,
     parse_github,
     parse_gitlab,
 )
@@ -77,6 +76,10 @@ class Intake:
             return self._reject(forge, 404, "not_configured", f"{forge} webhook not configured")
         return None
 
+    def too_slow(self, forge: Forge) -> Reply:
+        limit = self._settings.body_timeout_s
+        return self._reject(forge, 408, "body_timeout", f"body not received within {limit:g} s")
+
     def too_large(self, forge: Forge) -> Reply:
         limit = self._settings.max_body_bytes
         return self._reject(forge, 413, "too_large", f"body larger than {limit} bytes")
@@ -86,24 +89,24 @@ class Intake:
         if forge == "gitlab":
             authentic = gitlab_token_ok(self._settings.gitlab_secret, headers.get("x-gitlab-token"))
             event = headers.get("x-gitlab-event")
-            delivery = headers.get("idempotency-key")
         else:
             authentic = github_signature_ok(
                 self._settings.github_secret, headers.get("x-hub-signature-256"), body
             )
             event = headers.get("x-github-event")
-            delivery = headers.get("x-github-delivery")
         if not authentic:
             return self._reject(forge, 401, "unauthenticated", "bad or missing token/signature")
         if forge == "github" and event == "ping":
             return self._ignore(forge, "ping", "pong")
         try:
             payload = json.loads(body)
-        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
-            return self._reject(forge, 400, "malformed_json", "body is not JSON (or nested too deep)")
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            # ValueError: not JSON, or an integer beyond Python's 4,300-digit conversion limit
+            return self._reject(forge, 400, "malformed_json",
+                                "body is not JSON (or nested too deep, or a number too long)")
         parse = parse_gitlab if forge == "gitlab" else parse_github
         try:
-            result = parse(event, payload, delivery or body_key(body))
+            result = parse(event, payload)
         except MalformedPayload as exc:
             return self._reject(forge, 400, "malformed_payload", str(exc))
         if isinstance(result, Ignored):

@@ -30,7 +30,7 @@ class ChangeRequest:
     number: int  # MR iid / PR number
     head_sha: str
     base_url: str  # e.g. "https://gitlab.example.com" or "https://api.github.com"
-    delivery_id: str  # Idempotency-Key / X-GitHub-Delivery (or a hash of the body)
+    delivery_id: str  # the event's key (reviewbot.webhook.events.event_key)
 
 
 @dataclass(frozen=True)

@@ -81,6 +81,12 @@ class Metrics:
             ["outcome"],
             registry=r,
         )
+        self.responses = Counter(
+            "reviewbot_webhook_responses",
+            "Every answer the listener gave, by route and status (500s included)",
+            ["route", "status"],
+            registry=r,
+        )
         r.register(_QueueDepth(queue))
 
     def render(self) -> tuple[bytes, str]:

@@ -9,11 +9,14 @@ Environment keys:
                                      api.github.com (--forge-url adds to them)
     REVIEWBOT_BASE_URL               the vLLM OpenAI base URL (…/v1) probed by /readyz
     REVIEWBOT_WEBHOOK_RUNNER         test hook: "module:function" replacing the review runner
+    REVIEWBOT_WEBHOOK_HEADER_TIMEOUT seconds a client has to send its request headers (10)
+    REVIEWBOT_WEBHOOK_BODY_TIMEOUT   seconds a client has to send the body (30)
 """
 
 from __future__ import annotations
 
 import fnmatch
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +48,10 @@ class WebhookSettings:
     retry_backoff_s: float = 10.0  # doubled per attempt, capped at retry_backoff_max_s
     retry_backoff_max_s: float = 300.0
     shutdown_grace_s: float = 10.0
+    # a client that trickles its request is cut off: the headers within this many seconds of
+    # the connection (or of the previous answer), the body within body_timeout_s
+    header_timeout_s: float = 10.0
+    body_timeout_s: float = 30.0
     runner: str | None = None  # "module:function"; None means the real review
 
     def forge_allowed(self, base_url: str) -> bool:
@@ -56,12 +63,34 @@ class WebhookSettings:
         return self.allowed_name(*names) is not None
 
     def allowed_name(self, *names: str) -> str | None:
-        """The first of `names` the allow-list admits (the first name when it is empty)."""
-        given = [n for n in names if n]
+        """The first of `names` the allow-list admits (the first name when it is empty). Only
+        normal project paths are matched: a glob like `group/*` must not admit
+        `group/../../admin`."""
+        given = [n for n in names if n and normal_path(n)]
         if not self.allow:
             return given[0] if given else None
         return next((n for n in given
                      if any(fnmatch.fnmatchcase(n.lower(), p.lower()) for p in self.allow)), None)
+
+
+_SEGMENT = re.compile(r"[\w.+-]+")
+
+
+def normal_path(name: str) -> bool:
+    """A project path (or id) as the forges write it: segments of word characters, `.`, `+`
+    and `-`, no empty, `.` or `..` segment."""
+    return all(_SEGMENT.fullmatch(part) and part not in (".", "..")
+               for part in name.split("/"))
+
+
+def _seconds(env: Mapping[str, str], var: str, default: float) -> float:
+    try:
+        value = float(env.get(var) or default)
+    except ValueError:
+        raise UsageError(f"{var} must be a number of seconds") from None
+    if not 0 < value < 86400:  # nan fails both comparisons
+        raise UsageError(f"{var} must be a positive number of seconds, got {value}")
+    return value
 
 
 def _split(value: str | None) -> tuple[str, ...]:
@@ -108,6 +137,8 @@ def resolve_settings(
         max_attempts=d.max_attempts if max_attempts is None else max_attempts,
         retry_backoff_s=d.retry_backoff_s if retry_backoff is None else retry_backoff,
         runner=runner or env.get("REVIEWBOT_WEBHOOK_RUNNER") or None,
+        header_timeout_s=_seconds(env, "REVIEWBOT_WEBHOOK_HEADER_TIMEOUT", d.header_timeout_s),
+        body_timeout_s=_seconds(env, "REVIEWBOT_WEBHOOK_BODY_TIMEOUT", d.body_timeout_s),
     )
     for name, value in (
         ("--workers", s.workers),

@@ -62,14 +62,14 @@ def test_base_urls() -> None:
 def test_github_parse() -> None:
     payload = {"action": "synchronize", "pull_request": {"number": 4, "head": {"sha": "f" * 40}},
                "repository": {"full_name": "o/r", "url": "https://api.github.com/repos/o/r"}}
-    result = parse_github("pull_request", payload, "d1")
+    result = parse_github("pull_request", payload)
     assert isinstance(result, Accepted)
     # the event is the key, not the (unsigned) delivery id
     assert result.request == ChangeRequest("github", "o/r", 4, "f" * 40, "https://api.github.com",
-                                           f"o/r#4@{'f' * 40}/synchronize")
-    assert isinstance(parse_github("push", payload, "d1"), Ignored)
+                                           f"o/r#4@..{'f' * 40}/synchronize")
+    assert isinstance(parse_github("push", payload), Ignored)
     with pytest.raises(MalformedPayload, match="pull_request.number must be an integer"):
-        parse_github("pull_request", {**payload, "pull_request": {"number": "4"}}, "d1")
+        parse_github("pull_request", {**payload, "pull_request": {"number": "4"}})
 
 
 def test_settings_resolution_and_secrets() -> None:

@@ -23,6 +23,7 @@ from reviewbot.webhook.app import create_app
 from reviewbot.webhook.auth import github_signature
 from reviewbot.webhook.jobs import ReviewRunner
 from reviewbot.webhook.queue import JobQueue
+from reviewbot.webhook.serving import server_config
 from reviewbot.webhook.settings import WebhookSettings
 
 GITLAB_SECRET = "gl-test-secret-0001"
@@ -112,8 +113,8 @@ class ThreadServer:
         self.queue = JobQueue.open(settings.db_path)
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        config = uvicorn.Config(create_app(settings, self.queue, runner), host="127.0.0.1",
-                                port=self.port, log_level="warning", lifespan="on")
+        config = server_config(create_app(settings, self.queue, runner), settings, "127.0.0.1",
+                               self.port, "warning")
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
