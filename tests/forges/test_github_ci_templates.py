@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 DIR = Path(__file__).resolve().parents[2] / "ci-templates" / "github"
@@ -68,3 +69,43 @@ def test_fork_pair_treats_the_artifact_as_data() -> None:
     last = _steps(post)[-1]
     assert last["run"].startswith('reviewbot review --pr "$PR_NUMBER"')
     assert last["env"]["PR_NUMBER"] == "${{ steps.pr.outputs.number }}"
+
+
+def _evaluate(expression: str, context: dict[str, Any]) -> bool:
+    """GitHub's expression syntax as far as these `if:`s use it: `a == b && c != d`, where
+    each side is a property path of the context or a quoted string."""
+    def value(term: str) -> Any:
+        term = term.strip()
+        if term.startswith("'"):
+            return term.strip("'")
+        node: Any = context
+        for part in term.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        return node
+
+    result = True
+    for clause in expression.split("&&"):
+        left, op, right = re.split(r"\s*(==|!=)\s*", clause.strip())
+        result &= (value(left) == value(right)) is (op == "==")
+    return result
+
+
+def _events(head_repo: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """What GitHub sends part 1 (`pull_request`) and then part 2 (`workflow_run`)."""
+    pr = {"github": {"repository": "org/app", "event": {"pull_request": {
+        "head": {"repo": {"full_name": head_repo}}}}}}
+    run = {"github": {"repository": "org/app", "event": {"workflow_run": {
+        "event": "pull_request", "conclusion": "success",
+        "head_repository": {"full_name": head_repo}}}}}
+    return pr, run
+
+
+@pytest.mark.parametrize("head_repo,runs", [("org/app", False), ("someone/app-fork", True)])
+def test_the_fork_pair_runs_for_forks_only(head_repo: str, runs: bool) -> None:
+    """A same-repository PR is reviewed by reviewbot.yml: part 1 records nothing, and part 2
+    must skip rather than fail on the missing artifact."""
+    pr_event, run_event = _events(head_repo)
+    (record,) = _load("reviewbot-fork-trigger.yml")["jobs"].values()
+    (post,) = _load("reviewbot-fork-post.yml")["jobs"].values()
+    assert _evaluate(record["if"], pr_event) is runs
+    assert _evaluate(post["if"], run_event) is runs
