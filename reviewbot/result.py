@@ -71,6 +71,7 @@ class Stats:
     verify_failed: int = 0  # chunks whose verification had no usable answer: kept unverified
     wall_seconds: float = 0.0
     errors: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # worth knowing; the review is complete
 
     @property
     def complete(self) -> bool:
@@ -99,6 +100,7 @@ class Stats:
             "wall_seconds": round(self.wall_seconds, 3),
             "complete": self.complete,
             "errors": list(self.errors),
+            "notes": list(self.notes),
         }
 
 
@@ -111,6 +113,14 @@ class ReviewResult:
     base_url: str = ""
     dropped: list[Dropped] = field(default_factory=list)
     held: list[Held] = field(default_factory=list)
+
+    @classmethod
+    def failed(cls, changes: ChangeSet, error: str) -> ReviewResult:
+        """What a review that stopped on `error` leaves: nothing reviewed, and why (the report
+        of an exit 3 is still written: a CI artifact must not go missing)."""
+        stats = Stats(files_total=len(changes.files), changed_lines=changes.changed_lines,
+                      errors=[error])
+        return cls([], f"INCOMPLETE REVIEW: nothing was reviewed: {error}", stats)
 
     @property
     def complete(self) -> bool:

@@ -40,7 +40,13 @@ from reviewbot.report.progress import ChunkProgress, NoProgress
 from reviewbot.result import Dropped, Reviewer, ReviewResult, Stats, unreviewed_error
 from reviewbot.rules import applicable
 from reviewbot.surroundings import definition_blocks, surrounding_blocks
-from reviewbot.tokens import EstimateTokenCounter, LocalTokenCounter, TokenCounter, VllmTokenCounter
+from reviewbot.tokens import (
+    DegradingCounter,
+    EstimateTokenCounter,
+    LocalTokenCounter,
+    TokenCounter,
+    VllmTokenCounter,
+)
 
 SAFETY_TOKENS = 16  # slack for tokenizer merges across piece boundaries
 MAX_RESPLITS = 6
@@ -356,6 +362,8 @@ class Engine:
         """Review `changes`; `context` (the change's intent, the repository's AGENTS.md and the
         rules of the config that apply to a chunk's files) goes into every chunk's prompt."""
         context = context or Context()
+        if isinstance(self.counter, DegradingCounter):
+            self.counter.again()
         started = time.monotonic()
         deadline = started + self.settings.review_timeout
         size = sum(len(ln.text) + 2 for f in changes.files for h in f.hunks for ln in h.lines)
@@ -378,9 +386,13 @@ class Engine:
                    for a in answers for d in a.dropped]
         stats.dropped = len(dropped)
         summaries = [a.summary for a in answers if a.summary]
+        if isinstance(self.counter, DegradingCounter) and self.counter.problem:
+            stats.notes.append("token counts fell back to a conservative estimate when "
+                               f"/tokenize failed: {self.counter.problem}")
         stats.wall_seconds = time.monotonic() - started
         return ReviewResult(findings=merged,
-                            summary=summarize(stats, merged, summaries, self.model),
+                            summary=summarize(stats, merged, stats.notes + summaries,
+                                              self.model),
                             stats=stats, model=self.model, base_url=redact(self.client.base_url),
                             dropped=dropped, held=triage(merged, self.floor))
 
@@ -467,7 +479,7 @@ def counter_for(settings: Settings, client: ModelClient, model: str,
     headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else {}
     vllm = VllmTokenCounter.probe(client.root_url, model, http, headers)
     if vllm is not None:
-        return vllm
+        return DegradingCounter(vllm)
     if settings.tokenizer:
         return LocalTokenCounter(settings.tokenizer)
     return EstimateTokenCounter()

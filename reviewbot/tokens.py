@@ -1,6 +1,7 @@
 """How many tokens a request costs, asked of the served model's own tokenizer when possible.
 
-Three counters behind one protocol, best first:
+Three counters behind one protocol, best first (the server's wrapped in `DegradingCounter`,
+which falls back to the estimate when /tokenize fails mid-review):
 - VllmTokenCounter: vLLM's POST /tokenize, which applies the chat template and the tool schemas,
   so a request's count is exact;
 - LocalTokenCounter: a tokenizer.json (tokenizers library), exact for text, estimated for the
@@ -28,8 +29,13 @@ Tools = list[dict[str, Any]]
 
 
 class TokenCounter(Protocol):
-    name: str
-    exact: bool  # True when count_request is what the server itself will count
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def exact(self) -> bool:
+        """True when count_request is what the server itself will count."""
+        ...
 
     def count_texts(self, texts: Sequence[str]) -> list[int]:
         """Tokens of each text on its own (no special tokens)."""
@@ -176,7 +182,10 @@ class VllmTokenCounter:
         return data
 
     def _post(self, body: dict[str, Any]) -> int:
-        return int(self._tokenize(body)["count"])
+        count = self._tokenize(body).get("count")
+        if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+            raise BackendError(f"{self._url} answered without a usable count")
+        return count
 
     def _find_separator(self) -> None:
         for text in self.SEPARATORS:
@@ -188,7 +197,9 @@ class VllmTokenCounter:
     def _count_joined(self, texts: list[str]) -> list[int]:
         assert self._separator is not None
         sep, sep_id = self._separator
-        tokens = self._tokenize({"prompt": sep.join(texts), "add_special_tokens": False})["tokens"]
+        tokens = self._tokenize({"prompt": sep.join(texts), "add_special_tokens": False}).get("tokens")
+        if not isinstance(tokens, list):
+            raise BackendError(f"{self._url} answered without tokens")
         counts, n = [], 0
         for token in tokens:
             if token == sep_id:
@@ -250,3 +261,54 @@ class VllmTokenCounter:
         except (BackendError, KeyError, ValueError, TypeError):
             return None
         return counter
+
+
+class DegradingCounter:
+    """The server's counter until it fails, then a conservative estimate for the rest of the
+    review: a `/tokenize` that starts failing mid-review (a vLLM restart behind the balancer, a
+    502, an answer without `count`) costs the review its exact counts, never the review.
+
+    The first failure (after the primary's own retries) switches for good, so a dead endpoint
+    is not retried for every text. The estimate is `EstimateTokenCounter`'s (never below the
+    real count for code-like text) times `MARGIN`; `problem` says what failed, for the stats.
+    """
+
+    MARGIN = 1.25
+
+    def __init__(self, primary: TokenCounter, fallback: TokenCounter | None = None) -> None:
+        self._primary = primary
+        self._fallback = fallback or EstimateTokenCounter()
+        self.problem: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self._primary.name if self.problem is None else f"{self._fallback.name} (fallback)"
+
+    def again(self) -> None:
+        """Try the server again (at the start of each review: a listener's engine lives long)."""
+        self.problem = None
+
+    @property
+    def exact(self) -> bool:
+        return self.problem is None and self._primary.exact
+
+    def _failed(self, exc: Exception) -> None:
+        if self.problem is None:
+            self.problem = (str(exc) if isinstance(exc, BackendError)
+                            else f"an unusable answer ({type(exc).__name__})")
+
+    def count_texts(self, texts: Sequence[str]) -> list[int]:
+        if self.problem is None:
+            try:
+                return self._primary.count_texts(texts)
+            except (BackendError, KeyError, ValueError, TypeError) as exc:
+                self._failed(exc)
+        return [math.ceil(n * self.MARGIN) for n in self._fallback.count_texts(texts)]
+
+    def count_request(self, messages: Messages, tools: Tools) -> int:
+        if self.problem is None:
+            try:
+                return self._primary.count_request(messages, tools)
+            except (BackendError, KeyError, ValueError, TypeError) as exc:
+                self._failed(exc)
+        return math.ceil(self._fallback.count_request(messages, tools) * self.MARGIN)

@@ -59,6 +59,8 @@ class FakeOpenAI:
         self.metrics: bytes | None = None  # GET /metrics answers these bytes (else 404)
         self.tokenize_429 = 0  # answer this many /tokenize calls with 429 (Retry-After: 0)
         self.tokenize_429_skip = 0  # … after letting this many through
+        self.tokenize_status = 429  # the status of those answers (502: a restart behind a balancer)
+        self.tokenize_count = True  # False: answer 200 without `count` (after the probe too)
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -127,10 +129,14 @@ class FakeOpenAI:
                         fake.tokenize_429 -= limited
                         fake.tokenize_429_skip -= 1
                     if limited:
-                        self._send(429, {"error": "rate limited"}, {"Retry-After": "0"})
+                        self._send(fake.tokenize_status, {"error": "unavailable"},
+                                   {"Retry-After": "0"})
                         return
                     n = request_tokens(body) if "messages" in body else count(body["prompt"])
-                    self._send(200, {"count": n, "max_model_len": fake.max_model_len, "tokens": []})
+                    answer = {"count": n, "max_model_len": fake.max_model_len, "tokens": []}
+                    if not fake.tokenize_count and fake.tokenize_calls > 1:
+                        del answer["count"]
+                    self._send(200, answer)
                 elif self.path == "/v1/chat/completions":
                     self._chat(body)
                 else:

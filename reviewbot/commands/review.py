@@ -7,13 +7,15 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import click
 
 from reviewbot import config, diff
 from reviewbot.context import AGENTS_MD, Context, HeadFiles, Intent
 from reviewbot.definitions import git_finder
-from reviewbot.errors import DiffError, UsageError
+from reviewbot.diff import ChangeSet
+from reviewbot.errors import BackendError, DiffError, UsageError
 from reviewbot.result import ReviewResult, exit_code
 from reviewbot.tree import GitTree, Tree, WorkingTree
 
@@ -79,6 +81,23 @@ def _head_files(git_range: str | None) -> HeadFiles | None:
     rev = _right_side(git_range)
     tree: Tree = GitTree(rev) if rev else WorkingTree()
     return tree.read
+
+
+T = TypeVar("T")
+
+
+def _or_report(work: Callable[[], T], changes: ChangeSet, settings: config.Settings) -> T:
+    """`work()`; when the model server fails it (exit 3, or 2 for a model it does not serve),
+    the report is still written, saying so, before the one-line error: a CI job's Code Quality
+    or SARIF artifact is never lost."""
+    from reviewbot.report import render
+
+    try:
+        return work()
+    except BackendError as exc:
+        failed = ReviewResult.failed(changes, str(exc))
+        emit(render(failed, settings.output, color=_tty(settings)), settings.output_file)
+        raise
 
 
 def _tell_when_written(result: ReviewResult, output_file: str | None) -> None:
@@ -175,8 +194,10 @@ def review(diff_path: str | None, git_range: str | None, mr: int | None, project
         settings, forge = settings_and_forge(flags, config_path, mr=mr, pr=pr, project=project,
                                              repo=repo)
         config.check_paths(settings)
-        engine = make_engine(settings, progress)
-        run, code = run_forge(settings, forge, dry_run=dry_run, reviewer=engine.review)
+        run, code = _or_report(
+            lambda: run_forge(settings, forge, dry_run=dry_run,
+                              reviewer=make_engine(settings, progress).review),
+            ChangeSet(), settings)
         if dry_run and settings.output == "json":  # exactly what would be posted
             emit(json.dumps(run.to_dict(), indent=2, ensure_ascii=False) + "\n", settings.output_file)
         else:
@@ -186,7 +207,9 @@ def review(diff_path: str | None, git_range: str | None, mr: int | None, project
     settings = config.resolve(flags, config_path=config_path)
     config.check_paths(settings)
     changes = diff.parse(_read_diff(diff_path, git_range, settings.max_diff_mb))
-    result = make_engine(settings, progress).review(changes, _context(git_range, title, description))
+    result = _or_report(
+        lambda: make_engine(settings, progress).review(
+            changes, _context(git_range, title, description)), changes, settings)
     emit(render(result, settings.output, color=_tty(settings)), settings.output_file)
     _tell_when_written(result, settings.output_file)
     raise SystemExit(exit_code(result.complete, result.worst(), settings.fail_on))

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -82,13 +83,52 @@ def _cli(server: FakeOpenAI, *args: str) -> subprocess.CompletedProcess[str]:
                           timeout=120)
 
 
-def test_cli_tokenize_that_keeps_failing_is_one_line_and_exit_3() -> None:
+@pytest.mark.parametrize("status", [502, 429])
+def test_cli_a_tokenize_that_starts_failing_costs_exact_counts_not_the_report(
+        status: int, tmp_path: Path) -> None:
+    """/tokenize answers the probe, then fails for good (a vLLM restart behind the balancer):
+    the review goes on with a conservative estimate, every line reaches the model, the report
+    is written in full and says so."""
+    report = tmp_path / "gl-code-quality.json"
     with FakeOpenAI(lambda body, n: GOOD, max_model_len=8000) as server:
         server.tokenize_429, server.tokenize_429_skip = 10**6, 1  # the probe gets through
-        proc = _cli(server, "--diff", "-")
+        server.tokenize_status = status
+        proc = _cli(server, "--diff", "-", "--output", "json", "--output-file", str(report))
+        requests = len(server.requests)
+    assert proc.returncode == 0, proc.stderr
+    stats = json.loads(report.read_text())["stats"]
+    assert stats["complete"] and stats["changed_lines_sent"] == stats["changed_lines"] > 0
+    assert requests >= 1 and f"HTTP {status}" in " ".join(stats["notes"])
+    assert "Traceback" not in proc.stderr
+
+
+def test_cli_a_tokenize_answer_without_count_falls_back_too() -> None:
+    with FakeOpenAI(lambda body, n: GOOD, max_model_len=8000) as server:
+        server.tokenize_count = False
+        proc = _cli(server, "--diff", "-", "--output", "json")
+    assert proc.returncode == 0, proc.stderr
+    assert "without a usable count" in " ".join(json.loads(proc.stdout)["stats"]["notes"])
+
+
+@pytest.mark.parametrize("output", ["json", "codequality", "sarif"])
+def test_cli_a_server_that_fails_the_review_still_gets_its_report_written(
+        output: str, tmp_path: Path) -> None:
+    """The model list answers, then the server goes away: exit 3, one line on stderr, and the
+    artifact is there, saying nothing was reviewed."""
+    report = tmp_path / "report.json"
+    with FakeOpenAI(lambda body, n: GOOD, max_model_len=8000) as server:
+        server.tokenize = False
+        url = server.base_url
+    proc = subprocess.run(
+        [sys.executable, "-m", "reviewbot", "review", "--no-progress", "--base-url", url,
+         "--diff", "-", "--output", output, "--output-file", str(report)],
+        input=make_diff(files=1).decode(), capture_output=True, text=True, timeout=120,
+        env={k: v for k, v in os.environ.items() if not k.startswith("REVIEWBOT_")})
     assert proc.returncode == 3, proc.stderr
     assert "Traceback" not in proc.stderr and len(proc.stderr.strip().split("\n")) == 1
-    assert "HTTP 429" in proc.stderr
+    data = json.loads(report.read_text())
+    if output == "json":
+        assert data["stats"]["complete"] is False and data["stats"]["errors"]
 
 
 @pytest.mark.parametrize("output", ["text", "json", "sarif", "codequality", "markdown"])
