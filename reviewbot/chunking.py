@@ -53,6 +53,8 @@ class Piece:
     text: str
     tokens: int = 0  # of `text`; an upper bound once the chunk renumbers it (fewer digits)
     first_row: int = 1  # the row number of the first labelled line
+    cut_lines: int = 0  # owned changed lines shown cut short (one line longer than a request)
+    cut_chars: int = 0  # the characters of those lines the model did not see
 
     @cached_property  # packing asks for it once per piece and chunk tried
     def owned(self) -> int:
@@ -90,6 +92,11 @@ class Chunk:
     @property
     def changed_lines(self) -> int:
         return sum(p.owned for p in self.pieces)
+
+    @property
+    def cut(self) -> tuple[int, int]:
+        """(changed lines shown cut short, characters of them not shown)."""
+        return sum(p.cut_lines for p in self.pieces), sum(p.cut_chars for p in self.pieces)
 
     def by_file(self) -> list[tuple[FileDiff, list[Piece]]]:
         """Pieces grouped per file, in diff order."""
@@ -187,7 +194,7 @@ def split(piece: Piece, counter: TokenCounter, limit: int, context_lines: int) -
     """Consecutive slices of a piece's owned lines, each under `limit` tokens with lead-in context."""
     first = piece.first_row
     header_tokens = counter.count_texts([piece.hunk.header + " (part 99 of 99)\n"])[0]
-    lines, line_tokens = _cut_long_lines(piece, counter, (limit - header_tokens) // 2)
+    lines, line_tokens, cut = _cut_long_lines(piece, counter, (limit - header_tokens) // 2)
     slices: list[tuple[int, int, int]] = []  # (lead-in start, owned start, end)
     start = piece.lead
     while start < len(lines):
@@ -211,19 +218,26 @@ def split(piece: Piece, counter: TokenCounter, limit: int, context_lines: int) -
     over = max(counts) - limit
     if over > 0:  # tokens merged across line boundaries: the sum of lines undercounted a little
         return split(piece, counter, limit - over - 1, context_lines)
+    def owned_cut(b: int, c: int) -> tuple[int, int]:
+        here = [n for i, n in cut.items() if b <= i < c and lines[i].changed]
+        return len(here), sum(here)
+
     return [
-        Piece(piece.file, piece.hunk, lines[a:c], b - a, (k, len(slices)), text, tokens, first + a)
+        Piece(piece.file, piece.hunk, lines[a:c], b - a, (k, len(slices)), text, tokens, first + a,
+              *owned_cut(b, c))
         for k, ((a, b, c), text, tokens) in enumerate(zip(slices, texts, counts), 1)
     ]
 
 
-def _cut_long_lines(piece: Piece, counter: TokenCounter,
-                    most: int) -> tuple[tuple[DiffLine, ...], list[int]]:
+def _cut_long_lines(piece: Piece, counter: TokenCounter, most: int
+                    ) -> tuple[tuple[DiffLine, ...], list[int], dict[int, int]]:
     """The piece's lines, each that alone needs more than `most` tokens cut short (with how much
-    was cut), and their token counts: one huge line (a minified file, an inline SVG) is shown in
-    part rather than failing the review."""
+    was cut), their token counts, and the characters cut by line index: one huge line (a
+    minified file, an inline SVG) is shown in part rather than failing the review, and counted
+    as cut, never as fully reviewed."""
     first = piece.first_row
     lines = list(piece.lines)
+    cut: dict[int, int] = {}
     tokens = counter.count_texts([render_line(ln, first + i) + "\n" for i, ln in enumerate(lines)])
     # every line counted with a label: a slice may start inside a removed run and label it
     for _ in range(3):  # the cut is estimated from the tokens per character: check, and again
@@ -233,12 +247,13 @@ def _cut_long_lines(piece: Piece, counter: TokenCounter,
         for i in over:
             text = lines[i].text
             keep = max(1, int(len(text) * most / tokens[i] * 0.8) - 60)
+            cut[i] = cut.get(i, 0) + len(text) - keep
             lines[i] = replace(lines[i], text=text[:keep]
-                               + f" … [line cut: {len(text) - keep} more characters]")
+                               + f" … [line cut: {cut[i]} more characters]")
         recounted = counter.count_texts([render_line(lines[i], first + i) + "\n" for i in over])
         for i, t in zip(over, recounted):
             tokens[i] = t
-    return tuple(lines), tokens
+    return tuple(lines), tokens, cut
 
 
 @dataclass

@@ -57,6 +57,8 @@ class Stats:
     files_skipped: list[SkippedFile] = field(default_factory=list)
     changed_lines: int = 0  # changed lines of the reviewed files
     changed_lines_sent: int = 0  # of those, how many reached the model in a completed request
+    changed_lines_cut: int = 0  # of those sent, lines longer than a request: shown cut short
+    chars_cut: int = 0  # the characters of the cut lines that the model did not see
     chunks: int = 0
     requests: int = 0
     prompt_tokens: int = 0
@@ -77,6 +79,13 @@ class Stats:
     def complete(self) -> bool:
         return not self.errors and self.changed_lines_sent == self.changed_lines
 
+    def cut_note(self) -> str:
+        """What every output says when lines were cut short ("" when none were)."""
+        if not self.changed_lines_cut:
+            return ""
+        return (f"{self.changed_lines_cut} changed line(s) longer than a request were shown cut "
+                f"short: {self.chars_cut:,} characters not reviewed")
+
     def to_dict(self) -> dict[str, object]:
         return {
             "files_total": self.files_total,
@@ -85,6 +94,8 @@ class Stats:
                               for s in self.files_skipped],
             "changed_lines": self.changed_lines,
             "changed_lines_sent": self.changed_lines_sent,
+            "changed_lines_cut": self.changed_lines_cut,
+            "chars_cut": self.chars_cut,
             "chunks": self.chunks,
             "requests": self.requests,
             "prompt_tokens": self.prompt_tokens,

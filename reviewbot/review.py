@@ -386,6 +386,10 @@ class Engine:
                    for a in answers for d in a.dropped]
         stats.dropped = len(dropped)
         summaries = [a.summary for a in answers if a.summary]
+        if stats.cut_note():
+            stats.notes.append(stats.cut_note())
+            if self.settings.fail_on_skipped:  # not fully reviewed: as strict as a skipped file
+                stats.errors.append(f"{stats.cut_note()}, and fail_on_skipped is set")
         if isinstance(self.counter, DegradingCounter) and self.counter.problem:
             stats.notes.append("token counts fell back to a conservative estimate when "
                                f"/tokenize failed: {self.counter.problem}")
@@ -447,6 +451,9 @@ class Engine:
                         stats.verify_requests += answer.verify_requests
                         stats.verify_failed += answer.verify_failed
                         stats.changed_lines_sent += a.chunk.changed_lines
+                        lines_cut, chars_cut = a.chunk.cut
+                        stats.changed_lines_cut += lines_cut
+                        stats.chars_cut += chars_cut
                     self.progress.advance()
         finally:
             # a thread still waiting ends at the deadline it carries; nothing waits for it here
@@ -457,11 +464,13 @@ class Engine:
 def summarize(stats: Stats, findings: list[Finding], notes: list[str], model: str) -> str:
     counts = Counter(f.severity.label for f in findings)
     by = ", ".join(f"{n} {s}" for s, n in sorted(counts.items(), key=lambda kv: kv[0])) or "none"
-    head = (f"Reviewed {stats.files_reviewed} of {stats.files_total} files "
-            f"({stats.changed_lines_sent} of {stats.changed_lines} changed lines) in "
-            f"{stats.requests} request(s) to {model}. Findings: {len(findings)} ({by}).")
-    if not stats.complete:
-        head = "INCOMPLETE REVIEW: " + head + f" {len(stats.errors)} error(s)."
+    lines = f"{stats.changed_lines_sent} of {stats.changed_lines} changed lines"
+    found = f"in {stats.requests} request(s) to {model}. Findings: {len(findings)} ({by})."
+    if stats.complete:
+        head = f"Reviewed {stats.files_reviewed} of {stats.files_total} files ({lines}) {found}"
+    else:  # not "Reviewed 9 of 9 files (0 of 121 changed lines)": the lines are what counts
+        head = (f"INCOMPLETE REVIEW: {lines} reached the model ({stats.files_reviewed} of "
+                f"{stats.files_total} files reviewable) {found} {len(stats.errors)} error(s).")
     return "\n".join([head] + [f"- {note}" for note in notes[:8]])
 
 

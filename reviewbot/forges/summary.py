@@ -62,6 +62,8 @@ def _status(s: SummaryInput) -> str:
     status = ("**Review complete.**" if s.complete else
               "**Review incomplete**: parts of this change were not reviewed or not posted "
               "(see below).")
+    if s.result.stats.cut_note():
+        status += f"\n\n> **{s.result.stats.cut_note()}.**"
     unreviewed = [k for k in s.result.stats.files_skipped if k.source]
     if unreviewed:  # skips the change itself can trigger must not hide in a list at the end
         status += (f"\n\n> **{len(unreviewed)} changed source file(s) were not reviewed**: "

@@ -15,6 +15,7 @@ from reviewbot.findings import Finding
 from reviewbot.result import ReviewResult
 
 INCOMPLETE_CHECK = "reviewbot/incomplete-review"
+CUT_CHECK = "reviewbot/lines-cut-short"
 
 
 def render(result: ReviewResult) -> str:
@@ -26,6 +27,10 @@ def to_codequality(result: ReviewResult) -> list[dict[str, object]]:
     if not result.complete:
         # The format has no notion of an incomplete run; an empty report would read as "clean".
         issues.append(_incomplete(result))
+    elif result.stats.cut_note():  # complete, but not every character was seen
+        issues.append({"description": f"reviewbot: {result.stats.cut_note()}",
+                       "check_name": CUT_CHECK, "fingerprint": _hash(CUT_CHECK),
+                       "severity": "info", "location": {"path": ".", "lines": {"begin": 1, "end": 1}}})
     _dedupe_fingerprints(issues)
     return issues
 

@@ -79,5 +79,6 @@ def stats_section(result: ReviewResult) -> str:
 
 
 def coverage_text(stats: Stats) -> str:
-    return f"{stats.changed_lines_sent}/{stats.changed_lines} changed lines reached the model"
+    cut = f" ({stats.cut_note()})" if stats.changed_lines_cut else ""
+    return f"{stats.changed_lines_sent}/{stats.changed_lines} changed lines reached the model{cut}"
 

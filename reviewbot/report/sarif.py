@@ -164,6 +164,8 @@ def _invocation(result: ReviewResult) -> Json:
         notes.append({"level": "error", "message": {"text": (
             f"review incomplete: only {stats.changed_lines_sent} of {stats.changed_lines} "
             "changed lines reached the model")}})
+    if stats.cut_note():
+        notes.append({"level": "warning", "message": {"text": stats.cut_note()}})
     notes += [
         {
             "level": "note",

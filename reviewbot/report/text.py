@@ -99,9 +99,11 @@ def _verdict(result: ReviewResult) -> Text:
         return Text("✘ REVIEW INCOMPLETE: do not treat this as a clean review.",
                     style="bold white on red")
     worst = result.worst()
+    cut = f" ({result.stats.cut_note()})" if result.stats.cut_note() else ""
     if worst is None:
-        return Text("✔ Review complete: no findings.", style="bold green")
-    return Text(f"Review complete: {count_line(result)}.", style=SEVERITY_STYLE[worst])
+        mark = "Review complete" if cut else "✔ Review complete"  # no tick for a partial line
+        return Text(f"{mark}: no findings{cut}.", style="bold yellow" if cut else "bold green")
+    return Text(f"Review complete: {count_line(result)}{cut}.", style=SEVERITY_STYLE[worst])
 
 
 def _by_file(findings: list[Finding]) -> Iterable[tuple[str, list[Finding]]]:
@@ -152,7 +154,8 @@ def where(f: Finding) -> str:
 def coverage(stats: Stats) -> str:
     if stats.changed_lines == 0:
         return "nothing to review"
-    return f"{100 * stats.changed_lines_sent / stats.changed_lines:.1f}%"
+    cut = f", {stats.changed_lines_cut} cut short" if stats.changed_lines_cut else ""
+    return f"{100 * stats.changed_lines_sent / stats.changed_lines:.1f}%{cut}"
 
 
 def count_line(result: ReviewResult) -> str:

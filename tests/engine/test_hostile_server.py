@@ -161,3 +161,32 @@ def test_a_password_in_base_url_is_never_shown() -> None:
     assert down.returncode == 3 and "http://***@127.0.0.1:9" in down.stderr
     for text in outputs + [down.stderr]:
         assert "hunter2" not in text
+
+
+SVG = "<path d=\"" + " ".join(f"M{i} {i}L{i + 1} {i * 7}" for i in range(1000)) + "\"/>"
+CUT_DIFF = (f"diff --git a/logo.svg b/logo.svg\n--- a/logo.svg\n+++ b/logo.svg\n"
+            f"@@ -1,3 +1,3 @@\n <svg>\n-<path/>\n+{SVG}\n </svg>\n")
+
+
+@pytest.mark.parametrize("output", ["text", "json", "markdown", "sarif", "codequality"])
+def test_a_line_cut_short_is_not_reported_as_100_percent(output: str) -> None:
+    """An added line longer than a request is shown cut short: every output says so, and
+    with fail_on_skipped the review is incomplete."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("REVIEWBOT_", "CI_", "GIT"))}
+    env["REVIEWBOT_MAX_OUTPUT_TOKENS"] = "256"
+    argv = [sys.executable, "-m", "reviewbot", "review", "--no-progress", "--diff", "-",
+            "--max-context", "3000", "--output", output]
+    with FakeOpenAI(lambda body, n: GOOD, max_model_len=3000) as server:
+        proc = subprocess.run([*argv, "--base-url", server.base_url], input=CUT_DIFF,
+                              capture_output=True, text=True, env=env, timeout=120)
+        strict = subprocess.run([*argv, "--base-url", server.base_url], input=CUT_DIFF,
+                                capture_output=True, text=True, timeout=120,
+                                env={**env, "REVIEWBOT_FAIL_ON_SKIPPED": "true"})
+    assert proc.returncode == 0, proc.stderr
+    assert "cut short" in proc.stdout and "characters not reviewed" in proc.stdout
+    if output == "text":
+        assert "✔ Review complete" not in proc.stdout
+    if output == "json":
+        stats = json.loads(proc.stdout)["stats"]
+        assert stats["changed_lines_cut"] == 1 and stats["chars_cut"] > 1000
+    assert strict.returncode == 3, strict.stderr
