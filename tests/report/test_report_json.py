@@ -14,10 +14,11 @@ TOP = ["findings", "dropped", "summary", "stats", "model"]
 FINDING = ["path", "line", "side", "end_line", "severity", "category", "title", "body",
            "suggestion", "fingerprint", "confidence", "held_back"]
 STATS = ["files_total", "files_reviewed", "files_skipped", "changed_lines", "changed_lines_sent",
+         "changed_lines_cut", "chars_cut",
          "chunks", "requests", "prompt_tokens", "cached_tokens", "completion_tokens", "tool_calls_invalid",
          "answers_unusable", "findings_reanchored", "candidates", "dropped", "verify_requests",
          "verify_failed",
-         "wall_seconds", "complete", "errors"]
+         "wall_seconds", "complete", "errors", "notes"]
 
 
 def test_json_is_exactly_to_dict(result: ReviewResult) -> None:
