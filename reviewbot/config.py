@@ -162,6 +162,12 @@ _FIELDS = {f.name: f for f in fields(Settings)}
 NOT_FROM_FILES = frozenset({"base_url", "api_key", "gitlab_url", "gitlab_token", "github_url",
                             "github_token", "github_bot_login", "ssl_verify", "ca_file",
                             "prompts_dir", "tokenizer"})
+# the `reviewbot review` flag of each of them (the others come from the environment only);
+# tests check that every flag named here exists
+FLAG_OF = {"base_url": "--base-url", "api_key": "--api-key", "gitlab_url": "--gitlab-url",
+           "gitlab_token": "--gitlab-token", "github_url": "--github-url",
+           "github_token": "--github-token", "ssl_verify": "--ssl-verify/--no-ssl-verify",
+           "ca_file": "--ca-file", "tokenizer": "--tokenizer"}
 
 
 def env_names(name: str) -> tuple[str, ...]:
@@ -231,8 +237,9 @@ def parse_text(text: str, source: str) -> dict[str, Any]:
     refused = sorted(set(section) & NOT_FROM_FILES)
     if refused:
         name = refused[0]
+        flag = f" or {FLAG_OF[name]}" if name in FLAG_OF else ""
         raise UsageError(f"config file {source}: {name} cannot be set in a file (it decides where "
-                         f"secrets go); set {env_names(name)[0]} or its flag instead")
+                         f"secrets go); set {env_names(name)[0]}{flag} instead")
     return {k: _coerce(k, v, source) for k, v in section.items()}
 
 

@@ -151,13 +151,17 @@ def engine_options(command: Callable[..., None]) -> Callable[..., None]:
 @click.option("--diff", "diff_path", metavar="PATH|-", help="A unified diff file, or - for stdin.")
 @click.option("--git", "git_range", metavar="RANGE", help="Review `git diff RANGE` of this repo.")
 @click.option("--mr", type=int, help="GitLab merge request IID.")
-@click.option("--project", help="GitLab project ID or path (default: $CI_PROJECT_ID).")
+@click.option("--project", help="GitLab project ID or path (default: $CI_MERGE_REQUEST_PROJECT_ID, "
+              "then $CI_PROJECT_ID).")
 @click.option("--gitlab-url", help="GitLab URL (default: $CI_SERVER_URL or https://gitlab.com).")
 @click.option("--gitlab-token", help="GitLab token (default: $REVIEWBOT_GITLAB_TOKEN, $GITLAB_TOKEN).")
 @click.option("--pr", type=int, help="GitHub pull request number.")
 @click.option("--repo", help="GitHub OWNER/NAME (default: $GITHUB_REPOSITORY).")
 @click.option("--github-url", help="GitHub API URL (default: $GITHUB_API_URL).")
 @click.option("--github-token", help="GitHub token (default: $GITHUB_TOKEN).")
+@click.option("--ca-file", help="Forges: a CA bundle to verify TLS with (a private CA).")
+@click.option("--ssl-verify/--no-ssl-verify", default=None,
+              help="Forges: verify TLS certificates (default: on; off only for testing).")
 @click.option("--mode", type=click.Choice(["full", "incremental"]), help="Re-run scope on a forge.")
 @click.option("--dry-run", is_flag=True, help="Print what would be posted; post nothing.")
 @click.option("--output", type=click.Choice(config.OUTPUTS), help="Output format (text).")
@@ -168,8 +172,9 @@ def engine_options(command: Callable[..., None]) -> Callable[..., None]:
 @click.option("--inline-min-severity", type=click.Choice(config.FAIL_ON[:-1]),
               help="Forges: findings below go to the summary note (major).")
 @click.option("--max-inline-comments", type=int, help="Forges: inline threads per review (10).")
-@click.option("--title", help="With --diff: the change's title, shown to the model.")
-@click.option("--description", help="With --diff: the change's description, shown to the model.")
+@click.option("--title", help="With --diff or --git: the change's title, shown to the model.")
+@click.option("--description",
+              help="With --diff or --git: the change's description, shown to the model.")
 @click.option("--no-progress", is_flag=True, help="No progress bar on stderr.")
 @engine_options
 def review(diff_path: str | None, git_range: str | None, mr: int | None, project: str | None,

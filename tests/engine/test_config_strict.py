@@ -74,3 +74,31 @@ def test_samples_need_a_temperature_above_zero() -> None:
     with pytest.raises(UsageError, match="samples > 1 needs a temperature above 0"):
         resolve({"samples": 3, "temperature": 0.0}, env={}, file_values={})
     assert resolve({"samples": 3, "temperature": 0.5}, env={}, file_values={}).samples == 3
+
+
+def test_every_key_refused_in_a_file_names_a_flag_that_exists() -> None:
+    """"set X or its flag" named flags that did not exist (--ca-file, --ssl-verify)."""
+    from reviewbot.commands.review import review
+    from reviewbot.config import FLAG_OF, NOT_FROM_FILES
+
+    opts = {o for p in review.params for o in [*getattr(p, "opts", []),
+                                                 *getattr(p, "secondary_opts", [])]}
+    for name in sorted(NOT_FROM_FILES):
+        with pytest.raises(UsageError) as info:
+            parse_text(f'{name} = "x"', ".reviewbot.toml")
+        message = str(info.value)
+        for flag in FLAG_OF.get(name, "").split("/"):
+            if flag:
+                assert flag in opts and flag in message, (name, flag)
+        if name not in FLAG_OF:
+            assert " or --" not in message, message
+
+
+def test_ca_file_and_ssl_verify_have_flags(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REVIEWBOT_")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "reviewbot", "review", "--mr", "1", "--project", "g/p",
+         "--gitlab-token", "t0k3n-xyz", "--ca-file", str(tmp_path / "missing.pem"),
+         "--no-ssl-verify", "--config", "/dev/null"],
+        capture_output=True, text=True, timeout=60, env=env, check=False)
+    assert proc.returncode == 2 and "missing.pem" in proc.stderr, proc.stderr

@@ -1,0 +1,30 @@
+"""The docs point only inside the repository: no link out of it, no path of a developer's
+machine, no link to a file that does not exist."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+MACHINE = re.compile(r"(?<![\w.])(/work/|~/\.pyenv|/root/|/home/\w)")
+
+
+def test_no_link_leaves_the_repository_or_misses_its_file() -> None:
+    problems = []
+    for doc in DOCS:
+        for target in LINK.findall(doc.read_text(encoding="utf-8")):
+            if re.match(r"[a-z]+:", target) or target.startswith("#"):
+                continue  # a web page, or a heading of the same page
+            path = (doc.parent / target.split("#", 1)[0]).resolve()
+            if ROOT not in path.parents and path != ROOT or not path.exists():
+                problems.append(f"{doc.relative_to(ROOT)}: {target}")
+    assert problems == []
+
+
+def test_no_path_of_a_developers_machine() -> None:
+    found = [f"{doc.relative_to(ROOT)}: {m.group(0)}" for doc in DOCS
+             for m in MACHINE.finditer(doc.read_text(encoding="utf-8"))]
+    assert found == []
