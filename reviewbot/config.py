@@ -28,6 +28,19 @@ def _env(*names: str) -> dict[str, Any]:
     return {"env": names}
 
 
+# every number a setting holds, checked when settings are resolved (before any request): a bad
+# value is a usage error (exit 2) here, not a failed review at the server (exit 3) later
+RANGES: dict[str, tuple[float, float]] = {
+    "max_context": (256, 10_000_000), "chunk_tokens": (0, 10_000_000),
+    "max_output_tokens": (1, 1_000_000), "concurrency": (0, 256),
+    "request_timeout": (0.1, 86_400), "review_timeout": (1, 7 * 86_400),
+    "max_diff_mb": (0.01, 1024), "retries": (0, 20), "temperature": (0, 2),
+    "context_lines": (0, 100), "surrounding_lines": (0, 10_000),
+    "max_enclosing_lines": (0, 100_000), "max_findings_per_chunk": (1, 1000),
+    "samples": (1, 16), "max_inline_comments": (0, 1000), "min_confidence": (0, 1),
+}
+
+
 @dataclass(frozen=True)
 class Settings:
     # backend
@@ -96,25 +109,15 @@ class Settings:
                              f"not {self.inline_min_severity!r}")
         if not 0 <= self.min_confidence <= 1:
             raise UsageError("min_confidence must be between 0 and 1")
-        if self.chunk_tokens < 0:
-            raise UsageError("chunk_tokens must be at least 0 (0: fill the context)")
-        if self.surrounding_lines < 0 or self.max_enclosing_lines < 0:
-            raise UsageError("surrounding_lines and max_enclosing_lines must be at least 0")
-        if self.max_inline_comments < 0:
-            raise UsageError("max_inline_comments must be at least 0")
-        if self.concurrency < 0:
-            raise UsageError("concurrency must be at least 0 (0: from the server's capacity)")
-        for name in ("max_context", "max_output_tokens", "max_findings_per_chunk", "samples"):
-            if getattr(self, name) < 1:
-                raise UsageError(f"{name} must be at least 1")
+        for name, (low, high) in RANGES.items():  # nan fails every comparison: refused too
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and low <= value <= high):
+                raise UsageError(f"{name} must be between {low:g} and {high:g}, not {value!r}")
         if self.samples > 1 and self.temperature <= 0:
             raise UsageError("samples > 1 needs a temperature above 0 (vLLM refuses n > 1 with "
                              "greedy sampling)")
         if self.max_output_tokens >= self.max_context:
             raise UsageError("max_output_tokens must be smaller than max_context")
-        for name in ("request_timeout", "review_timeout", "max_diff_mb"):
-            if getattr(self, name) <= 0:
-                raise UsageError(f"{name} must be positive")
         for secret in (self.api_key, self.gitlab_token, self.github_token):
             register_secret(secret)
         for url in (self.base_url, self.gitlab_url, self.github_url):

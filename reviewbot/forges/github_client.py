@@ -18,7 +18,7 @@ from github import Auth, Github, GithubException, GithubRetry
 from requests import RequestException
 
 from reviewbot.config import Settings
-from reviewbot.errors import ForgeError, register_secret
+from reviewbot.errors import ForgeError, UsageError, register_secret
 
 PUBLIC_API = "https://api.github.com"
 
@@ -55,7 +55,7 @@ def make_client(
 ) -> Github:
     token = settings.github_token
     if not token:
-        raise ForgeError("no GitHub token: pass --github-token or set GITHUB_TOKEN")
+        raise UsageError("no GitHub token: pass --github-token or set GITHUB_TOKEN")
     register_secret(token)
     retry = Retry(
         total=settings.retries,

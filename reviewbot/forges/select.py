@@ -7,12 +7,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from reviewbot.config import Settings
 from reviewbot.errors import UsageError
 from reviewbot.forges.base import Forge
+
+# GitHub's own rules: an owner of letters, digits and single hyphens; a name of those, `_`, `.`
+_OWNER_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/(?!\.\.?$)[A-Za-z0-9._-]{1,100}")
 
 
 def make_forge(
@@ -43,6 +47,8 @@ def make_forge(
     if not repo:
         raise UsageError("no GitHub repository: pass --repo OWNER/NAME "
                          "(in GitHub Actions it defaults to $GITHUB_REPOSITORY)")
+    if not _OWNER_NAME.fullmatch(repo):
+        raise UsageError(f"--repo must be OWNER/NAME (letters, digits, '-', '_', '.'), not {repo!r}")
     from reviewbot.forges.github import GitHubForge
 
     return GitHubForge(settings, repo, number)

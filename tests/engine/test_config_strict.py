@@ -102,3 +102,38 @@ def test_ca_file_and_ssl_verify_have_flags(tmp_path: Path) -> None:
          "--no-ssl-verify", "--config", "/dev/null"],
         capture_output=True, text=True, timeout=60, env=env, check=False)
     assert proc.returncode == 2 and "missing.pem" in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("flags,env", [
+    (["--temperature", "-1"], {}), (["--temperature", "nan"], {}),
+    ([], {"REVIEWBOT_REQUEST_TIMEOUT": "nan"}), ([], {"REVIEWBOT_MAX_DIFF_MB": "-1"}),
+    ([], {"REVIEWBOT_MAX_DIFF_MB": "0.000001"}), ([], {"REVIEWBOT_REVIEW_TIMEOUT": "inf"}),
+    (["--concurrency", "100000"], {}), (["--samples", "1000"], {}),
+    (["--max-context", "10"], {}), ([], {"REVIEWBOT_RETRIES": "-2"}),
+])
+def test_out_of_range_values_are_usage_errors_before_any_request(flags: list[str],
+                                                                 env: dict[str, str]) -> None:
+    """The server URL leads nowhere: a refusal here never reached it (exit 2, not 3)."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("REVIEWBOT_")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "reviewbot", "review", "--diff", "-", "--base-url",
+         "http://127.0.0.1:9/v1", "--config", "/dev/null", *flags],
+        input=make_diff(files=1).decode(), capture_output=True, text=True, timeout=60,
+        env={**clean, **env}, check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert "must be between" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--pr", "3", "--repo", "org/app"], "no GitHub token"),
+    (["--pr", "3", "--repo", "not a repo", "--github-token", "t0k3n-abc"], "OWNER/NAME"),
+    (["--pr", "3", "--repo", "org/app/extra", "--github-token", "t0k3n-abc"], "OWNER/NAME"),
+    (["--pr", "3", "--repo", "org/..", "--github-token", "t0k3n-abc"], "OWNER/NAME"),
+])
+def test_github_usage_errors_are_exit_2(argv: list[str], message: str) -> None:
+    clean = {k: v for k, v in os.environ.items()
+             if not k.startswith(("REVIEWBOT_", "GITHUB", "GITLAB", "CI_"))}
+    proc = subprocess.run([sys.executable, "-m", "reviewbot", "review", "--config", "/dev/null",
+                           "--base-url", "http://127.0.0.1:9/v1", *argv], capture_output=True,
+                          text=True, timeout=60, env=clean, check=False)
+    assert proc.returncode == 2 and message in proc.stderr, proc.stderr
