@@ -430,3 +430,55 @@ def test_a_config_json_with_unusable_values_is_one_line_exit_2(
     code, _, err = _cli(["--gpus", "1xH200", "--model", str(tmp_path)], capsys)
     assert code == 2 and err.count("\n") == 1 and "config.json" in err, err
     assert "Traceback" not in err
+
+
+def _alternative_flags(text: str) -> list[str]:
+    """The flags of a "would work" line: its tokens up to the explanation."""
+    flags: list[str] = []
+    for token in text.split():
+        if token.startswith("("):
+            break
+        flags.append(token.rstrip(":"))
+        if token.endswith(":"):
+            break
+    return flags
+
+
+def _with(argv: list[str], flags: list[str]) -> list[str]:
+    """`argv` with `flags` replacing the same options."""
+    out = list(argv)
+    for name, value in zip(flags[::2], flags[1::2]):
+        if name in out:
+            out[out.index(name) + 1] = value
+        else:
+            out += [name, value]
+    return out
+
+
+@pytest.mark.parametrize("argv", [
+    ["--gpus", "1xA10", "--model", "Qwen3-235B-A22B"],
+    ["--gpus", "1xRTX4090", "--model", "Qwen3-235B-A22B"],
+    ["--gpus", "1xRTX4090", "--model", "Qwen2.5-Coder-32B", "--quantization", "awq"],
+    ["--gpus", "4xT4", "--model", "Qwen2.5-Coder-32B"],
+    ["--gpus", "1xT4", "--model", "Qwen3-Coder-30B-A3B"],
+    ["--gpus", "1xA10", "--model", "Qwen2.5-Coder-32B", "--max-model-len", "131072"],
+])
+def test_every_suggested_alternative_plans(argv: list[str],
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """What a refusal says "would work" does work: planned again, each exits 0."""
+    code, out, _ = _cli([*argv, "--output", "json"], capsys)
+    assert code == 1
+    alternatives = json.loads(out)["alternatives"]
+    assert alternatives
+    for alt in alternatives:
+        again, _, err = _cli(_with(argv, _alternative_flags(alt)), capsys)
+        assert again == 0, (alt, err)
+
+
+def test_a_card_too_small_for_the_model_gets_a_model_that_fits(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _cli(["--gpus", "1xA10", "--model", "Qwen3-235B-A22B", "--output", "json"],
+                        capsys)
+    alternatives = json.loads(out)["alternatives"]
+    assert code == 1 and any(a.startswith("--model ") for a in alternatives)
+    assert not any(a.startswith("--kv-cache-dtype") for a in alternatives)

@@ -24,6 +24,7 @@ caching stays on for the chunks and passes of one review that share a prompt pre
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 
 from reviewbot.errors import PlanRefused, UsageError
@@ -244,13 +245,13 @@ def _refusal(
     """Explain why nothing fits, and find the nearest plan: shorter context or smaller weights."""
     context, where = ask.max_model_len, f"{gpus.count}x{gpus.gpu.name}"
     largest = _largest_context(gpus, model, fmt, kv_dtypes, ask.tensor_parallel_size)
-    alternatives: list[str] = []
+    alternatives: list[tuple[dict[str, int | str | None], str]] = []  # (re-plan with, text)
     nearest: Plan | None = None
     if largest >= REVIEW_CHUNK:
         reason = (f"a {context:,}-token context does not fit {model.name} ({fmt.label}) on "
                   f"{where}: the largest context that fits is {largest:,} tokens")
         nearest = ask.nearest(max_model_len=largest, quantization=_quant_arg(fmt))
-        alternatives.append(f"--max-model-len {largest}")
+        alternatives.append(({"max_model_len": largest}, f"--max-model-len {largest}"))
     else:
         spread = f" even with TP across all {gpus.count} GPUs" if gpus.count > 1 else ""
         reason = (f"{model.name} ({fmt.label}) does not fit {where}{spread} with room for "
@@ -262,25 +263,74 @@ def _refusal(
         if fit is not None:
             checkpoint = topology.catalog_checkpoint(model, smaller)
             alt = _build(gpus, checkpoint, smaller, fit, context, ask.nodes, ask.base_port)
-            alternatives.append(f"--quantization {quant} (checkpoint: {smaller.label}): "
-                                f"TP={alt.tp}, {alt.max_concurrent_reviews} review(s) at once")
+            alternatives.append(({"quantization": quant},
+                                 (f"--quantization {quant} (checkpoint: {smaller.label}): "
+                                 f"TP={alt.tp}, {alt.max_concurrent_reviews} review(s) at once")))
             nearest = nearest or alt
             break
         ctx = _largest_context(gpus, model, smaller, kv_dtypes, ask.tensor_parallel_size)
         if reduced is None and ctx >= REVIEW_CHUNK:
             reduced = ask.nearest(max_model_len=ctx, quantization=quant)
-            alternatives.append(f"--quantization {quant} --max-model-len {ctx} "
-                                f"(checkpoint: {smaller.label})")
+            alternatives.append(({"quantization": quant, "max_model_len": ctx},
+                                 (f"--quantization {quant} --max-model-len {ctx} "
+                                 f"(checkpoint: {smaller.label})")))
     nearest = nearest or reduced
     if "fp8" not in kv_dtypes and gpus.gpu.compute_capability >= (8, 0):
-        alternatives.append("--kv-cache-dtype fp8 (halves the KV cache; no native FP8 here)")
+        alternatives.append(({"kv_cache_dtype": "fp8"},
+                             "--kv-cache-dtype fp8 (halves the KV cache; no native FP8 here)"))
     more = _more_gpus(ask, gpus, model, fmt, kv_dtypes)
     if more is not None:
-        alternatives.append(f"--gpus {more.gpus.spec}" + (
-            "" if more.weights == fmt else f" --quantization {_quant_arg(more.weights)}")
-            + f": TP={more.tp}, {more.max_concurrent_reviews} review(s) at once")
+        quant_flag = None if more.weights == fmt else _quant_arg(more.weights)
+        alternatives.append(({"spec": more.gpus.spec, "quantization": quant_flag or ask.quantization},
+                             f"--gpus {more.gpus.spec}"
+                             + (f" --quantization {quant_flag}" if quant_flag else "")
+                             + f": TP={more.tp}, {more.max_concurrent_reviews} review(s) at once"))
         nearest = nearest or more
-    return PlanRefused(reason, nearest, tuple(alternatives))
+    if _CHECKING.get():  # inside a check of another refusal's alternatives: only pass/fail counts
+        return PlanRefused(reason, nearest, ())
+    shown = tuple(text for changes, text in alternatives if _accepted(ask, changes))
+    if not any("--gpus" not in text for text in shown):  # nothing with these cards and model
+        shown += _models_that_fit(ask)
+    return PlanRefused(reason, nearest, shown)
+
+
+# set while alternatives are re-planned, so that a refusal inside does not check its own
+_CHECKING: ContextVar[bool] = ContextVar("checking_alternatives", default=False)
+
+
+def _accepted(ask: _Ask, changes: dict[str, int | str | None]) -> bool:
+    """Whether the planner itself accepts this alternative: only those are suggested."""
+    token = _CHECKING.set(True)
+    try:
+        ask.again(**changes)
+        return True
+    except (PlanRefused, UsageError):
+        return False
+    finally:
+        _CHECKING.reset(token)
+
+
+def _models_that_fit(ask: _Ask) -> tuple[str, ...]:
+    """The largest catalog model that these cards serve as asked, when the requested one
+    cannot be served on them at all."""
+    from reviewbot.server.plan.model import CATALOG, load_model
+
+    fits = []
+    for key in CATALOG:
+        candidate = load_model(key.split("/")[1])
+        if candidate.name == ask.model.name:
+            continue
+        token = _CHECKING.set(True)
+        try:
+            p = replace(ask, model=candidate, quantization=None).again()
+        except (PlanRefused, UsageError):
+            continue
+        finally:
+            _CHECKING.reset(token)
+        text = (f"--model {candidate.name}: {p.weights.label} weights, TP={p.tp}, "
+                f"{p.max_concurrent_reviews} review(s) at once")
+        fits.append((candidate.param_count, text))
+    return tuple(text for _, text in sorted(fits, reverse=True)[:1])
 
 
 def _more_gpus(ask: _Ask, gpus: GpuSpec, model: ModelSpec, fmt: WeightFormat,

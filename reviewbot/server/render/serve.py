@@ -12,6 +12,7 @@ from typing import Any
 
 from reviewbot.llm import AFFINITY_HEADER
 from reviewbot.server.plan.hardware import GIB
+from reviewbot.server.plan.model import ModelSpec
 from reviewbot.server.plan.types import Plan
 
 VLLM_BIN = "/opt/vllm/bin/vllm"
@@ -80,7 +81,7 @@ def plan_text(plan: Plan) -> str:
         (f"  − reserve            {_gib(m.reserve)}  (CUDA graphs, NCCL, activations of a "
         f"{plan.max_num_batched_tokens}-token prefill chunk, sampler logits)"),
         f"  = KV cache           {_gib(m.kv)}",
-        (f"KV per token per GPU = 2 × {model.num_layers} layers × {heads} KV heads × "
+        (f"KV per token per GPU = 2 × {model.kv_layers} {_kv_layer_label(model)} × {heads} KV heads × "
         f"{model.head_dim} head_dim × {kv_bytes} B = {m.kv_per_token:,} B "
         f"({m.kv_per_token / 1024:.0f} KiB)"),
         (f"KV tokens per replica = {m.kv_tokens:,}  →  {plan.reviews_per_replica} review(s) of "
@@ -205,3 +206,10 @@ def helm_values(plan: Plan) -> str:
         f"  sessionKey: {j(AFFINITY_HEADER.lower())}",
     ]
     return "\n".join(lines) + "\n"
+
+
+def _kv_layer_label(model: ModelSpec) -> str:
+    """The layers a token's KV lives in: all of them, or the full-attention ones of a hybrid."""
+    if model.kv_layers == model.num_layers:
+        return "layers"
+    return f"full-attention layers (of {model.num_layers})"
