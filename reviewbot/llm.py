@@ -93,9 +93,12 @@ class ModelClient:
             raise BackendUnreachable(
                 f"the model server at {self.shown_url} rejected the API key (HTTP 401)") from None
         except openai.APIStatusError as exc:
+            hint = ("; vLLM's OpenAI API is under /v1: did you mean "
+                    f"{self.shown_url.rstrip('/')}/v1?") \
+                if exc.status_code == 404 and not self.shown_url.rstrip("/").endswith("/v1") else ""
             raise BackendUnreachable(
                 f"the model server at {self.shown_url} answered {exc.status_code} to GET /models"
-            ) from None
+                f"{hint}") from None
         models = list(page.data)
         if not models:
             raise BackendUnreachable(f"the model server at {self.shown_url} serves no model")

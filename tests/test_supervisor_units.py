@@ -66,3 +66,34 @@ def test_backoff_is_exponential_capped_and_jittered(failures: int, base: float) 
 ])
 def test_likely_cause(line: str, cause: str) -> None:
     assert likely_cause(["INFO starting", line, "INFO shutting down"], 1) == cause
+
+
+def test_a_state_is_logged_when_it_changes_not_after_every_probe(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """`server up` logged `ready` after every health probe (238 lines in 48 min)."""
+    import logging
+    import threading
+
+    from reviewbot.server.process.launcher import LaunchSpec
+    from reviewbot.server.supervise.supervisor import Instance
+
+    seen: list[str] = []
+
+    class Events:
+        def state(self, name: str, state: str) -> None:
+            seen.append(state)
+
+        def __getattr__(self, name: str) -> object:
+            return lambda *args: None
+
+    instance = Instance("i0", LaunchSpec(tmp_path, 8001), SupervisorSettings(tmp_path), Events(),  # type: ignore[arg-type]
+                        threading.Event())
+    with caplog.at_level(logging.INFO, logger="reviewbot.supervisor"):
+        instance._set(state="starting")
+        for _ in range(5):
+            instance._set(state="ready", canary_latency_s=0.1)
+        instance._set(state="unhealthy", last_error="timeout")
+        instance._set(state="ready", last_error="")
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines == ["i0: starting", "i0: ready", "i0: unhealthy (timeout)", "i0: ready"]
+    assert seen == ["starting", "ready", "unhealthy", "ready"]

@@ -148,6 +148,8 @@ def resolve_settings(
         ("--max-attempts", s.max_attempts),
     ):
         _positive(name, value)
+    if db is not None and not db.parent.is_dir():  # a typo must not grow a directory tree
+        raise UsageError(f"--db {db}: the directory {db.parent} does not exist")
     for url in s.forge_urls:
         if not url.startswith(("https://", "http://")):
             raise UsageError(f"forge URL must start with https:// or http://, got {url!r}")

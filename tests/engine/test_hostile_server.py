@@ -190,3 +190,15 @@ def test_a_line_cut_short_is_not_reported_as_100_percent(output: str) -> None:
         stats = json.loads(proc.stdout)["stats"]
         assert stats["changed_lines_cut"] == 1 and stats["chars_cut"] > 1000
     assert strict.returncode == 3, strict.stderr
+
+
+def test_a_base_url_without_v1_gets_a_hint() -> None:
+    with FakeOpenAI(lambda body, n: GOOD, max_model_len=8000) as server:
+        root = server.base_url.removesuffix("/v1")
+        proc = subprocess.run([sys.executable, "-m", "reviewbot", "review", "--no-progress",
+                               "--base-url", root, "--diff", "-"],
+                              input=make_diff(files=1).decode(), capture_output=True, text=True,
+                              timeout=60, env={k: v for k, v in os.environ.items()
+                                               if not k.startswith("REVIEWBOT_")})
+    assert proc.returncode == 3
+    assert f"did you mean {root}/v1?" in proc.stderr, proc.stderr

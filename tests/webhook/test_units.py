@@ -161,3 +161,11 @@ def test_recovery_fails_a_job_that_died_on_its_last_attempt(tmp_path: Path) -> N
     record = q.get(job_id)
     assert record is not None and record.state == "failed" and "last attempt" in record.reason
     q.close()
+
+
+def test_a_db_in_a_missing_directory_is_refused(tmp_path: Path) -> None:
+    env = {"REVIEWBOT_GITLAB_WEBHOOK_SECRET": "s3cret-1234"}
+    with pytest.raises(UsageError, match="does not exist"):
+        resolve_settings(env, db=tmp_path / "no" / "such" / "q.sqlite")
+    assert not (tmp_path / "no").exists()
+    assert resolve_settings(env, db=tmp_path / "q.sqlite").db_path == tmp_path / "q.sqlite"

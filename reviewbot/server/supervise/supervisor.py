@@ -142,9 +142,12 @@ class Instance:
 
     def _set(self, **changes: object) -> None:
         with self.lock:
+            before = (self.status.state, self.status.last_error)
             for key, value in changes.items():
                 setattr(self.status, key, value)
-        if "state" in changes:
+            after = (self.status.state, self.status.last_error)
+        # a change of state (or of why) is news; "ready" again after every probe is not
+        if "state" in changes and after != before:
             log.info("%s: %s%s", self.name, changes["state"],
                      f" ({changes['last_error']})" if changes.get("last_error") else "")
             self.events.state(self.name, str(changes["state"]))
