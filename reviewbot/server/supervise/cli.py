@@ -22,7 +22,8 @@ from reviewbot.server.supervise.status_app import Metrics, StatusServer, build_a
 from reviewbot.server.supervise.supervisor import Supervisor, SupervisorSettings
 
 DEFAULT_STATUS_PORT = 8089
-STATE_FILE = "supervisor.json"
+STATE_FILE = "supervisor.json"  # while it runs: its pid and status URL
+FINAL_FILE = "gave-up.json"  # when it gave up on a crash loop: the instances' last state
 log = logging.getLogger("reviewbot.supervisor")
 
 
@@ -140,7 +141,7 @@ def _run(specs: dict[str, LaunchSpec], settings: SupervisorSettings, status_port
         supervisor.start()
         while not supervisor.shutdown.wait(1.0):
             if supervisor.given_up():
-                code = _report_crashloop(supervisor)
+                code = _report_crashloop(supervisor, settings.state_dir / FINAL_FILE)
                 break
     except (LaunchError, UsageError) as exc:
         log.error("%s", exc)
@@ -155,9 +156,12 @@ def _run(specs: dict[str, LaunchSpec], settings: SupervisorSettings, status_port
     return code
 
 
-def _report_crashloop(supervisor: Supervisor) -> int:
-    for inst in supervisor.instances:
-        snap = inst.snapshot()
+def _report_crashloop(supervisor: Supervisor, final_file: Path) -> int:
+    """Why it gave up, in the log and in `final_file`: the status endpoint goes away with the
+    process, the instances' last state stays readable."""
+    snaps = [inst.snapshot() for inst in supervisor.instances]
+    final_file.write_text(json.dumps({"instances": snaps}))
+    for snap in snaps:
         log.error("%s never became ready: %s", snap["name"], snap["last_error"])
         for line in snap["last_log_lines"]:  # type: ignore[attr-defined]
             click.echo(f"    {line}", err=True)
