@@ -59,7 +59,7 @@ sys.path.append(str(ROOT))  # after $PYTHONPATH: a pinned snapshot of the code c
 
 from reviewbot import diff as diffmod
 from reviewbot.config import Settings
-from reviewbot.review import make_engine
+from reviewbot.engine.build import make_engine
 
 DEFAULT_MODEL_DIR = Path(tempfile.gettempdir()) / "reviewbot-qwen-tiny"
 

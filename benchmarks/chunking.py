@@ -41,12 +41,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from reviewbot import diff, filters
-from reviewbot.chunking import Chunk, file_header
+from reviewbot import diff
 from reviewbot.config import Settings
 from reviewbot.context import Context, Intent
-from reviewbot.review import Engine
-from reviewbot.tokens import LocalTokenCounter
+from reviewbot.engine import filters
+from reviewbot.engine.chunking import Chunk, file_header
+from reviewbot.engine.orchestrator import Engine
+from reviewbot.engine.tokens import LocalTokenCounter
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs" / "performance.md"

@@ -10,12 +10,13 @@ import sys
 import time
 from pathlib import Path
 
-from reviewbot import diff, filters
+from reviewbot import diff
 from reviewbot.config import resolve
 from reviewbot.context import Context
-from reviewbot.llm import ModelClient
-from reviewbot.review import Engine
-from reviewbot.tokens import EstimateTokenCounter
+from reviewbot.engine import filters
+from reviewbot.engine.llm import ModelClient
+from reviewbot.engine.orchestrator import Engine
+from reviewbot.engine.tokens import EstimateTokenCounter
 
 
 def main(path: str) -> None:

@@ -17,12 +17,13 @@ import argparse
 import json
 import os
 
-from reviewbot import diff, filters
+from reviewbot import diff
 from reviewbot.config import resolve
 from reviewbot.context import Context
-from reviewbot.definitions import called_names, defined_in, git_finder
-from reviewbot.review import make_engine
-from reviewbot.surroundings import enclosing
+from reviewbot.engine import filters
+from reviewbot.engine.build import make_engine
+from reviewbot.engine.definitions import called_names, defined_in, git_finder
+from reviewbot.engine.surroundings import enclosing
 
 
 def main() -> None:

@@ -299,8 +299,8 @@ def passes(url: str, raw: bytes, candidates: int = 8) -> dict[str, Any]:
 
     from reviewbot import diff, filters
     from reviewbot.context import Context
+    from reviewbot.engine.build import make_engine
     from reviewbot.findings import Finding, Severity
-    from reviewbot.review import make_engine
 
     settings = settings_for(url, 8, max_findings_per_chunk=8)
     engine = make_engine(settings)
@@ -362,7 +362,7 @@ def passes(url: str, raw: bytes, candidates: int = 8) -> dict[str, Any]:
 def bot_run(url: str, raw: bytes, concurrency: int, **extra: object) -> dict[str, Any]:
     """One review at these settings (`extra`: more settings, such as chunk_tokens or verify)."""
     from reviewbot import diff
-    from reviewbot.review import make_engine
+    from reviewbot.engine.build import make_engine
 
     changes = diff.parse(raw)
     engine = make_engine(settings_for(url, concurrency, **extra))
@@ -392,7 +392,7 @@ def replay(url: str, raw: bytes) -> dict[str, Any]:
 
     from reviewbot import diff, filters
     from reviewbot.context import Context
-    from reviewbot.review import make_engine
+    from reviewbot.engine.build import make_engine
 
     settings = settings_for(url, 8)
     engine = make_engine(settings)
@@ -441,7 +441,7 @@ def parallel(url: str, name: str, raw: bytes, n: int) -> dict[str, Any]:
     system prompt and tool prefix, as different merge requests would."""
     from reviewbot import diff
     from reviewbot.context import Context, Intent
-    from reviewbot.review import make_engine
+    from reviewbot.engine.build import make_engine
 
     changes = diff.parse(raw)
     engines = [make_engine(settings_for(url, 8)) for _ in range(n)]

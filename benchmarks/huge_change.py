@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from reviewbot import diff
 from reviewbot.config import resolve
-from reviewbot.review import make_engine
+from reviewbot.engine.build import make_engine
 from tests.fake_openai import FakeOpenAI, Reply
 
 

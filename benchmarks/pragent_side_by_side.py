@@ -54,7 +54,7 @@ import ceiling
 from fake_gitlab_for_pragent import TOKEN, fake_gitlab_for, mr_url, posted_positions
 
 from reviewbot import diff as diffmod
-from reviewbot import filters
+from reviewbot.engine import filters
 
 PRAGENT_PYTHON = "/work/pragent-venv/bin/python"
 

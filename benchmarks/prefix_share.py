@@ -25,11 +25,11 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ceiling import metrics_delta, scrape
 
-from reviewbot import filters
 from reviewbot.config import resolve
 from reviewbot.context import Context, Intent
 from reviewbot.diff import parse
-from reviewbot.review import make_engine
+from reviewbot.engine import filters
+from reviewbot.engine.build import make_engine
 
 
 def change(files: int = 10, funcs: int = 6) -> bytes:

@@ -22,11 +22,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ceiling import metrics_delta, scrape
 from prefix_share import change
 
-from reviewbot import filters
 from reviewbot.config import resolve
 from reviewbot.context import Context, Intent
 from reviewbot.diff import parse
-from reviewbot.review import make_engine
+from reviewbot.engine import filters
+from reviewbot.engine.build import make_engine
 
 SETTINGS = {"verify off": {"verify": False}, "verify on": {"verify": True},
             "verify on, samples 3": {"verify": True, "samples": 3}}

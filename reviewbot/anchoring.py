@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from reviewbot.chunking import Row
 from reviewbot.diff import ChangeSet, FileDiff, Side
+from reviewbot.engine.chunking import Row
 from reviewbot.findings import Finding
 
 

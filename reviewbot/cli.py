@@ -42,7 +42,7 @@ class LazyGroup(click.Group):
     lazy={
         "review": "reviewbot.commands.review:review",
         "eval": "reviewbot.commands.eval:eval_group",
-        "demo": "reviewbot.server.demo:demo",
+        "demo": "reviewbot.commands.demo:demo",
         "webhook": "reviewbot.webhook.cli:webhook",
         "server": "reviewbot.server.cli:server",
     },

@@ -60,7 +60,7 @@ class Context:
     intent: Intent = Intent()
     agents_md: str = ""  # the repository's AGENTS.md: the target branch's in forge mode
     files: HeadFiles | None = None
-    definitions: Finder | None = None  # reviewbot.definitions.git_finder for --git
+    definitions: Finder | None = None  # reviewbot.engine.definitions.git_finder for --git
 
     def capped(self) -> Context:
         return replace(self, intent=self.intent.capped(),

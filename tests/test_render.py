@@ -24,7 +24,7 @@ import httpx
 import pytest
 
 from reviewbot.cli import main
-from reviewbot.llm import AFFINITY_HEADER
+from reviewbot.headers import AFFINITY_HEADER
 from reviewbot.server.plan.model import load_model
 from reviewbot.server.plan.planner import Plan, plan
 from reviewbot.server.render.balancers import LbSettings, haproxy_cfg, nginx_conf

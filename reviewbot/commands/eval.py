@@ -10,11 +10,12 @@ from typing import Any
 
 import click
 
-from reviewbot import config, diff, evaluation, tools
+from reviewbot import config, diff, evaluation
 from reviewbot.commands.review import emit, engine_options
+from reviewbot.engine import tools
+from reviewbot.engine.prompttext import defuse
 from reviewbot.errors import BadAnswer, RequestFailed, UsageError
 from reviewbot.evaluation import Comment, Judge
-from reviewbot.prompttext import defuse
 
 _JUDGE_PROMPT = (
     "You compare two code review comments on the same lines of a change. The first was "
@@ -26,7 +27,7 @@ _JUDGE_PROMPT = (
 
 
 def _judge(settings: config.Settings) -> Judge:
-    from reviewbot.review import make_engine
+    from reviewbot.engine.build import make_engine
 
     engine = make_engine(settings)
 
@@ -105,7 +106,7 @@ def score(golden_dir: Path, results_dir: Path, window: int, fmt: str, output_fil
 def run(golden_dir: Path, results_dir: Path | None, window: int, fmt: str,
         output_file: str | None, judge: bool, config_path: str | None, **flags: object) -> None:
     """Review every case with this server and model, then score, with the cost."""
-    from reviewbot.review import make_engine
+    from reviewbot.engine.build import make_engine
 
     cases = evaluation.load_golden(golden_dir)
     settings = config.resolve(flags, config_path=config_path)

@@ -1,41 +1,20 @@
-"""Reviewing a GitLab MR or a GitHub PR: trusted settings, the forge, the run, the exit code.
+"""`reviewbot review --mr/--pr`: the settings a forge review trusts, and the forge.
 
-`run_forge` serves `reviewbot review --mr/--pr` and the webhook's runner.
+The review itself is `reviewbot.forges.run.run_forge`, which the listener's jobs call too.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import threading
 from collections.abc import Mapping
 from typing import Any
 
 from reviewbot.config import CONFIG_FILE, Settings, in_ci, parse_text, resolve
 from reviewbot.forges.base import Forge
-from reviewbot.forges.run import ForgeRun, review_change_request
 from reviewbot.forges.select import make_forge
-from reviewbot.result import Reviewer, exit_code
 
 log = logging.getLogger(__name__)
-
-
-def run_forge(
-    settings: Settings,
-    forge: Forge,
-    *,
-    dry_run: bool,
-    reviewer: Reviewer,
-    cancel: threading.Event | None = None,
-) -> tuple[ForgeRun, int]:
-    """Review one MR/PR and post (or, with dry_run, only compute) the comments.
-
-    Exit code: 3 when the review or the posting is incomplete, 1 when a finding reaches
-    `settings.fail_on`, else 0.
-    """
-    run = review_change_request(forge, reviewer, mode=settings.mode, dry_run=dry_run,
-                                cancel=cancel, fail_on_skipped=settings.fail_on_skipped)
-    return run, exit_code(run.complete, run.result.worst(), settings.fail_on)
 
 
 def settings_and_forge(

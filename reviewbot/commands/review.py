@@ -13,8 +13,8 @@ import click
 
 from reviewbot import config, diff
 from reviewbot.context import AGENTS_MD, Context, HeadFiles, Intent
-from reviewbot.definitions import git_finder
 from reviewbot.diff import ChangeSet
+from reviewbot.engine.definitions import git_finder
 from reviewbot.errors import BackendError, DiffError, UsageError
 from reviewbot.result import ReviewResult, exit_code
 from reviewbot.tree import GitTree, Tree, WorkingTree
@@ -188,13 +188,14 @@ def review(diff_path: str | None, git_range: str | None, mr: int | None, project
     if (title is not None or description is not None) and not sources[0]:
         raise UsageError("--title and --description go with --diff or --git (a merge or pull "
                          "request brings its own)")
+    from reviewbot.engine.build import make_engine
     from reviewbot.report import render
     from reviewbot.report.progress import progress as make_progress
-    from reviewbot.review import make_engine
 
     progress = make_progress(enabled=not no_progress)
     if mr is not None or pr is not None:
-        from reviewbot.commands.forge import run_forge, settings_and_forge
+        from reviewbot.commands.forge import settings_and_forge
+        from reviewbot.forges.run import run_forge
 
         settings, forge = settings_and_forge(flags, config_path, mr=mr, pr=pr, project=project,
                                              repo=repo)

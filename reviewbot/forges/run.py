@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from reviewbot import anchoring
+from reviewbot.config import Settings
 from reviewbot.context import AGENTS_MD, Context, HeadFiles
 from reviewbot.diff import ChangeSet, Side
 from reviewbot.errors import ForgeError
@@ -120,7 +121,7 @@ def review_change_request(
     current = merge(with_fingerprints(result.findings, changes))
     # incremental: old-side numbers refer to the previous head, not to the MR's base
     anchored, refused = anchoring.split(current, request.changes, new_side_only=since is not None)
-    held = {h.fingerprint: h.to for h in result.held}  # noise control (reviewbot.noise)
+    held = {h.fingerprint: h.to for h in result.held}  # noise control (reviewbot.engine.noise)
     run.unanchored = [f for f in refused if held.get(f.fingerprint) != "none"]
     run.listed = [f for f in anchored if held.get(f.fingerprint) == "summary"]
     if since is not None:  # what earlier reviews could not anchor, on code not reviewed again
@@ -258,3 +259,21 @@ def _anchor_changed(comment: PostedComment, changes: ChangeSet, since_sha: str) 
     file = changes.file(comment.path)
     hit = file.line_at(Side.OLD, comment.line) if file is not None else None
     return hit is not None and hit.kind == "-"
+
+
+def run_forge(
+    settings: Settings,
+    forge: Forge,
+    *,
+    dry_run: bool,
+    reviewer: Reviewer,
+    cancel: threading.Event | None = None,
+) -> tuple[ForgeRun, int]:
+    """Review one MR/PR and post (or, with dry_run, only compute) the comments.
+
+    Exit code: 3 when the review or the posting is incomplete, 1 when a finding reaches
+    `settings.fail_on`, else 0.
+    """
+    run = review_change_request(forge, reviewer, mode=settings.mode, dry_run=dry_run,
+                                cancel=cancel, fail_on_skipped=settings.fail_on_skipped)
+    return run, exit_code(run.complete, run.result.worst(), settings.fail_on)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import importlib
 
+from reviewbot.config import OUTPUTS
 from reviewbot.result import ReviewResult
 
-# One module per format, each with `render(result) -> str`; imported on first use so that
-# `--output json` never pays for rich.
-FORMATS: tuple[str, ...] = ("text", "json", "sarif", "codequality", "markdown")
+# One module per format of config.OUTPUTS, each with `render(result) -> str`; imported on
+# first use so that `--output json` never pays for rich.
 
 
 def render(result: ReviewResult, fmt: str, *, color: bool = False) -> str:
@@ -16,8 +16,8 @@ def render(result: ReviewResult, fmt: str, *, color: bool = False) -> str:
 
     `color` only matters for `text`: pass True when the string goes straight to a terminal.
     """
-    if fmt not in FORMATS:
-        raise ValueError(f"unknown output format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    if fmt not in OUTPUTS:
+        raise ValueError(f"unknown output format {fmt!r}; expected one of {', '.join(OUTPUTS)}")
     module = importlib.import_module(f"reviewbot.report.{fmt}")
     if fmt == "text":
         return str(module.render(result, color=color))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 import threading
-from typing import Protocol, Self, TextIO
+from typing import Self, TextIO
 
 from rich.console import Console
 from rich.progress import (
@@ -21,24 +21,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-
-class ChunkProgress(Protocol):
-    def start(self, total_chunks: int) -> None: ...
-    def advance(self) -> None: ...
-    def close(self) -> None: ...
-
-
-class NoProgress:
-    """Same methods, does nothing: for --output to a pipe, tests and the webhook worker."""
-
-    def start(self, total_chunks: int) -> None:
-        pass
-
-    def advance(self) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
+from reviewbot.engine.progress import ChunkProgress, NoProgress
 
 
 class ProgressBar:

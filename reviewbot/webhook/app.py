@@ -14,8 +14,8 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from reviewbot.webhook.auth import bearer_ok
-from reviewbot.webhook.intake import Intake, Reply
-from reviewbot.webhook.jobs import STATES, Forge, ReviewRunner
+from reviewbot.webhook.intake import Answer, Intake
+from reviewbot.webhook.jobs import STATES, ForgeName, ReviewRunner
 from reviewbot.webhook.metrics import Metrics
 from reviewbot.webhook.queue import JobQueue
 from reviewbot.webhook.ratelimit import RateLimiter
@@ -24,7 +24,7 @@ from reviewbot.webhook.settings import WebhookSettings
 from reviewbot.webhook.worker import PoolLimits, WorkerPool
 
 
-def _json(reply: Reply) -> JSONResponse:
+def _json(reply: Answer) -> JSONResponse:
     return JSONResponse(reply.body, status_code=reply.status)
 
 
@@ -89,7 +89,7 @@ def create_app(settings: WebhookSettings, queue: JobQueue, runner: ReviewRunner)
     limiter = RateLimiter(settings.rate_per_source, 2 * settings.rate_per_source)
     intake = Intake(settings, queue, pool, metrics, limiter)
 
-    def webhook(forge: Forge) -> Callable[[Request], Awaitable[Response]]:
+    def webhook(forge: ForgeName) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(request: Request) -> Response:
             source = request.client.host if request.client else "unknown"
             refused = intake.admit(forge, source)

@@ -1,4 +1,4 @@
-"""Turn an authenticated webhook payload into a `ChangeRequest`, or a reason to ignore it.
+"""Turn an authenticated webhook payload into a `QueuedRequest`, or a reason to ignore it.
 
 Pure functions over parsed JSON: no I/O, no settings. A payload that claims to be a
 merge/pull request event but lacks the fields we need raises `MalformedPayload` (→ 400).
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from reviewbot.errors import MalformedPayload
-from reviewbot.webhook.jobs import ChangeRequest
+from reviewbot.webhook.jobs import QueuedRequest
 
 GITLAB_ACTIONS = ("open", "reopen", "update")
 GITHUB_ACTIONS = ("opened", "synchronize", "reopened")
@@ -25,7 +25,7 @@ class Ignored:
 
 @dataclass(frozen=True)
 class Accepted:
-    request: ChangeRequest
+    request: QueuedRequest
     # what the allow-list is matched against, each a name the forge API resolves: the job
     # reviews the name that matched, so a payload cannot pair an allowed name with another id
     names: tuple[str, ...]
@@ -115,7 +115,7 @@ def parse_gitlab(event: str | None, payload: object) -> Accepted | Ignored:
     project_id = _int(payload, "project.id")
     number = _int(payload, "object_attributes.iid")
     head_sha = _sha(payload, "object_attributes.last_commit.id")
-    request = ChangeRequest(
+    request = QueuedRequest(
         forge="gitlab",
         project=str(project_id),
         number=number,
@@ -137,7 +137,7 @@ def parse_github(event: str | None, payload: object) -> Accepted | Ignored:
     full_name = _str(payload, "repository.full_name")
     number = _int(payload, "pull_request.number")
     head_sha = _sha(payload, "pull_request.head.sha")
-    request = ChangeRequest(
+    request = QueuedRequest(
         forge="github",
         project=full_name,
         number=number,

@@ -1,6 +1,6 @@
 """Webhook intake: authenticate, filter, deduplicate and enqueue one delivery.
 
-`Intake` receives its dependencies and returns a `Reply`; the Starlette routes only read
+`Intake` receives its dependencies and returns an `Answer`; the Starlette routes only read
 the request and write the reply. Order of checks: rate limit → body size → authentication
 → event/JSON/action → allow-list → enqueue. Unauthenticated requests learn nothing else.
 
@@ -27,7 +27,7 @@ from reviewbot.webhook.events import (
     parse_github,
     parse_gitlab,
 )
-from reviewbot.webhook.jobs import Forge
+from reviewbot.webhook.jobs import ForgeName
 from reviewbot.webhook.metrics import Metrics
 from reviewbot.webhook.queue import JobQueue
 from reviewbot.webhook.ratelimit import RateLimiter
@@ -38,7 +38,7 @@ log = logging.getLogger("reviewbot.webhook")
 
 
 @dataclass(frozen=True)
-class Reply:
+class Answer:
     status: int
     body: dict[str, object]
 
@@ -58,15 +58,15 @@ class Intake:
         self._metrics = metrics
         self._limiter = limiter
 
-    def _reject(self, forge: Forge, status: int, label: str, message: str) -> Reply:
+    def _reject(self, forge: ForgeName, status: int, label: str, message: str) -> Answer:
         self._metrics.rejected.labels(forge, label).inc()
-        return Reply(status, {"status": "rejected", "reason": message})
+        return Answer(status, {"status": "rejected", "reason": message})
 
-    def _ignore(self, forge: Forge, label: str, message: str) -> Reply:
+    def _ignore(self, forge: ForgeName, label: str, message: str) -> Answer:
         self._metrics.ignored.labels(forge, label).inc()
-        return Reply(200, {"status": "ignored", "reason": message})
+        return Answer(200, {"status": "ignored", "reason": message})
 
-    def admit(self, forge: Forge, source: str) -> Reply | None:
+    def admit(self, forge: ForgeName, source: str) -> Answer | None:
         """Checks made before the body is read: rate limit and configuration."""
         self._metrics.received.labels(forge).inc()
         if not self._limiter.allow(source):
@@ -76,15 +76,15 @@ class Intake:
             return self._reject(forge, 404, "not_configured", f"{forge} webhook not configured")
         return None
 
-    def too_slow(self, forge: Forge) -> Reply:
+    def too_slow(self, forge: ForgeName) -> Answer:
         limit = self._settings.body_timeout_s
         return self._reject(forge, 408, "body_timeout", f"body not received within {limit:g} s")
 
-    def too_large(self, forge: Forge) -> Reply:
+    def too_large(self, forge: ForgeName) -> Answer:
         limit = self._settings.max_body_bytes
         return self._reject(forge, 413, "too_large", f"body larger than {limit} bytes")
 
-    def receive(self, forge: Forge, headers: Mapping[str, str], body: bytes) -> Reply:
+    def receive(self, forge: ForgeName, headers: Mapping[str, str], body: bytes) -> Answer:
         started = time.perf_counter()
         if forge == "gitlab":
             authentic = gitlab_token_ok(self._settings.gitlab_secret, headers.get("x-gitlab-token"))
@@ -113,7 +113,7 @@ class Intake:
             return self._ignore(forge, result.label, result.reason)
         return self._enqueue(forge, result, started)
 
-    def _enqueue(self, forge: Forge, accepted: Accepted, started: float) -> Reply:
+    def _enqueue(self, forge: ForgeName, accepted: Accepted, started: float) -> Answer:
         name = self._settings.allowed_name(*accepted.names)
         if name is None:
             return self._ignore(forge, "not_allowed", "project not in the allow-list")
@@ -130,7 +130,7 @@ class Intake:
             return self._reject(forge, 503, "queue_unavailable", "queue unavailable, retry later")
         if not queued.created:
             self._metrics.accepted.labels(forge, "duplicate").inc()
-            return Reply(200, {"status": "duplicate", "job_id": queued.job_id})
+            return Answer(200, {"status": "duplicate", "job_id": queued.job_id})
         superseded = queued.superseded_running + queued.superseded_queued
         if superseded:
             self._metrics.reviews.labels("superseded").inc(len(superseded))
@@ -142,4 +142,4 @@ class Intake:
         req = accepted.request
         log.info("queued job %d: %s %s #%d at %s", queued.job_id, forge, req.project,
                  req.number, req.head_sha[:12])
-        return Reply(202, {"status": "queued", "job_id": queued.job_id})
+        return Answer(202, {"status": "queued", "job_id": queued.job_id})

@@ -14,18 +14,18 @@ import threading
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-Forge = Literal["gitlab", "github"]
-FORGES: tuple[Forge, ...] = ("gitlab", "github")
+ForgeName = Literal["gitlab", "github"]
+FORGES: tuple[ForgeName, ...] = ("gitlab", "github")
 
 State = Literal["queued", "running", "done", "failed", "superseded"]
 STATES: tuple[State, ...] = ("queued", "running", "done", "failed", "superseded")
 
 
 @dataclass(frozen=True)
-class ChangeRequest:
+class QueuedRequest:
     """What an accepted webhook event asks for, before it is a queued job."""
 
-    forge: Forge
+    forge: ForgeName
     project: str  # GitLab project id ("42") or path, or GitHub "owner/repo"
     number: int  # MR iid / PR number
     head_sha: str
@@ -36,7 +36,7 @@ class ChangeRequest:
 @dataclass(frozen=True)
 class Job:
     id: int
-    forge: Forge
+    forge: ForgeName
     project: str
     number: int
     head_sha: str

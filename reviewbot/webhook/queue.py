@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import IO, cast
 
 from reviewbot.errors import UsageError
-from reviewbot.webhook.jobs import STATES, ChangeRequest, Forge, Job, JobRecord, State
+from reviewbot.webhook.jobs import STATES, ForgeName, Job, JobRecord, QueuedRequest, State
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -76,7 +76,7 @@ class Enqueued:
 def _record(row: tuple[object, ...]) -> JobRecord:
     job = Job(
         id=cast(int, row[0]),
-        forge=cast(Forge, row[1]),
+        forge=cast(ForgeName, row[1]),
         project=cast(str, row[2]),
         number=cast(int, row[3]),
         head_sha=cast(str, row[4]),
@@ -156,7 +156,7 @@ class JobQueue:
 
     # -- listener side -------------------------------------------------------------------
 
-    def enqueue(self, req: ChangeRequest, now: float | None = None) -> Enqueued:
+    def enqueue(self, req: QueuedRequest, now: float | None = None) -> Enqueued:
         """Commit a job for `req` unless its delivery was seen; supersede older jobs of the change."""
         now = time.time() if now is None else now
         with self._tx() as cur:

@@ -20,7 +20,7 @@ from reviewbot.webhook.jobs import Job, Outcome, ReviewRunner
 
 
 def engine_reviewer(settings: Settings) -> Reviewer:
-    from reviewbot.review import make_engine
+    from reviewbot.engine.build import make_engine
 
     return make_engine(settings).review
 
@@ -44,7 +44,7 @@ class ForgeRunner:
     def __call__(self, job: Job, cancel: threading.Event) -> Outcome:
         if cancel.is_set():
             return Outcome.cancelled()
-        from reviewbot.commands.forge import run_forge
+        from reviewbot.forges.run import run_forge
         from reviewbot.forges.select import make_forge
 
         if job.forge not in ("gitlab", "github"):

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from reviewbot.chunking import Piece
 from reviewbot.diff import DiffLine
+from reviewbot.engine.chunking import Piece
 
 
 def owned_lines(pieces: list[Piece]) -> list[DiffLine]:

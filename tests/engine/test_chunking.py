@@ -15,13 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from reviewbot import diff, filters
-from reviewbot.chunking import Chunk, file_header, make_pieces, pack, render_line
+from reviewbot import diff
 from reviewbot.config import Settings
 from reviewbot.context import Context, Intent
 from reviewbot.diff import ChangeSet, DiffLine, FileDiff
-from reviewbot.review import Engine
-from reviewbot.tokens import EstimateTokenCounter, LocalTokenCounter, TokenCounter
+from reviewbot.engine import filters
+from reviewbot.engine.chunking import Chunk, file_header, make_pieces, pack, render_line
+from reviewbot.engine.orchestrator import Engine
+from reviewbot.engine.tokens import EstimateTokenCounter, LocalTokenCounter, TokenCounter
 from tests.engine.conftest import GitRepo
 from tests.engine.pieces_support import owned_lines
 

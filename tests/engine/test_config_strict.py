@@ -11,8 +11,8 @@ import pytest
 
 from reviewbot.config import Settings, check_paths, parse_text, resolve
 from reviewbot.diff import parse
+from reviewbot.engine.build import make_engine
 from reviewbot.errors import UsageError
-from reviewbot.review import make_engine
 from tests.engine.test_review_flow import make_diff
 from tests.fake_openai import FakeOpenAI, Reply
 

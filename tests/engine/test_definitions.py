@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from reviewbot.definitions import called_names, defined_in, git_finder
+from reviewbot.engine.definitions import called_names, defined_in, git_finder
 from tests.engine.conftest import GitRepo, review_git
 from tests.fake_openai import row_ranges
 

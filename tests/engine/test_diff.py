@@ -12,8 +12,9 @@ from collections.abc import Callable
 
 import pytest
 
-from reviewbot import diff, filters
+from reviewbot import diff
 from reviewbot.diff import ChangeSet, DiffLine, FileDiff, Side
+from reviewbot.engine import filters
 from reviewbot.errors import DiffError
 from tests.engine.conftest import GitRepo
 

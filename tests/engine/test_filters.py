@@ -10,8 +10,9 @@ from collections.abc import Callable
 
 import pytest
 
-from reviewbot import diff, filters
+from reviewbot import diff
 from reviewbot.diff import ChangeSet
+from reviewbot.engine import filters
 from tests.engine.conftest import GitRepo
 
 PY = "".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(30))

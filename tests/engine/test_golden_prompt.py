@@ -14,11 +14,11 @@ from pathlib import Path
 from reviewbot.config import Settings
 from reviewbot.context import Context, Intent
 from reviewbot.diff import Side, parse
+from reviewbot.engine.llm import ModelClient
+from reviewbot.engine.orchestrator import Engine
+from reviewbot.engine.tokens import EstimateTokenCounter
 from reviewbot.findings import Finding, Severity
-from reviewbot.llm import ModelClient
-from reviewbot.review import Engine
 from reviewbot.rules import Rule
-from reviewbot.tokens import EstimateTokenCounter
 
 GOLDEN = Path(__file__).parent / "golden"
 DIFF = """\

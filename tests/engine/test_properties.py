@@ -17,14 +17,15 @@ import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from reviewbot import diff, tools
-from reviewbot.chunking import Chunk, file_header, make_pieces, pack
+from reviewbot import diff
 from reviewbot.config import Settings
 from reviewbot.context import Context, Intent
 from reviewbot.diff import ChangeSet, Side
+from reviewbot.engine import tools
+from reviewbot.engine.chunking import Chunk, file_header, make_pieces, pack
+from reviewbot.engine.orchestrator import Engine
+from reviewbot.engine.tokens import EstimateTokenCounter, LocalTokenCounter, TokenCounter
 from reviewbot.errors import DiffError
-from reviewbot.review import Engine
-from reviewbot.tokens import EstimateTokenCounter, LocalTokenCounter, TokenCounter
 from tests.engine.pieces_support import owned_lines
 
 FAST = settings(max_examples=80, deadline=None, database=None, derandomize=True,

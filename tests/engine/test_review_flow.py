@@ -10,7 +10,7 @@ import pytest
 
 from reviewbot.config import resolve
 from reviewbot.diff import parse
-from reviewbot.review import make_engine
+from reviewbot.engine.build import make_engine
 from tests.fake_openai import FakeOpenAI, Reply, request_tokens, row_ranges
 
 
@@ -273,7 +273,7 @@ def test_a_change_beyond_max_diff_mb_is_refused_before_any_request() -> None:
 
 
 def test_concurrency_follows_the_servers_kv_cache() -> None:
-    from reviewbot.review import concurrency_for
+    from reviewbot.engine.build import concurrency_for
 
     auto = resolve({"concurrency": 0}, env={})
     # the H200 of docs/performance.md: 731,920 KV tokens hold 11 full 64K chunks, plus one queued

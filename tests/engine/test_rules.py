@@ -6,15 +6,15 @@ import json
 
 import pytest
 
-from reviewbot import tools
-from reviewbot.chunking import Chunk, make_pieces
 from reviewbot.config import Settings, parse_text, resolve
 from reviewbot.context import Context
 from reviewbot.diff import parse
+from reviewbot.engine import tools
+from reviewbot.engine.chunking import Chunk, make_pieces
+from reviewbot.engine.orchestrator import Engine
+from reviewbot.engine.tokens import EstimateTokenCounter
 from reviewbot.errors import UsageError
-from reviewbot.review import Engine
 from reviewbot.rules import Rule, applicable, matches
-from reviewbot.tokens import EstimateTokenCounter
 
 DIFF = """\
 diff --git a/src/api/app.py b/src/api/app.py

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import re
 
-from reviewbot.chunking import Chunk, make_pieces
 from reviewbot.config import Settings
 from reviewbot.context import Context
 from reviewbot.diff import parse
-from reviewbot.review import Engine
-from reviewbot.surroundings import Span, around, enclosing, surrounding_blocks
-from reviewbot.tokens import EstimateTokenCounter
+from reviewbot.engine.chunking import Chunk, make_pieces
+from reviewbot.engine.orchestrator import Engine
+from reviewbot.engine.surroundings import Span, around, enclosing, surrounding_blocks
+from reviewbot.engine.tokens import EstimateTokenCounter
 from tests.engine.conftest import GitRepo, review_git
 from tests.fake_openai import row_ranges
 

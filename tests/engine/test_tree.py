@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from reviewbot.definitions import git_finder
+from reviewbot.engine.definitions import git_finder
 from reviewbot.tree import GitTree, WorkingTree, git_grep, safe_path
 from tests.engine.conftest import GitRepo, review_git
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from reviewbot.config import resolve
 from reviewbot.diff import parse
-from reviewbot.review import make_engine
+from reviewbot.engine.build import make_engine
 from tests.engine.test_review_flow import finding, make_diff
 from tests.fake_openai import FakeOpenAI, Reply, row_ranges
 
@@ -199,10 +199,10 @@ def test_hostile_confidences_are_clamped_or_refused() -> None:
 def test_a_verdict_cannot_raise_a_finding_past_its_category_cap() -> None:
     """The verifier's severity obeys the same caps as the finding pass: a maintainability note
     raised to blocker stays minor (else it would fail --fail-on critical and pass the floor)."""
-    from reviewbot.candidates import apply_verdicts
     from reviewbot.diff import Side
+    from reviewbot.engine.candidates import apply_verdicts
+    from reviewbot.engine.tools import Verdict
     from reviewbot.findings import Finding, Severity
-    from reviewbot.tools import Verdict
 
     notes = [Finding("a.py", 1, Side.NEW, Severity.MINOR, "Long function", "b",
                      category="maintainability"),

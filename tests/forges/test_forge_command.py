@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from reviewbot.commands.forge import run_forge
 from reviewbot.config import Settings
 from reviewbot.errors import IncompleteReview, UsageError
 from reviewbot.forges.gitlab import GitLabForge
+from reviewbot.forges.run import run_forge
 from reviewbot.forges.select import _pr_from_event, make_forge
 from reviewbot.webhook.jobs import Job, Outcome
 from reviewbot.webhook.runner import ForgeRunner

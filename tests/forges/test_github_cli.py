@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from reviewbot.commands.forge import run_forge
 from reviewbot.config import resolve
 from reviewbot.forges.github import GitHubForge
+from reviewbot.forges.run import run_forge
 from reviewbot.forges.select import make_forge
 from tests.forges.fake_github import FakeGitHub
 from tests.forges.github_support import Reviewer, fake_github  # noqa: F401 - fixture "fake"

@@ -18,7 +18,7 @@ from reviewbot.webhook.events import (
     gitlab_base_url,
     parse_github,
 )
-from reviewbot.webhook.jobs import ChangeRequest
+from reviewbot.webhook.jobs import QueuedRequest
 from reviewbot.webhook.queue import JobQueue
 from reviewbot.webhook.ratelimit import RateLimiter
 from reviewbot.webhook.settings import WebhookSettings, resolve_settings
@@ -65,7 +65,7 @@ def test_github_parse() -> None:
     result = parse_github("pull_request", payload)
     assert isinstance(result, Accepted)
     # the event is the key, not the (unsigned) delivery id
-    assert result.request == ChangeRequest("github", "o/r", 4, "f" * 40, "https://api.github.com",
+    assert result.request == QueuedRequest("github", "o/r", 4, "f" * 40, "https://api.github.com",
                                            f"o/r#4@..{'f' * 40}/synchronize")
     assert isinstance(parse_github("push", payload), Ignored)
     with pytest.raises(MalformedPayload, match="pull_request.number must be an integer"):
@@ -106,8 +106,8 @@ def test_rate_limiter_refills_and_forgets() -> None:
     assert len(limiter._buckets) <= 3
 
 
-def _req(number: int = 1, delivery: str = "d", sha: str = "s") -> ChangeRequest:
-    return ChangeRequest("gitlab", "42", number, sha, "https://gitlab.example.com", delivery)
+def _req(number: int = 1, delivery: str = "d", sha: str = "s") -> QueuedRequest:
+    return QueuedRequest("gitlab", "42", number, sha, "https://gitlab.example.com", delivery)
 
 
 def test_queue_state_machine(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ API keys live in a separate file, never in the rendered config.
 
 Affinity: the chunks and passes of one review share a prompt prefix, which only the replica
 that computed it has cached. The bot sends `X-Reviewbot-Review` (one opaque value per review,
-reviewbot/llm.py), and both balancers hash on it (consistent hashing: adding a replica moves
+reviewbot/headers.py), and both balancers hash on it (consistent hashing: adding a replica moves
 few reviews); requests without it are balanced as before.
 """
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from reviewbot.llm import AFFINITY_HEADER
+from reviewbot.headers import AFFINITY_HEADER
 from reviewbot.server.plan.types import Plan
 
 

@@ -10,7 +10,7 @@ import shlex
 from pathlib import PurePosixPath
 from typing import Any
 
-from reviewbot.llm import AFFINITY_HEADER
+from reviewbot.headers import AFFINITY_HEADER
 from reviewbot.server.plan.hardware import GIB
 from reviewbot.server.plan.model import ModelSpec
 from reviewbot.server.plan.types import Plan

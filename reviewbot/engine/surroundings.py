@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from reviewbot.chunking import Chunk
-from reviewbot.prompttext import defuse, label
+from reviewbot.engine.chunking import Chunk
+from reviewbot.engine.prompttext import defuse, label
 
 # file suffix → (grammar module, its language function)
 _GRAMMARS = {
@@ -184,7 +184,7 @@ def surrounding_blocks(chunk: Chunk, head: Callable[[str], list[str] | None], pa
 
 
 def definition_blocks(chunk: Chunk, found: list[Any]) -> list[str]:
-    """Blocks for the definitions (reviewbot.definitions.Definition) that this chunk's added
+    """Blocks for the definitions (reviewbot.engine.definitions.Definition) that this chunk's added
     lines use and does not show itself."""
     added = "\n".join(ln.text for p in chunk.pieces for ln in p.lines if ln.kind == "+")
     shown = {(file.path, ln.new) for file, pieces in chunk.by_file() for p in pieces

@@ -31,9 +31,9 @@ NOISE = (
 @click.option("--output", type=click.Choice(config.OUTPUTS), default="text", show_default=True)
 def demo(state_dir: Path, diff_path: str | None, output: str) -> None:
     """Start a local CPU vLLM with a tiny random model and review a sample diff."""
+    from reviewbot.engine.build import make_engine
     from reviewbot.report import render
     from reviewbot.report.progress import progress
-    from reviewbot.review import make_engine
     from reviewbot.server.process.launcher import LaunchSpec, VllmProcess, free_port
     from reviewbot.server.tinymodel import SERVE_ARGS, SERVE_ENV, build_tiny_model
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+from reviewbot.engine.tools import Verdict
 from reviewbot.findings import Finding, capped_severity
 from reviewbot.result import Dropped
-from reviewbot.tools import Verdict
 
 NEAR = 2  # lines: two samples rarely pick exactly the same line of a multi-line problem
 

@@ -19,9 +19,9 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 
 from reviewbot.diff import ChangeSet, DiffLine, FileDiff, Hunk, Side
+from reviewbot.engine.prompttext import defuse, label
+from reviewbot.engine.tokens import TokenCounter
 from reviewbot.errors import DiffError
-from reviewbot.prompttext import defuse, label
-from reviewbot.tokens import TokenCounter
 
 
 @dataclass(frozen=True)

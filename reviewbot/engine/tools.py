@@ -25,8 +25,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from reviewbot.anchoring import at_row
-from reviewbot.chunking import Chunk, Row
 from reviewbot.diff import Side
+from reviewbot.engine.chunking import Chunk, Row
 from reviewbot.findings import CATEGORIES, SEVERITIES, Finding, Severity, capped_severity
 from reviewbot.modeltext import clean, one_line, suggestion_ok
 

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from reviewbot.surroundings import enclosing
+from reviewbot.engine.surroundings import enclosing
 from reviewbot.tree import git_grep
 
 MAX_NAMES = 40  # per review: the names searched for

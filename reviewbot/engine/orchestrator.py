@@ -15,16 +15,23 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
-import httpx
-
-from reviewbot import filters, templates, tools
-from reviewbot.candidates import agree, apply_verdicts
-from reviewbot.chunking import Chunk, Piece, file_header, make_pieces, pack, split
 from reviewbot.config import Settings
 from reviewbot.context import Context
-from reviewbot.deadline import DeadlineTransport, until
-from reviewbot.definitions import Definition, called_names, defined_in
 from reviewbot.diff import ChangeSet, FileDiff, Side, check_size
+from reviewbot.engine import filters, templates, tools
+from reviewbot.engine.candidates import agree, apply_verdicts
+from reviewbot.engine.chunking import Chunk, Piece, file_header, make_pieces, pack, split
+from reviewbot.engine.deadline import until
+from reviewbot.engine.definitions import Definition, called_names, defined_in
+from reviewbot.engine.llm import ModelClient, Reply
+from reviewbot.engine.noise import Floor, triage
+from reviewbot.engine.progress import ChunkProgress, NoProgress
+from reviewbot.engine.prompttext import defuse, label, quoted
+from reviewbot.engine.surroundings import definition_blocks, surrounding_blocks
+from reviewbot.engine.tokens import (
+    DegradingCounter,
+    TokenCounter,
+)
 from reviewbot.errors import (
     BadAnswer,
     ContextTooLong,
@@ -33,20 +40,8 @@ from reviewbot.errors import (
     redact,
 )
 from reviewbot.findings import Finding, Severity, merge, with_fingerprints
-from reviewbot.llm import ModelClient, Reply
-from reviewbot.noise import Floor, triage
-from reviewbot.prompttext import defuse, label, quoted
-from reviewbot.report.progress import ChunkProgress, NoProgress
-from reviewbot.result import Dropped, Reviewer, ReviewResult, Stats, unreviewed_error
+from reviewbot.result import Dropped, ReviewResult, Stats, unreviewed_error
 from reviewbot.rules import applicable
-from reviewbot.surroundings import definition_blocks, surrounding_blocks
-from reviewbot.tokens import (
-    DegradingCounter,
-    EstimateTokenCounter,
-    LocalTokenCounter,
-    TokenCounter,
-    VllmTokenCounter,
-)
 
 SAFETY_TOKENS = 16  # slack for tokenizer merges across piece boundaries
 MAX_RESPLITS = 6
@@ -479,54 +474,3 @@ def route_key(changes: ChangeSet, context: Context) -> str:
     chunk and pass (and for the same change reviewed again), telling nothing of the code."""
     text = "\0".join([context.intent.title, *sorted(f.path for f in changes.files)])
     return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:16]
-
-
-def counter_for(settings: Settings, client: ModelClient, model: str,
-                http: httpx.Client) -> TokenCounter:
-    """The most exact counter available: the server's /tokenize, a tokenizer.json, an estimate."""
-    # /tokenize is outside vLLM's /v1, but a load balancer in front may still want the key
-    headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else {}
-    vllm = VllmTokenCounter.probe(client.root_url, model, http, headers)
-    if vllm is not None:
-        return DegradingCounter(vllm)
-    if settings.tokenizer:
-        return LocalTokenCounter(settings.tokenizer)
-    return EstimateTokenCounter()
-
-
-FALLBACK_CONCURRENCY = 8  # when the server does not say how much it holds
-MAX_CONCURRENCY = 32
-
-
-def concurrency_for(settings: Settings, kv_tokens: int | None, chunk_tokens: int) -> int:
-    """`concurrency`, or (at 0) as many chunks as the server's KV cache holds at once, plus
-    one so that the next is queued when one ends: a review's chunks then go out together
-    instead of in waves (on the H200, at 8, a 9-chunk review ran as two waves)."""
-    if settings.concurrency:
-        return settings.concurrency
-    if not kv_tokens:
-        return FALLBACK_CONCURRENCY
-    return max(2, min(MAX_CONCURRENCY, kv_tokens // max(1, chunk_tokens) + 1))
-
-
-def make_engine(settings: Settings, progress: ChunkProgress | None = None) -> Engine:
-    # one connection pool (and one TLS context, which costs real CPU to build) for everything
-    limits = httpx.Limits(max_connections=2 * MAX_CONCURRENCY + 4)
-    transport = DeadlineTransport(httpx.HTTPTransport(limits=limits), settings.request_timeout)
-    http = httpx.Client(timeout=settings.request_timeout, transport=transport)
-    client = ModelClient(settings.base_url, settings.api_key, settings.request_timeout,
-                         settings.retries, http_client=http)
-    served = client.discover(settings.model)
-    context = min(served.max_model_len or settings.max_context, settings.max_context)
-    unit = min(context, settings.chunk_tokens + settings.max_output_tokens) \
-        if settings.chunk_tokens else context
-    settings = replace(settings, concurrency=concurrency_for(
-        settings, None if settings.concurrency else client.kv_tokens(), unit))
-    return Engine(settings, client, counter_for(settings, client, served.model, http),
-                  served.model, context, progress or NoProgress())
-
-
-def make_reviewer(settings: Settings, progress: ChunkProgress | None = None) -> Reviewer:
-    """What forges and the webhook call: a ChangeSet and its context in, a ReviewResult out."""
-    engine = make_engine(settings, progress)
-    return engine.review

@@ -23,12 +23,12 @@ from reviewbot.errors import (
     RequestFailed,
     redact,
 )
+from reviewbot.headers import AFFINITY_HEADER
 
 _CONTEXT_MARKERS = ("context length", "maximum context", "too long", "max_model_len",
                     "maximum model length", "is longer than")
 
 
-AFFINITY_HEADER = "X-Reviewbot-Review"  # the balancers hash on it (server/render/balancers.py)
 METRICS_BYTES = 1 << 20  # vLLM's /metrics is tens of KB; a server may send anything
 
 

@@ -1,0 +1,80 @@
+"""The import rules of the layout, held by a test: the shared vocabulary at the top, the engine
+below the entry points, the server package beside the review side, sharing only HTTP.
+
+Imports inside functions count (lazy imports are still dependencies)."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "reviewbot"
+
+
+def _module(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path) -> set[str]:
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return found
+
+
+MODULES = {_module(p): _imports(p) for p in PACKAGE.rglob("*.py")}
+
+
+def _offenders(inside: str, forbidden: tuple[str, ...], allowed: tuple[str, ...] = ()) -> list[str]:
+    return sorted(f"{mod} imports {name}" for mod, names in MODULES.items()
+                  if (mod == inside or mod.startswith(inside + ".")) and mod not in allowed
+                  for name in names
+                  if any(name == f or name.startswith(f + ".") for f in forbidden))
+
+
+def test_the_engine_imports_no_entry_point_and_no_sink() -> None:
+    assert _offenders("reviewbot.engine", ("reviewbot.commands", "reviewbot.forges",
+                                           "reviewbot.webhook", "reviewbot.report",
+                                           "reviewbot.cli", "reviewbot.server")) == []
+
+
+def test_the_server_package_imports_no_engine_and_no_entry_point() -> None:
+    assert _offenders("reviewbot.server", ("reviewbot.engine", "reviewbot.commands",
+                                           "reviewbot.forges", "reviewbot.webhook")) == []
+
+
+def test_the_webhook_imports_no_command() -> None:
+    assert _offenders("reviewbot.webhook", ("reviewbot.commands",)) == []
+
+
+def test_nothing_but_the_demo_reaches_into_the_server_package() -> None:
+    """The demo is the one command that runs both sides (a local vLLM and a review); the CLI
+    names the `server` subcommands by string."""
+    assert _offenders("reviewbot", ("reviewbot.server",),
+                      allowed=tuple(m for m in MODULES if m.startswith("reviewbot.server"))
+                      + ("reviewbot.commands.demo",)) == []
+
+
+def test_only_the_model_client_imports_openai_on_the_review_side() -> None:
+    """The server's probes may: they are clients of the server they test."""
+    review_side = tuple(m for m in MODULES if not m.startswith("reviewbot.server"))
+    users = sorted(m for m in review_side if any(n == "openai" or n.startswith("openai.")
+                                                   for n in MODULES[m]))
+    assert users == ["reviewbot.engine.llm"]
+
+
+def test_the_review_path_loads_no_server_module() -> None:
+    code = ("import sys, reviewbot.cli, reviewbot.commands.review, reviewbot.engine.build, "
+            "reviewbot.forges.run, reviewbot.webhook.app, reviewbot.webhook.runner\n"
+            "print(sorted(m for m in sys.modules if m.startswith('reviewbot.server')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+    assert not (ROOT / "server").exists()  # no top-level package that could collide
