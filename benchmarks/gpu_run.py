@@ -297,7 +297,8 @@ def passes(url: str, raw: bytes, candidates: int = 8) -> dict[str, Any]:
     makes every answer longer."""
     import openai
 
-    from reviewbot import diff, filters
+    from reviewbot import diff
+    from reviewbot.engine import filters
     from reviewbot.context import Context
     from reviewbot.engine.build import make_engine
     from reviewbot.findings import Finding, Severity
@@ -390,7 +391,8 @@ def replay(url: str, raw: bytes) -> dict[str, Any]:
     """The review's exact requests, all at once, against the same server."""
     import openai
 
-    from reviewbot import diff, filters
+    from reviewbot import diff
+    from reviewbot.engine import filters
     from reviewbot.context import Context
     from reviewbot.engine.build import make_engine
 

@@ -264,8 +264,11 @@ def test_several_gpu_instances_behind_nginx(tmp_path: Path) -> None:
              "--vllm-python", _fake_python(tmp_path), *FAST], tmp_path / "state",
             env=_fake_nvidia_smi(tmp_path, 2))
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 120  # a loaded machine starts two instances and nginx slowly
         while time.monotonic() < deadline:
+            if up.proc.poll() is not None:  # say why, instead of "no status" after the deadline
+                pytest.fail(f"supervisor exited ({up.proc.returncode}): "
+                            f"{up.proc.stderr.read() if up.proc.stderr else ''}")
             status = up.status()
             if status and all(i["state"] == "ready" for i in status["instances"]):  # type: ignore[attr-defined]
                 break

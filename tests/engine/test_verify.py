@@ -187,7 +187,7 @@ def test_the_findings_cap_grows_with_the_chunk() -> None:
 
 
 def test_hostile_confidences_are_clamped_or_refused() -> None:
-    from reviewbot import tools
+    from reviewbot.engine import tools
 
     assert tools._confidence(7.5, None) == 1.0 and tools._confidence(-3, None) == 0.0
     for bad in (float("nan"), float("inf"), "0.9", True, None, [0.5]):
