@@ -298,8 +298,8 @@ def passes(url: str, raw: bytes, candidates: int = 8) -> dict[str, Any]:
     import openai
 
     from reviewbot import diff
-    from reviewbot.engine import filters
     from reviewbot.context import Context
+    from reviewbot.engine import filters
     from reviewbot.engine.build import make_engine
     from reviewbot.findings import Finding, Severity
 
@@ -392,8 +392,8 @@ def replay(url: str, raw: bytes) -> dict[str, Any]:
     import openai
 
     from reviewbot import diff
-    from reviewbot.engine import filters
     from reviewbot.context import Context
+    from reviewbot.engine import filters
     from reviewbot.engine.build import make_engine
 
     settings = settings_for(url, 8)
