@@ -50,6 +50,11 @@ _HTML_START = re.compile(r"<")
 _BARE_URL = re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*:|\bwww)(//|\.)")
 
 
+def _no_autolinks(text: str) -> str:
+    """Bare `scheme://` and `www.` broken with a zero-width space: GFM links them unmarked."""
+    return _BARE_URL.sub(lambda m: m.group(1) + ZWSP + m.group(2), text)
+
+
 def no_actions(text: str) -> str:
     """What is left active in code too: quick actions at a line start, mentions, references."""
     text = _QUICK_ACTION.sub(r"\1\\/", text)
@@ -60,7 +65,7 @@ def _plain(text: str) -> str:
     """Text outside code: entities, tags, comments, links and images become literal."""
     text = _ENTITY_OR_AMP.sub("&amp;", text)
     text = _HTML_START.sub("&lt;", text)
-    text = _BARE_URL.sub(lambda m: m.group(1) + ZWSP + m.group(2), text)  # GFM autolinks
+    text = _no_autolinks(text)
     return no_actions(text.replace("[", "&#91;"))
 
 
@@ -77,7 +82,7 @@ def inline(text: str) -> str:
     CommonMark lets any ASCII punctuation be backslash-escaped, and GFM tables accept `\\|`.
     """
     text = _INLINE_SPECIAL.sub(r"\\\1", one_line(text))
-    return no_actions(_BARE_URL.sub(lambda m: m.group(1) + ZWSP + m.group(2), text))
+    return no_actions(_no_autolinks(text))
 
 
 def code(text: str, *, in_table: bool = False) -> str:
