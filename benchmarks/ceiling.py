@@ -298,7 +298,7 @@ def run_bot(
         "make_engine_cpu_s": time.process_time() - cpu0,
         "make_engine_wall_s": time.monotonic() - t0,
     }
-    plain_chunks = engine.chunks
+    plain_chunks = engine.fitting.chunks
 
     def chunks(changes: Any, title: str) -> Any:  # timed: filter and chunk run before it
         c0, w0 = time.process_time(), time.monotonic()
@@ -308,11 +308,11 @@ def run_bot(
             split["chunks_cpu_s"] = time.process_time() - c0
             split["chunks_wall_s"] = time.monotonic() - w0
 
-    engine.chunks = chunks  # type: ignore[method-assign]
+    engine.fitting.chunks = chunks  # type: ignore[method-assign]
     # the per-run nonce, at the top of the (cached, identical-for-all-chunks) system prompt
-    engine.__dict__["system_prompt"] = _nonce_line(nonce) + engine.system_prompt
+    engine.requests.__dict__["system_prompt"] = _nonce_line(nonce) + engine.requests.system_prompt
     if grammar_nonce:
-        plain_request = engine.request
+        plain_request = engine.requests.request
 
         def request(
             chunk: Any, total: int, title: str
@@ -320,7 +320,7 @@ def run_bot(
             messages, tool_list = plain_request(chunk, total, title)
             return messages, [_tag_tool(tool, nonce) for tool in tool_list]
 
-        engine.request = request  # type: ignore[method-assign]  # chunks() counts with it too
+        engine.requests.request = request  # type: ignore[method-assign]  # chunks() counts with it too
 
     def hook(request: httpx.Request) -> None:
         if request.method == "POST" and request.url.path.endswith("/chat/completions"):

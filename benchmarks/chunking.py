@@ -273,7 +273,7 @@ def run_once(raw: bytes, tokenizer: str, context: int, output_tokens: int) -> tu
                     client=None, counter=counter, model="bench", context=context)  # type: ignore[arg-type]
     changes = diff.parse(raw)
     reviewed, skipped = filters.split(changes)
-    chunks = engine.chunks(reviewed, Context(Intent("Release"))) if reviewed.files else []
+    chunks = engine.fitting.chunks(reviewed, Context(Intent("Release"))) if reviewed.files else []
     return engine, (changes, reviewed, skipped), chunks
 
 
@@ -292,23 +292,23 @@ def measure(source: str, raw: bytes, tokenizer: tuple[str, str], context: int, o
         wall.append(time.perf_counter() - w0)
     counter = engine.counter
     sizes = [counter.count_request(m, t) for m, t in
-             (engine.request(c, len(chunks), Context(Intent("Release"))) for c in chunks)]
-    empty_messages, empty_tools = engine.request(Chunk(0, ()), 1, "Release")
+             (engine.requests.request(c, len(chunks), Context(Intent("Release"))) for c in chunks)]
+    empty_messages, empty_tools = engine.requests.request(Chunk(0, ()), 1, "Release")
     fixed = counter.count_request(empty_messages, empty_tools)
     empty_tool = empty_tools[-1]  # the finding tool: the one with per-chunk rows
     diff_tokens = sum(p.tokens for c in chunks for p in c.pieces)
     base_tool = counter.count_texts([json.dumps(empty_tool, ensure_ascii=False)])[0]
-    anchors = sum(counter.count_texts([json.dumps(engine.request(c, len(chunks), Context(Intent("Release")))[1][-1],
+    anchors = sum(counter.count_texts([json.dumps(engine.requests.request(c, len(chunks), Context(Intent("Release")))[1][-1],
                                                   ensure_ascii=False)])[0] - base_tool
                   for c in chunks)
     headers = sum(counter.count_texts([file_header(f) + "\n"])[0]
                   for c in chunks for f, _ in c.by_file())
-    assert max(sizes) <= engine.budget, "a request exceeds the budget"
+    assert max(sizes) <= engine.requests.budget, "a request exceeds the budget"
     return Figures(
         source=source, tokenizer=tokenizer[1], diff_bytes=len(raw), diff_lines=raw.count(b"\n"), files=len(changes.files),
         reviewed=len(reviewed.files), skipped=len(skipped), changed_lines=reviewed.changed_lines,
         cpu_seconds=cpu, wall_seconds=wall, chunks=len(chunks), total_prompt=sum(sizes),
-        fixed_per_chunk=fixed, diff_tokens=diff_tokens, budget=engine.budget,
+        fixed_per_chunk=fixed, diff_tokens=diff_tokens, budget=engine.requests.budget,
         coverage=sum(c.changed_lines for c in chunks) / max(reviewed.changed_lines, 1),
         anchor_tokens=anchors, header_tokens=headers, load_seconds=load)
 

@@ -27,9 +27,9 @@ def main(path: str) -> None:
                     "m", 65536)
     started = time.process_time()
     reviewed, _ = filters.split(diff.parse(raw), settings.exclude)
-    chunks = engine.chunks(reviewed, Context())
+    chunks = engine.fitting.chunks(reviewed, Context())
     for chunk in chunks:
-        engine.request(chunk, len(chunks), Context())
+        engine.requests.request(chunk, len(chunks), Context())
     cpu = time.process_time() - started
     print(f"cpu {cpu:.3f} s, {cpu / (len(raw) / 2**20):.3f} s/MB, {len(chunks)} chunks")
 

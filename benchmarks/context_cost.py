@@ -41,10 +41,10 @@ def main() -> None:
         right = range_.split("..", 1)[1].lstrip(".") or "HEAD"
         context = Context(files=lambda path, rev=right: diff.file_at(rev, path),
                           definitions=git_finder(right))
-        chunks = engine.chunks(changes, Context())
-        plain = sum(engine._exact(c.pieces, Context()) for c in chunks)
-        around = engine.with_surroundings(chunks, context)
-        richer = sum(engine.counter.count_request(*engine.request(c, len(around), Context()))
+        chunks = engine.fitting.chunks(changes, Context())
+        plain = sum(engine.fitting.exact(c.pieces, Context()) for c in chunks)
+        around = engine.fitting.with_surroundings(chunks, context)
+        richer = sum(engine.counter.count_request(*engine.requests.request(c, len(around), Context()))
                      for c in around)
         added = [ln.text for f in changes.files for h in f.hunks for ln in h.lines
                  if ln.kind == "+"]

@@ -16,8 +16,8 @@ What it does, in one process, everything it sees written to --out as JSON:
    (dev endpoint), runs the bot (`make_engine(resolve(...)).review(changes)`) and records wall
    time, CPU time, chunks, tokens, tokens/s, reviews/hour and stats.complete, plus the /metrics
    deltas of that run (prompt tokens, prefix-cache hits/queries, TTFT histogram);
-4. the ceiling, in the same server: the exact requests of the review (`engine.chunks` +
-   `engine.request`) replayed all at once (concurrency = number of chunks) with the same forced
+4. the ceiling, in the same server: the exact requests of the review (`engine.fitting.chunks` +
+   `engine.requests.request`) replayed all at once (concurrency = number of chunks) with the same forced
    tool choice, max_tokens and temperature, after a prefix-cache reset; its wall time and
    metrics deltas, and the bot/ceiling ratio;
 5. optionally (--parallel large:4,small:16), several reviews of the same diff at once, each with
@@ -306,7 +306,7 @@ def passes(url: str, raw: bytes, candidates: int = 8) -> dict[str, Any]:
     settings = settings_for(url, 8, max_findings_per_chunk=8)
     engine = make_engine(settings)
     reviewed, _ = filters.split(diff.parse(raw), settings.exclude)
-    chunks = engine.chunks(reviewed, Context())
+    chunks = engine.fitting.chunks(reviewed, Context())
     client = openai.OpenAI(base_url=url + "/v1", api_key="EMPTY", timeout=600, max_retries=0)
     temperature = TEMPERATURE if TEMPERATURE is not None else 0.0
 
@@ -322,9 +322,9 @@ def passes(url: str, raw: bytes, candidates: int = 8) -> dict[str, Any]:
             raise PassFailed(f"{name}: {exc}") from None
 
     def finding(chunk: Any, n: int = 1) -> tuple[Any, Any, Any]:
-        messages, tools = engine.request(chunk, len(chunks), Context())
+        messages, tools = engine.requests.request(chunk, len(chunks), Context())
         return messages, tools, call(messages, tools, "report_findings",
-                                     engine.output_tokens(chunk.changed_lines), n)
+                                     engine.requests.output_tokens(chunk.changed_lines), n)
 
     def both(chunk: Any) -> list[Any]:
         messages, tools, first = finding(chunk)
@@ -332,7 +332,7 @@ def passes(url: str, raw: bytes, candidates: int = 8) -> dict[str, Any]:
         found = [Finding(r.file.path, r.number, r.side, Severity.MAJOR, f"candidate {i}",
                          "The value may be None here and is used without a check.")
                  for i, r in enumerate(rows)]
-        second = call(engine.verify_messages(chunk, messages, found), tools, "verify_findings",
+        second = call(engine.requests.verify_messages(chunk, messages, found), tools, "verify_findings",
                       64 + 96 * len(found))
         return [first, second]
 
@@ -383,7 +383,7 @@ def bot_run(url: str, raw: bytes, concurrency: int, **extra: object) -> dict[str
         "completion_tokens_per_s": round(s.completion_tokens / wall, 1),
         "reviews_per_hour": round(3600 / wall, 1), "complete": s.complete,
         "findings": len(result.findings), "stats": s.to_dict(), "metrics": delta(m0, m1),
-        "context": engine.context, "budget": engine.budget,
+        "context": engine.context, "budget": engine.requests.budget,
     }
 
 
@@ -400,9 +400,9 @@ def replay(url: str, raw: bytes) -> dict[str, Any]:
     engine = make_engine(settings)
     reviewed, _ = filters.split(diff.parse(raw), settings.exclude)
     t_chunk = time.monotonic()
-    chunks = engine.chunks(reviewed, Context())
+    chunks = engine.fitting.chunks(reviewed, Context())
     chunk_s = time.monotonic() - t_chunk
-    requests = [engine.request(c, len(chunks), Context()) for c in chunks]
+    requests = [engine.requests.request(c, len(chunks), Context()) for c in chunks]
     client = openai.OpenAI(base_url=url + "/v1", api_key="EMPTY", timeout=600, max_retries=0)
 
     def one(req: tuple[list[dict[str, Any]], list[dict[str, Any]]]) -> dict[str, Any]:

@@ -67,12 +67,12 @@ def main() -> None:
                         "max_output_tokens": 256, "temperature": 0.0}, env={}, file_values={})
     engine = make_engine(settings)
     changes, _ = filters.split(parse(change()))
-    chunks = engine.chunks(changes, Context(Intent("Make the handlers robust")))
+    chunks = engine.fitting.chunks(changes, Context(Intent("Make the handlers robust")))
     root = engine.client.root_url
     with httpx.Client(timeout=120) as http:
         ids = []
         for chunk in chunks:
-            messages, tool_list = engine.request(chunk, len(chunks), Context(Intent("Make the handlers robust")))
+            messages, tool_list = engine.requests.request(chunk, len(chunks), Context(Intent("Make the handlers robust")))
             r = http.post(f"{root}/tokenize", json={"model": engine.model, "messages": messages,
                                                     "tools": tool_list,
                                                     "add_generation_prompt": True})

@@ -59,17 +59,17 @@ def main() -> int:
     c0 = time.process_time()
     changes = diff.parse(raw)
     reviewed, _ = filters.split(changes, settings.exclude)
-    chunks = engine.chunks(reviewed, Context())
+    chunks = engine.fitting.chunks(reviewed, Context())
     cpu = time.process_time() - c0
     per_file = raw_files(raw)
     paths = {f.path for f in reviewed.files}
     diff_all = sum(counter.count_texts(list(per_file.values())))
     diff_reviewed = sum(counter.count_texts([t for p, t in per_file.items() if p in paths]))
     prompt = 0
-    fixed = engine.counter.count_request(*engine.request(chunks[0].__class__(0, ()), 1,
+    fixed = engine.counter.count_request(*engine.requests.request(chunks[0].__class__(0, ()), 1,
                                                          Context()))
     for chunk in chunks:
-        prompt += engine.counter.count_request(*engine.request(chunk, len(chunks), Context()))
+        prompt += engine.counter.count_request(*engine.requests.request(chunk, len(chunks), Context()))
     labels = [line for c in chunks for p in c.pieces for line in p.text.split("\n")
               if re.match(r"^[+\-]\d+ ", line)]
     label_tokens = sum(counter.count_texts([re.match(r"^[+\-]\d+ ", ln).group(0)  # type: ignore[union-attr]

@@ -61,13 +61,13 @@ def main() -> None:
                        env={}, file_values={})
     engine = make_engine(settings)
     changes, _ = filters.split(parse(change()))
-    chunks = engine.chunks(changes, Context(Intent("Make the handlers robust")))
+    chunks = engine.fitting.chunks(changes, Context(Intent("Make the handlers robust")))
     out: dict[str, Any] = {"chunks": len(chunks)}
     with httpx.Client(timeout=120) as http:
         for layout in ("$defs at the end (reviewbot)", "inline, anchor first"):
             ids = []
             for chunk in chunks:
-                messages, tool_list = engine.request(chunk, len(chunks), Context(Intent("Make the handlers robust")))
+                messages, tool_list = engine.requests.request(chunk, len(chunks), Context(Intent("Make the handlers robust")))
                 if layout.startswith("inline"):
                     tool_list = [inline(t) for t in tool_list]
                 r = http.post(f"{engine.client.root_url}/tokenize", json={

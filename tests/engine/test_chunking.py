@@ -227,8 +227,8 @@ def engine(counter: TokenCounter, context: int, **settings: object) -> Engine:
 
 def request_tokens(e: Engine, chunk: Chunk, total: int, title: str = "Add things") -> int:
     """The chunk's prompt tokens plus the answer's room beyond max_output_tokens."""
-    messages, tool_list = e.request(chunk, total, Context(Intent(title)))
-    extra = e.output_tokens(chunk.changed_lines) - e.settings.max_output_tokens
+    messages, tool_list = e.requests.request(chunk, total, Context(Intent(title)))
+    extra = e.requests.output_tokens(chunk.changed_lines) - e.settings.max_output_tokens
     return e.counter.count_request(messages, tool_list) + extra
 
 
@@ -241,7 +241,7 @@ def chunked(changes: ChangeSet, counter: TokenCounter, context: int) -> tuple[En
     if key not in _CHUNKED:
         e = engine(counter, context)
         reviewed, _ = filters.split(changes)
-        chunks = e.chunks(reviewed, Context(Intent("Add things")))
+        chunks = e.fitting.chunks(reviewed, Context(Intent("Add things")))
         _CHUNKED[key] = e, chunks, [request_tokens(e, c, len(chunks)) for c in chunks]
     return _CHUNKED[key]
 
@@ -252,7 +252,7 @@ def test_engine_chunks_fit_the_context_and_cover_everything(
     e, chunks, sizes = chunked(many_files, counter, context)
     assert chunks and [c.index for c in chunks] == list(range(1, len(chunks) + 1))
     assert max(sizes) + e.settings.max_output_tokens <= context, sizes
-    assert max(sizes) <= e.budget
+    assert max(sizes) <= e.requests.budget
     reviewed, _ = filters.split(many_files)
     assert sum(c.changed_lines for c in chunks) == reviewed.changed_lines
     placed = [(p.file.path, p.hunk.header, p.part) for c in chunks for p in c.pieces]
@@ -266,7 +266,7 @@ def test_engine_chunk_count_is_within_ten_percent_of_the_minimum(
     # the fewest chunks that can carry these prompt tokens, the fixed part paid once per chunk
     fixed = request_tokens(e, Chunk(0, ()), 1)
     content = sum(sizes) - fixed * len(chunks)
-    minimum = math.ceil(content / (e.budget - fixed))
+    minimum = math.ceil(content / (e.requests.budget - fixed))
     assert len(chunks) <= math.floor(1.1 * minimum) + 1, (
         f"{len(chunks)} chunks for a minimum of {minimum}; sizes {sorted(sizes)}")
 
@@ -274,10 +274,10 @@ def test_engine_chunk_count_is_within_ten_percent_of_the_minimum(
 def test_every_chunk_shows_the_file_header_with_each_file(counter: TokenCounter) -> None:
     changes = ChangeSet(big_hunk_diff().files + new_file_diff("docs/notes.py", ["a = 1"]).files)
     e = engine(counter, 4096)
-    chunks = e.chunks(changes, Context(Intent("")))
+    chunks = e.fitting.chunks(changes, Context(Intent("")))
     assert len(chunks) > 2
     for chunk in chunks:
-        user = e.messages(chunk, len(chunks), Context(Intent("")))[1]["content"]
+        user = e.requests.messages(chunk, len(chunks), Context(Intent("")))[1]["content"]
         for file, pieces in chunk.by_file():
             assert file_header(file) in user
             for piece in pieces:
@@ -287,11 +287,11 @@ def test_every_chunk_shows_the_file_header_with_each_file(counter: TokenCounter)
 def test_system_prompt_and_tool_prefix_are_identical_across_chunks(
         many_files: ChangeSet, counter: TokenCounter) -> None:
     e = engine(counter, 8192)
-    chunks = e.chunks(many_files, Context(Intent("t")))
+    chunks = e.fitting.chunks(many_files, Context(Intent("t")))
     assert len(chunks) > 2
     systems, prefixes = set(), set()
     for chunk in chunks:
-        messages, tool_list = e.request(chunk, len(chunks), Context(Intent("t")))
+        messages, tool_list = e.requests.request(chunk, len(chunks), Context(Intent("t")))
         systems.add(messages[0]["content"])
         text = json.dumps(tool_list)
         # the per-chunk part is the findings cap and the rows, at the very end of the tools
@@ -314,7 +314,7 @@ def test_a_split_hunk_of_a_long_path_still_fits_the_context(counter: TokenCounte
              for i in range(1200)]
     changes = new_file_diff(LONG_PATH, lines)
     e = engine(counter, context)
-    chunks = e.chunks(changes, Context(Intent("Add integration tests")))
+    chunks = e.fitting.chunks(changes, Context(Intent("Add integration tests")))
     sizes = [request_tokens(e, c, len(chunks), "Add integration tests") for c in chunks]
     assert max(sizes) + e.settings.max_output_tokens <= context, (max(sizes), context)
     assert sum(c.changed_lines for c in chunks) == 1200
@@ -340,8 +340,8 @@ def test_chunk_tokens_makes_smaller_review_units_within_the_same_context(
         many_files: ChangeSet, counter: TokenCounter) -> None:
     whole = engine(counter, 8192)
     units = engine(counter, 8192, chunk_tokens=3000)
-    assert units.budget == 3000 < whole.budget
-    big, small = whole.chunks(many_files, Context()), units.chunks(many_files, Context())
+    assert units.requests.budget == 3000 < whole.requests.budget
+    big, small = whole.fitting.chunks(many_files, Context()), units.fitting.chunks(many_files, Context())
     assert len(small) > len(big)
     assert sum(c.changed_lines for c in small) == many_files.changed_lines
     assert all(request_tokens(units, c, len(small), title="") <= 3000 for c in small)

@@ -54,8 +54,8 @@ def test_messages_and_tool_schema_are_as_recorded() -> None:
     settings = Settings(rules=RULES)
     engine = Engine(settings, ModelClient(settings.base_url, None, 10, 0), EstimateTokenCounter(),
                     "tiny", 65536)
-    (chunk,) = engine.chunks(parse(DIFF), INTENT)
-    messages, tool_list = engine.request(chunk, 1, INTENT)
+    (chunk,) = engine.fitting.chunks(parse(DIFF), INTENT)
+    messages, tool_list = engine.requests.request(chunk, 1, INTENT)
     _check("system.txt", messages[0]["content"])
     _check("user.txt", messages[1]["content"])
     # not sorted: the order is part of the contract (shared parts first, per-chunk $defs last)
@@ -63,6 +63,6 @@ def test_messages_and_tool_schema_are_as_recorded() -> None:
     candidate = Finding("src/app.py", 3, Side.NEW, Severity.MAJOR, "Logs the payload",
                         "`data` may hold secrets <|im_end|>", category="security",
                         suggestion="    log.debug(\"got a request\")", confidence=0.7)
-    verify = engine.verify_messages(chunk, messages, [candidate])
+    verify = engine.requests.verify_messages(chunk, messages, [candidate])
     assert verify[:2] == messages  # the verification pass extends the finding pass's prompt
     _check("verify.txt", verify[2]["content"])

@@ -253,12 +253,12 @@ def test_engine_requests_fit_the_context_and_cover_every_changed_line(
     settings = Settings(max_context=context, max_output_tokens=1024, verify=verify)
     engine = Engine(settings=settings, client=None,  # type: ignore[arg-type]
                     counter=counter, model="m", context=context)
-    chunks = engine.chunks(changes, Context(Intent("title")))
+    chunks = engine.fitting.chunks(changes, Context(Intent("title")))
     assert sum(c.changed_lines for c in chunks) == changes.changed_lines
     for chunk in chunks:
-        messages, tool_list = engine.request(chunk, len(chunks), Context(Intent("title")))
+        messages, tool_list = engine.requests.request(chunk, len(chunks), Context(Intent("title")))
         size = counter.count_request(messages, tool_list)
-        assert size + engine.output_tokens(chunk.changed_lines) <= context
+        assert size + engine.requests.output_tokens(chunk.changed_lines) <= context
 
 
 # -- tool calls ------------------------------------------------------------------------------

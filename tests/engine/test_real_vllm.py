@@ -73,9 +73,9 @@ def test_counts_match_the_servers_own_prompt_tokens(vllm_server) -> None:
     assert engine.counter.name == "vllm /tokenize"
     assert engine.context == 4096
     changes, _ = filters.split(parse(big_diff(files=4)))
-    chunks = engine.chunks(changes, Context(Intent("")))
+    chunks = engine.fitting.chunks(changes, Context(Intent("")))
     for chunk in chunks[:3]:
-        messages, tool_list = engine.request(chunk, len(chunks), Context(Intent("")))
+        messages, tool_list = engine.requests.request(chunk, len(chunks), Context(Intent("")))
         counted = engine.counter.count_request(messages, tool_list)
         reply = engine.client.call_tool(engine.model, messages, tool_list, "report_findings", 16,
                                         0.0)
@@ -88,8 +88,8 @@ def one_chunk(vllm_server):  # type: ignore[no-untyped-def]
     engine = make_engine(resolve({"base_url": vllm_server.base_url, "max_output_tokens": 256},
                                  env={}, config_path="/dev/null"))
     changes, _ = filters.split(parse(big_diff(files=1, funcs=2)))
-    (chunk,) = engine.chunks(changes, Context())
-    return (engine, chunk, *engine.request(chunk, 1, Context()))
+    (chunk,) = engine.fitting.chunks(changes, Context())
+    return (engine, chunk, *engine.requests.request(chunk, 1, Context()))
 
 
 def test_guided_tool_call_is_valid_json_for_the_schema(vllm_server) -> None:
@@ -124,7 +124,7 @@ def test_the_verification_pass_shares_the_finding_passs_prompt_and_answers_in_sc
     engine, chunk, messages, tool_list = one_chunk(vllm_server)
     row = next(r for r in chunk.rows().values() if r.line.kind == "+")
     candidates = [Finding(row.file.path, row.number, row.side, Severity.MAJOR, "t", "b")] * 3
-    verify = engine.verify_messages(chunk, messages, candidates)
+    verify = engine.requests.verify_messages(chunk, messages, candidates)
     with httpx.Client(timeout=60) as http:
         def ids(msgs: list) -> list[int]:
             r = http.post(f"{vllm_server.root_url}/tokenize", json={
@@ -169,8 +169,8 @@ def test_special_tokens_in_the_diff_never_reach_the_template_as_control_tokens(v
     settings = resolve({"base_url": vllm_server.base_url, "max_output_tokens": 128},
                        env={}, config_path="/dev/null")
     engine = make_engine(settings)
-    (chunk,) = engine.chunks(parse(hostile), Context(Intent("title <|im_start|>")))
-    messages, _ = engine.request(chunk, 1, Context(Intent("title <|im_start|>")))
+    (chunk,) = engine.fitting.chunks(parse(hostile), Context(Intent("title <|im_start|>")))
+    messages, _ = engine.requests.request(chunk, 1, Context(Intent("title <|im_start|>")))
     with httpx.Client(timeout=60) as http:
         def ids(body: dict) -> list[int]:
             r = http.post(f"{vllm_server.root_url}/tokenize", json={"model": vllm_server.model, **body})
@@ -203,7 +203,7 @@ def test_counting_takes_round_trips_per_chunk_not_per_file(vllm_server, monkeypa
     engine = make_engine(settings)
     changes, _ = filters.split(parse(big_diff(files=400, funcs=1)))
     calls.clear()
-    chunks = engine.chunks(changes, Context())
+    chunks = engine.fitting.chunks(changes, Context())
     assert len(chunks) >= 2
     assert len(calls) <= 8 + 3 * len(chunks), (len(calls), len(chunks))
 

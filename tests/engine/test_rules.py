@@ -72,20 +72,20 @@ def _chunk(path: str) -> Chunk:
 
 def test_a_rule_is_shown_only_with_the_files_it_matches() -> None:
     e = _engine(rules=(Rule(("src/**/*.py",), "Return types are annotated."),))
-    code = e.messages(_chunk("src/api/app.py"), 2, Context())[1]["content"]
-    docs = e.messages(_chunk("docs/guide.md"), 2, Context())[1]["content"]
+    code = e.requests.messages(_chunk("src/api/app.py"), 2, Context())[1]["content"]
+    docs = e.requests.messages(_chunk("docs/guide.md"), 2, Context())[1]["content"]
     assert "> Return types are annotated." in code and "Return types" not in docs
 
 
 def test_categories_shape_the_schema_the_prompt_and_the_parser() -> None:
     narrow = _engine(categories=("bug", "security"))
     chunk = _chunk("src/api/app.py")
-    _, tool_list = narrow.request(chunk, 1, Context())
+    _, tool_list = narrow.requests.request(chunk, 1, Context())
     finding = tool_list[-1]["function"]["parameters"]["$defs"]["finding"]
     assert finding["properties"]["category"]["enum"] == ["bug", "security"]
-    assert "nothing about style, naming or formatting" in narrow.system_prompt
-    assert "maintainability" not in narrow.system_prompt
-    assert "at severity minor or info only" in _engine().system_prompt
+    assert "nothing about style, naming or formatting" in narrow.requests.system_prompt
+    assert "maintainability" not in narrow.requests.system_prompt
+    assert "at severity minor or info only" in _engine().requests.system_prompt
     row = next(iter(chunk.rows()))
     item = {"row": row, "title": "t", "body": "b", "severity": "critical", "confidence": 0.9}
     call = [(tools.TOOL_NAME, json.dumps({"summary": "", "findings": [

@@ -1,0 +1,169 @@
+"""The passes: a chunk's finding pass, its verification, and eval's judge, all through one
+attempts loop (an unusable answer is asked for again while the deadline allows)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from reviewbot.context import Context
+from reviewbot.engine import tools
+from reviewbot.engine.candidates import agree, apply_verdicts
+from reviewbot.engine.chunking import Chunk
+from reviewbot.engine.deadline import until
+from reviewbot.engine.llm import ModelClient, Reply
+from reviewbot.engine.requests import JUDGE_TOKENS, Messages, Requests, Tools
+from reviewbot.errors import BadAnswer, ContextTooLong, RequestFailed
+from reviewbot.findings import Finding
+from reviewbot.result import Dropped
+
+ANSWER_ATTEMPTS = 3  # an unusable answer (no call, bad JSON, cut short) is asked for again
+
+
+@dataclass
+class ChunkAnswer:
+    """A reviewed chunk: what its finding pass(es) and verification came to."""
+
+    findings: list[Finding] = field(default_factory=list)
+    dropped: list[Dropped] = field(default_factory=list)
+    summary: str = ""
+    prompt_tokens: int = 0
+    cached_tokens: int = 0
+    completion_tokens: int = 0
+    invalid: int = 0
+    reanchored: int = 0
+    candidates: int = 0
+    verify_requests: int = 0
+    verify_failed: bool = False
+
+    def add_usage(self, reply: Reply) -> None:
+        self.prompt_tokens += reply.prompt_tokens
+        self.cached_tokens += reply.cached_tokens
+        self.completion_tokens += reply.completion_tokens
+
+
+@dataclass(frozen=True)
+class Attempted:
+    """What the requests for one chunk came to: a ChunkAnswer, or the exception that ended it."""
+
+    chunk: Chunk
+    depth: int
+    attempts: int
+    unusable: int  # answers that came back but could not be used
+    outcome: ChunkAnswer | Exception
+
+
+def attempts(deadline: float, call: Callable[[], Reply]) -> Iterator[Reply | BadAnswer]:
+    """Up to ANSWER_ATTEMPTS calls while the deadline allows, each bounded by it: the reply, or
+    the BadAnswer of an answer that is no completion (asked again when the caller goes on);
+    ContextTooLong and RequestFailed end the attempts."""
+    for _ in range(ANSWER_ATTEMPTS):
+        if time.monotonic() >= deadline:
+            return
+        try:
+            with until(deadline):
+                reply = call()
+        except BadAnswer as exc:
+            yield exc
+            continue
+        yield reply
+
+
+@dataclass
+class Passes:
+    requests: Requests
+    client: ModelClient
+    model: str
+
+    def _call(self, messages: Messages, tool_list: Tools, name: str, max_tokens: int,
+              route: str, n: int = 1, temperature: float | None = None) -> Callable[[], Reply]:
+        temperature = self.requests.settings.temperature if temperature is None else temperature
+        return lambda: self.client.call_tool(self.model, messages, tool_list, name, max_tokens,
+                                             temperature, n=n, route=route)
+
+    def find(self, chunk: Chunk, depth: int, total: int, context: Context,
+             deadline: float, route: str = "") -> Attempted:
+        """One chunk: the finding pass (an unusable answer is asked for again, up to
+        ANSWER_ATTEMPTS), agreement across samples, then the verification pass."""
+        settings = self.requests.settings
+        messages, tool_list = self.requests.request(chunk, total, context)
+        answer = ChunkAnswer()
+        cap = self.requests.cap(chunk)
+        problem, unusable, requests = "the review deadline passed", 0, 0
+        usable: list[tools.Parsed] = []
+        call = self._call(messages, tool_list, tools.TOOL_NAME,
+                          self.requests.output_tokens(chunk.changed_lines), route,
+                          n=settings.samples)
+        try:
+            for reply in attempts(deadline, call):
+                requests += 1
+                if isinstance(reply, BadAnswer):
+                    problem, unusable = str(reply), unusable + 1
+                    continue
+                answer.add_usage(reply)
+                parsed = [tools.parse_calls(s.calls, chunk, cap, settings.categories)
+                          for s in reply.samples]
+                # a call cut at max_tokens may have lost findings: that sample does not count
+                usable = [p for p, s in zip(parsed, reply.samples)
+                          if p.usable and not s.truncated]
+                if usable:
+                    break
+                problem = ("the answer was cut at max_output_tokens" if reply.truncated
+                           else parsed[0].problem)
+                unusable += 1
+        except (ContextTooLong, RequestFailed) as exc:
+            return Attempted(chunk, depth, requests + 1, unusable, exc)
+        if not usable:
+            return Attempted(chunk, depth, requests, unusable, RequestFailed(
+                f"no usable answer after {unusable} attempt(s): {problem}"))
+        answer.summary = next((p.summary for p in usable if p.summary), "")
+        answer.invalid = sum(p.invalid for p in usable)
+        answer.reanchored = sum(p.reanchored for p in usable)
+        answer.candidates = sum(len(p.findings) for p in usable)
+        answer.findings, answer.dropped = agree([p.findings for p in usable])
+        if settings.verify and answer.findings:
+            answer.verify_requests = self.verify(chunk, messages, tool_list, answer, deadline,
+                                                 route)
+        return Attempted(chunk, depth, requests + answer.verify_requests, unusable, answer)
+
+    def verify(self, chunk: Chunk, messages: Messages, tool_list: Tools, answer: ChunkAnswer,
+               deadline: float, route: str = "") -> int:
+        """Judge `answer.findings` in place; the requests it took. Without a usable verdict the
+        candidates stay, unverified, and the chunk says so (its review is still complete: the
+        finding pass answered)."""
+        candidates = answer.findings
+        call = self._call(self.requests.verify_messages(chunk, messages, candidates), tool_list,
+                          tools.VERIFY_TOOL, self.requests.verify_tokens(len(candidates)), route)
+        requests = 0
+        try:
+            for reply in attempts(deadline, call):
+                requests += 1
+                if isinstance(reply, BadAnswer):
+                    continue
+                answer.add_usage(reply)
+                verdicts = tools.parse_verdicts(reply.calls, set(range(1, len(candidates) + 1)))
+                answer.invalid += verdicts.invalid
+                if verdicts.usable and not reply.truncated:
+                    kept, dropped, _ = apply_verdicts(candidates, verdicts.by_id)
+                    answer.findings, answer.dropped = kept, answer.dropped + dropped
+                    return requests
+        except (ContextTooLong, RequestFailed):
+            requests += 1
+        answer.verify_failed = True
+        return requests
+
+    def judge(self, title: str, body: str, reference: str, deadline: float) -> bool:
+        """eval's judge at temperature 0; no usable judgement counts as not the same problem."""
+        call = self._call(self.requests.judge_messages(title, body, reference),
+                          [tools.judge_tool()], tools.JUDGE_TOOL, JUDGE_TOKENS, "",
+                          temperature=0.0)
+        try:
+            for reply in attempts(deadline, call):
+                if not isinstance(reply, BadAnswer):
+                    verdict = tools.parse_judgement(reply.calls)
+                    if verdict is not None:
+                        return verdict
+        except (ContextTooLong, RequestFailed):
+            pass
+        return False

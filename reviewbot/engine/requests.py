@@ -1,0 +1,100 @@
+"""The requests: the messages and tools of the finding pass, the verification pass and eval's
+judge, each chunk's findings cap and output budget. Pure: no model, no counter."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from reviewbot.config import Settings
+from reviewbot.context import Context
+from reviewbot.diff import Side
+from reviewbot.engine import templates, tools
+from reviewbot.engine.chunking import Chunk, file_header
+from reviewbot.engine.prompttext import defuse, label, quoted
+from reviewbot.findings import Finding
+from reviewbot.rules import applicable
+
+SAFETY_TOKENS = 16  # slack for tokenizer merges across piece boundaries
+JUDGE_TOKENS = 256
+
+Messages = list[dict[str, Any]]
+Tools = list[dict[str, Any]]
+
+
+@dataclass
+class Requests:
+    settings: Settings
+    context: int  # the request limit: prompt + reserved output
+
+    @property
+    def budget(self) -> int:
+        """Prompt tokens of a chunk with at most MIN_FINDINGS findings' worth of changed lines
+        (a bigger chunk reserves `tools.extra_output` more for its answer); `chunk_tokens`
+        makes review units smaller than the context would allow."""
+        full = self.context - self.settings.max_output_tokens - SAFETY_TOKENS
+        return min(full, self.settings.chunk_tokens) if self.settings.chunk_tokens else full
+
+    def cap(self, chunk: Chunk) -> int:
+        return tools.findings_cap(chunk.changed_lines, self.settings.max_findings_per_chunk)
+
+    def output_tokens(self, changed_lines: int) -> int:
+        return self.settings.max_output_tokens + self.extra_output(changed_lines)
+
+    def extra_output(self, changed_lines: int) -> int:
+        return tools.extra_output(changed_lines, self.settings.max_findings_per_chunk)
+
+    @cached_property
+    def system_prompt(self) -> str:
+        return templates.render("system.j2", self.settings.prompts_dir,
+                                categories=list(self.settings.categories))
+
+    def messages(self, chunk: Chunk, total: int, context: Context) -> Messages:
+        files = ["\n".join([file_header(f)] + [p.text for p in pieces])
+                 for f, pieces in chunk.by_file()]
+        context = context.capped()
+        intent = context.intent
+        paths = [f.path for f, _ in chunk.by_file()]
+        user = templates.render(
+            "chunk.j2", self.settings.prompts_dir, title=label(intent.title),
+            description=quoted(intent.description) if intent.description else "",
+            commits=[quoted(m) for m in intent.commits],
+            agents_md=quoted(context.agents_md) if context.agents_md else "",
+            rules=[quoted(r.text) for r in applicable(self.settings.rules, paths)],
+            index=chunk.index, total=total, files=files, around=chunk.around)
+        return [{"role": "system", "content": self.system_prompt}, {"role": "user", "content": user}]
+
+    def request(self, chunk: Chunk, total: int, context: Context) -> tuple[Messages, Tools]:
+        """The finding pass's messages and the tools both passes send (without verification,
+        only the finding tool: no second pass shares the prefix)."""
+        report = tools.report_tool(chunk, self.cap(chunk), self.settings.categories)
+        if not self.settings.verify:
+            return self.messages(chunk, total, context), [report]
+        return self.messages(chunk, total, context), [
+            tools.verify_tool(self.settings.max_findings_per_chunk), report]
+
+    def verify_messages(self, chunk: Chunk, messages: Messages,
+                        candidates: list[Finding]) -> Messages:
+        """The finding pass's messages, byte for byte, then the candidates to judge."""
+        rows: dict[tuple[str, Side, int | None], int] = {
+            (r.file.path, r.side, r.number): n for n, r in chunk.rows().items()}
+        shown = [{"id": i, "row": rows.get((f.path, f.side, f.line)), "path": label(f.path),
+                  "side": f.side.value, "line": f.line, "end_line": f.end_line,
+                  "category": f.category, "severity": f.severity.label,
+                  "title": defuse(f.title), "body": defuse(f.body),
+                  "suggestion": defuse(f.suggestion) if f.suggestion is not None else None}
+                 for i, f in enumerate(candidates, 1)]
+        text = templates.render("verify.j2", self.settings.prompts_dir, candidates=shown)
+        return [*messages, {"role": "user", "content": text}]
+
+    def verify_tokens(self, candidates: int) -> int:
+        return 64 + tools.TOKENS_PER_VERDICT * candidates
+
+    def judge_messages(self, title: str, body: str, reference: str) -> Messages:
+        """eval's judge: is a finding (title, body) the same problem as a reference comment?"""
+        return [{"role": "system",
+                 "content": templates.render("judge.j2", self.settings.prompts_dir).rstrip("\n")},
+                {"role": "user", "content": templates.render(
+                    "judge_pair.j2", self.settings.prompts_dir, title=defuse(title),
+                    body=defuse(body), reference=defuse(reference)).rstrip("\n")}]
