@@ -10,10 +10,35 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from reviewbot.config import Settings
 from reviewbot.context import Intent
 from reviewbot.diff import ChangeSet
 from reviewbot.findings import Finding
 from reviewbot.result import SkippedFile
+
+
+@dataclass(frozen=True)
+class ForgeSettings:
+    """What a forge adapter needs of the settings, and nothing more."""
+
+    url: str
+    token: str | None
+    verify: bool | str  # TLS: on/off, or a CA bundle to verify with
+    timeout: float
+    retries: int
+    bot_login: str = ""  # GitHub: the login an installation token writes as
+
+    @classmethod
+    def gitlab(cls, settings: Settings) -> ForgeSettings:
+        return cls(settings.gitlab_url, settings.gitlab_token,
+                   settings.ca_file or settings.ssl_verify, settings.request_timeout,
+                   settings.retries)
+
+    @classmethod
+    def github(cls, settings: Settings) -> ForgeSettings:
+        return cls(settings.github_url, settings.github_token,
+                   settings.ca_file or settings.ssl_verify, settings.request_timeout,
+                   settings.retries, settings.github_bot_login)
 
 
 @dataclass(frozen=True)

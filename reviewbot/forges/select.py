@@ -13,7 +13,7 @@ from typing import Any
 
 from reviewbot.config import Settings
 from reviewbot.errors import UsageError
-from reviewbot.forges.base import Forge
+from reviewbot.forges.base import Forge, ForgeSettings
 
 # GitHub's own rules: an owner of letters, digits and single hyphens; a name of those, `_`, `.`
 _OWNER_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/(?!\.\.?$)[A-Za-z0-9._-]{1,100}")
@@ -37,9 +37,9 @@ def make_forge(
         if not project:
             raise UsageError("no GitLab project: pass --project ID|PATH "
                              "(in GitLab CI it defaults to $CI_MERGE_REQUEST_PROJECT_ID)")
-        from reviewbot.forges.gitlab import GitLabForge
+        from reviewbot.forges.gitlab.forge import GitLabForge
 
-        return GitLabForge.from_settings(settings, project, iid)
+        return GitLabForge.from_settings(ForgeSettings.gitlab(settings), project, iid)
     number = pr if pr is not None else _pr_from_event(env)
     if number is None:
         raise UsageError("nothing to review: pass --mr IID or --pr N")
@@ -49,9 +49,9 @@ def make_forge(
                          "(in GitHub Actions it defaults to $GITHUB_REPOSITORY)")
     if not _OWNER_NAME.fullmatch(repo):
         raise UsageError(f"--repo must be OWNER/NAME (letters, digits, '-', '_', '.'), not {repo!r}")
-    from reviewbot.forges.github import GitHubForge
+    from reviewbot.forges.github.forge import GitHubForge
 
-    return GitHubForge(settings, repo, number)
+    return GitHubForge(ForgeSettings.github(settings), repo, number)
 
 
 def _int(value: str | None, name: str) -> int:

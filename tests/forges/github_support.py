@@ -11,7 +11,8 @@ import pytest
 from reviewbot.config import Settings
 from reviewbot.diff import ChangeSet, Side
 from reviewbot.findings import Finding, Severity
-from reviewbot.forges.github import GitHubForge
+from reviewbot.forges.base import ForgeSettings
+from reviewbot.forges.github.forge import GitHubForge
 from reviewbot.result import ReviewResult, Stats
 from tests.forges.fake_github import FakeGitHub, Server
 from tests.forges.github_repo import GitRepo
@@ -60,7 +61,7 @@ def settings(fake: FakeGitHub, **over: Any) -> Settings:
 
 def forge(fake: FakeGitHub, number: int = 7, **client: Any) -> GitHubForge:
     fast = {"seconds_between_writes": 0.0, "seconds_between_requests": 0.0, "backoff": 0.05}
-    return GitHubForge(settings(fake), fake.full_name, number, **{**fast, **client})
+    return GitHubForge(ForgeSettings.github(settings(fake)), fake.full_name, number, **{**fast, **client})
 
 
 def finding(path: str, line: int | None, side: Side = Side.NEW, *, end: int | None = None,

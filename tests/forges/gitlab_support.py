@@ -12,8 +12,8 @@ import pytest
 
 from reviewbot.diff import ChangeSet, Side
 from reviewbot.findings import Finding, Severity
-from reviewbot.forges.gitlab import GitLabForge
-from reviewbot.forges.gitlab_post import WritePolicy
+from reviewbot.forges.gitlab.forge import GitLabForge
+from reviewbot.forges.gitlab.post import WritePolicy
 from reviewbot.forges.markers import decode
 from reviewbot.result import ReviewResult, Stats
 from tests.forges.fake_gitlab import FakeGitLab, State

@@ -10,7 +10,7 @@ import pytest
 
 from reviewbot.config import Settings
 from reviewbot.errors import IncompleteReview, UsageError
-from reviewbot.forges.gitlab import GitLabForge
+from reviewbot.forges.gitlab.forge import GitLabForge
 from reviewbot.forges.run import run_forge
 from reviewbot.forges.select import _pr_from_event, make_forge
 from reviewbot.webhook.jobs import Job, Outcome

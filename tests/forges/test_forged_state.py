@@ -15,7 +15,8 @@ from github import Auth, Github
 
 from reviewbot.config import Settings
 from reviewbot.diff import ChangeSet
-from reviewbot.forges.github import GitHubForge
+from reviewbot.forges.base import ForgeSettings
+from reviewbot.forges.github.forge import GitHubForge
 from reviewbot.forges.markers import FindingMarker, SummaryMarker, decode
 from reviewbot.forges.run import review_change_request
 from reviewbot.result import ReviewResult
@@ -100,7 +101,7 @@ def _github(tmp_path: Path) -> tuple[FakeGitHub, str]:
 
 def _gh_forge(fake: FakeGitHub) -> GitHubForge:
     settings = Settings(github_url=fake.base_url, github_token=fake.token, retries=0)
-    return GitHubForge(settings, fake.full_name, 7, seconds_between_writes=0,
+    return GitHubForge(ForgeSettings.github(settings), fake.full_name, 7, seconds_between_writes=0,
                        seconds_between_requests=0)
 
 
@@ -121,7 +122,7 @@ def test_github_a_commenters_summary_marker_does_not_switch_the_review_off(tmp_p
         assert _gh_forge(fake).existing() == []
         app = Settings(github_url=fake.base_url, github_token=fake.token, retries=0,
                        github_bot_login="acme-review[bot]")
-        assert GitHubForge(app, fake.full_name, 7).me() == "acme-review[bot]"
+        assert GitHubForge(ForgeSettings.github(app), fake.full_name, 7).me() == "acme-review[bot]"
 
 
 def test_github_urls_outside_the_api_prefix_are_one_line_and_exit_3(tmp_path: Path) -> None:

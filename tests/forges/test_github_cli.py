@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 
 from reviewbot.config import resolve
-from reviewbot.forges.github import GitHubForge
+from reviewbot.forges.base import ForgeSettings
+from reviewbot.forges.github.forge import GitHubForge
 from reviewbot.forges.run import run_forge
 from reviewbot.forges.select import make_forge
 from tests.forges.fake_github import FakeGitHub
@@ -28,5 +29,5 @@ def test_actions_environment_reviews_the_event_pr(fake: FakeGitHub, tmp_path: Pa
 
 def test_constructor_agreed_with_commands_forge(fake: FakeGitHub) -> None:
     settings = resolve({"github_url": fake.base_url, "github_token": fake.token}, env={})
-    forge = GitHubForge(settings, fake.full_name, 7)
+    forge = GitHubForge(ForgeSettings.github(settings), fake.full_name, 7)
     assert forge.name == "github" and forge.fetch().number == 7

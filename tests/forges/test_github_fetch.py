@@ -8,8 +8,9 @@ import pytest
 
 from reviewbot.diff import Side
 from reviewbot.errors import ForgeError
-from reviewbot.forges.github import GitHubForge
-from reviewbot.forges.github_client import api_url
+from reviewbot.forges.base import ForgeSettings
+from reviewbot.forges.github.client import api_url
+from reviewbot.forges.github.forge import GitHubForge
 from tests.forges.fake_github import FakeGitHub
 from tests.forges.github_support import fake_github, forge, settings  # noqa: F401 - fixture "fake"
 
@@ -110,6 +111,6 @@ def test_bad_token_never_appears_in_the_error(fake: FakeGitHub) -> None:
     bad = "ghp_wrong_secret_value_123"
     s = settings(fake).__class__(github_url=fake.base_url, github_token=bad, retries=0)
     with pytest.raises(ForgeError) as err:
-        GitHubForge(s, fake.full_name, 7, seconds_between_requests=0.0).fetch()
+        GitHubForge(ForgeSettings.github(s), fake.full_name, 7, seconds_between_requests=0.0).fetch()
     assert err.value.status == 401
     assert bad not in str(err.value) and bad not in err.value.body

@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reviewbot.diff import Side, parse
-from reviewbot.forges.github import MAX_COMMENT, _fit
-from reviewbot.forges.github_map import (
+from reviewbot.forges.github.forge import MAX_COMMENT, _fit
+from reviewbot.forges.github.map import (
     FileEntry,
     files_to_diff,
     outdated_body,

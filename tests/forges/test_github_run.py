@@ -11,7 +11,8 @@ import pytest
 from reviewbot.config import Settings
 from reviewbot.diff import Side
 from reviewbot.errors import ForgeError
-from reviewbot.forges.github import GitHubForge
+from reviewbot.forges.base import ForgeSettings
+from reviewbot.forges.github.forge import GitHubForge
 from reviewbot.forges.markers import decode
 from reviewbot.forges.run import review_change_request
 from tests.forges.fake_github import FakeGitHub, Server
@@ -144,7 +145,7 @@ def test_tokens_never_appear_in_logs_errors_or_output(
     assert not run.complete and "HTTP 422" in run.errors[0]
     bad = Settings(github_url=fake.base_url, github_token="ghp_other_secret_token_42", retries=0)
     with pytest.raises(ForgeError) as err:
-        review_change_request(GitHubForge(bad, fake.full_name, 7), Reviewer())
+        review_change_request(GitHubForge(ForgeSettings.github(bad), fake.full_name, 7), Reviewer())
     text += str(err.value) + err.value.body + caplog.text + json.dumps(run.to_dict())
     text += "".join(c["body"] for c in fake.issue_comments + fake.review_comments)
     assert fake.token not in text and "ghp_other_secret_token_42" not in text

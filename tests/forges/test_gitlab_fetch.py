@@ -13,7 +13,8 @@ import pytest
 from reviewbot.config import Settings
 from reviewbot.diff import ChangeSet
 from reviewbot.errors import ForgeError, UsageError
-from reviewbot.forges.gitlab import GitLabForge, client
+from reviewbot.forges.base import ForgeSettings
+from reviewbot.forges.gitlab.forge import GitLabForge, client
 from reviewbot.forges.run import review_change_request
 from reviewbot.result import ReviewResult, Stats
 from tests.forges.fake_gitlab import FakeGitLab, Fault
@@ -114,13 +115,13 @@ def test_a_summary_that_cannot_be_written_makes_the_run_incomplete(env: Env) -> 
 def test_self_managed_settings_reach_python_gitlab(tmp_path: Path) -> None:
     ca = tmp_path / "ca.pem"
     ca.write_text("-----BEGIN CERTIFICATE-----\n")
-    gl = client(Settings(gitlab_url="https://git.corp.example/gitlab", gitlab_token=TOKEN,
-                         ca_file=str(ca)))
+    gl = client(ForgeSettings.gitlab(Settings(gitlab_url="https://git.corp.example/gitlab",
+                                              gitlab_token=TOKEN, ca_file=str(ca))))
     assert gl.url == "https://git.corp.example/gitlab" and gl.ssl_verify == str(ca)
     assert gl.retry_transient_errors is True
-    assert client(Settings(gitlab_token=TOKEN, ssl_verify=False)).ssl_verify is False
+    assert client(ForgeSettings.gitlab(Settings(gitlab_token=TOKEN, ssl_verify=False))).ssl_verify is False
     with pytest.raises(UsageError, match="no GitLab token"):
-        client(Settings())
+        client(ForgeSettings.gitlab(Settings()))
 
 
 def test_tokens_never_appear_in_logs_errors_or_output(env: Env, caplog: pytest.LogCaptureFixture,
@@ -130,8 +131,8 @@ def test_tokens_never_appear_in_logs_errors_or_output(env: Env, caplog: pytest.L
     env.gitlab.faults.append(Fault("POST", r"/draft_notes$", 500, times=10**6, skip=2))
     run = review_change_request(make_forge(env.gitlab), reviewer, mode="full")
     assert run.exit_code == 3
-    wrong = GitLabForge(client(Settings(gitlab_url=env.gitlab.url,
-                                        gitlab_token=TOKEN + "-wrong")), 42, 7)
+    wrong = GitLabForge(client(ForgeSettings.gitlab(Settings(gitlab_url=env.gitlab.url,
+                                        gitlab_token=TOKEN + "-wrong"))), 42, 7)
     with pytest.raises(ForgeError) as err:
         wrong.fetch()
     assert err.value.status == 401 and err.value.exit_code == 3

@@ -9,28 +9,26 @@ import gitlab
 import requests
 from gitlab.exceptions import GitlabError
 
-from reviewbot.config import Settings
 from reviewbot.diff import ChangeSet, FileDiff, parse
 from reviewbot.errors import DiffError, ForgeError, Refused, Unavailable, UsageError, redact
 from reviewbot.findings import Finding
-from reviewbot.forges import gitlab_diffs
-from reviewbot.forges.base import ChangeRequest, PostedComment, PostOutcome
-from reviewbot.forges.gitlab_position import note_payload
-from reviewbot.forges.gitlab_post import Poster, WritePolicy
+from reviewbot.forges.base import ChangeRequest, ForgeSettings, PostedComment, PostOutcome
+from reviewbot.forges.gitlab import diffs
+from reviewbot.forges.gitlab.position import note_payload
+from reviewbot.forges.gitlab.post import Poster, WritePolicy
 from reviewbot.forges.markers import finding_marker, summary_marker
 from reviewbot.result import SkippedFile
 
 log = logging.getLogger(__name__)
 
 
-def client(settings: Settings) -> gitlab.Gitlab:
+def client(settings: ForgeSettings) -> gitlab.Gitlab:
     """A python-gitlab client for a gitlab.com or self-managed instance (custom CA, ssl_verify)."""
-    if not settings.gitlab_token:
+    if not settings.token:
         raise UsageError("no GitLab token: pass --gitlab-token or set REVIEWBOT_GITLAB_TOKEN "
                          "or GITLAB_TOKEN (a project access token with the api scope)")
-    verify: bool | str = settings.ca_file or settings.ssl_verify
-    return gitlab.Gitlab(settings.gitlab_url, private_token=settings.gitlab_token,
-                         ssl_verify=verify, timeout=60, per_page=100,
+    return gitlab.Gitlab(settings.url, private_token=settings.token,
+                         ssl_verify=settings.verify, timeout=60, per_page=100,
                          retry_transient_errors=True)
 
 
@@ -65,7 +63,7 @@ class GitLabForge:
             and not note.get("system")
 
     @classmethod
-    def from_settings(cls, settings: Settings, project: str | int, iid: int) -> GitLabForge:
+    def from_settings(cls, settings: ForgeSettings, project: str | int, iid: int) -> GitLabForge:
         return cls(client(settings), project, iid)
 
     # fetching
@@ -76,7 +74,7 @@ class GitLabForge:
             raise ForgeError(f"merge request !{self.iid} has no complete diff_refs yet "
                              "(GitLab is still preparing its diff); try again in a minute")
         objects, overflow = self._diff_objects()
-        files, missing, skipped = gitlab_diffs.convert(objects)
+        files, missing, skipped = diffs.convert(objects)
         overflow = overflow or str(meta.attributes.get("changes_count") or "").endswith("+")
         if missing or overflow:
             extra, skipped_more = self._refetch(missing, {f.path for f in files}, overflow)
@@ -113,14 +111,14 @@ class GitLabForge:
                  overflow: bool) -> tuple[list[FileDiff], list[SkippedFile]]:
         """Collapsed/too-large files and overflow: `/changes?access_raw_diffs=true`, then
         `/raw_diffs`; whatever is still missing is reported as skipped, with the reason."""
-        wanted = {gitlab_diffs.api_path(d): gitlab_diffs.missing_reason(d) or "" for d in missing}
+        wanted = {diffs.api_path(d): diffs.missing_reason(d) or "" for d in missing}
         changes = _call(lambda: self.mr.changes(access_raw_diffs="true"), "reading the changes")
         got: dict[str, FileDiff] = {}
         for d in changes.get("changes", []):
-            path = gitlab_diffs.api_path(d)
-            if (path in wanted or path not in have) and not gitlab_diffs.missing_reason(d):
+            path = diffs.api_path(d)
+            if (path in wanted or path not in have) and not diffs.missing_reason(d):
                 try:
-                    got[path] = gitlab_diffs.file_diff(d)
+                    got[path] = diffs.file_diff(d)
                 except DiffError:
                     continue
         if set(wanted) - set(got) or changes.get("overflow"):
@@ -151,10 +149,10 @@ class GitLabForge:
                     "comparing commits")
         if cmp.get("compare_timeout"):
             return None
-        files, missing, broken = gitlab_diffs.convert(cmp.get("diffs", []))
+        files, missing, broken = diffs.convert(cmp.get("diffs", []))
         in_mr = {p for f in request.changes.files for p in (f.old_path, f.new_path) if p}
         out = [f for f in files if f.path in in_mr]
-        for path in [gitlab_diffs.api_path(d) for d in missing] + [s.path for s in broken]:
+        for path in [diffs.api_path(d) for d in missing] + [s.path for s in broken]:
             full = request.changes.file(path)  # no incremental diff for it: review all of it
             if full is not None:
                 out.append(full)

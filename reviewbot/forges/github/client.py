@@ -4,7 +4,7 @@ Retries (urllib3 through PyGithub's `GithubRetry`):
 - 403 with `Retry-After` or a rate-limit message, 429, and 5xx are retried with exponential
   backoff and jitter, honouring `Retry-After` (capped at `max_wait` seconds);
 - a POST that got a 5xx is *not* repeated: GitHub may have applied it, and a blind retry
-  would post the review twice. The poster checks what landed instead (github_post.py);
+  would post the review twice. The poster checks what landed instead (post.py);
 - writes are spaced by `seconds_between_writes` (GitHub asks for ≥ 1 s between
   content-creating requests).
 """
@@ -17,8 +17,8 @@ from urllib.parse import urlsplit
 from github import Auth, Github, GithubException, GithubRetry
 from requests import RequestException
 
-from reviewbot.config import Settings
 from reviewbot.errors import ForgeError, UsageError, register_secret
+from reviewbot.forges.base import ForgeSettings
 
 PUBLIC_API = "https://api.github.com"
 
@@ -46,14 +46,14 @@ class Retry(GithubRetry):
 
 
 def make_client(
-    settings: Settings,
+    settings: ForgeSettings,
     *,
     seconds_between_writes: float = 1.0,
     seconds_between_requests: float = 0.25,
     max_wait: float = 120.0,
     backoff: float = 1.0,
 ) -> Github:
-    token = settings.github_token
+    token = settings.token
     if not token:
         raise UsageError("no GitHub token: pass --github-token or set GITHUB_TOKEN")
     register_secret(token)
@@ -68,13 +68,12 @@ def make_client(
         secondary_rate_wait=min(60.0, max_wait),
         max_rate_limit_wait=max_wait,
     )
-    verify: bool | str = settings.ca_file or settings.ssl_verify
     return Github(
         auth=Auth.Token(token),
-        base_url=api_url(settings.github_url),
-        timeout=int(settings.request_timeout),
+        base_url=api_url(settings.url),
+        timeout=int(settings.timeout),
         per_page=100,
-        verify=verify,
+        verify=settings.verify,
         retry=retry,
         seconds_between_writes=seconds_between_writes,
         seconds_between_requests=seconds_between_requests,

@@ -23,7 +23,7 @@ from gitlab.exceptions import GitlabError
 from reviewbot.errors import ForgeError, Refused, Unavailable, redact
 from reviewbot.findings import Finding
 from reviewbot.forges.base import ChangeRequest, PostOutcome
-from reviewbot.forges.gitlab_position import note_payload
+from reviewbot.forges.gitlab.position import note_payload
 from reviewbot.forges.markers import finding_marker
 
 log = logging.getLogger(__name__)

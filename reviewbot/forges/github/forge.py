@@ -3,7 +3,7 @@
 - Diff: the raw `application/vnd.github.v3.diff` of the PR; when GitHub answers 406 (too
   large: > 300 files or > 20,000 lines) the paginated `/files` list (≤ 3,000 files) instead,
   where files without a `patch` are reported as skipped. Incremental: the compare API.
-- Comments: reviews with `event=COMMENT`, ≤ 30 inline comments each (github_post.py).
+- Comments: reviews with `event=COMMENT`, ≤ 30 inline comments each (post.py).
 - Summary: one issue comment found by its hidden marker and edited in place.
 - Outdated findings: GitHub's REST API cannot resolve review threads, so the bot edits its own
   comment into an "Outdated" note (original kept in a <details>), re-marked `state=outdated`.
@@ -21,14 +21,13 @@ from github.PullRequestComment import PullRequestComment
 from github.Repository import Repository
 from requests import RequestException
 
-from reviewbot.config import Settings
 from reviewbot.diff import ChangeSet, parse
 from reviewbot.errors import ForgeError
 from reviewbot.findings import Finding
-from reviewbot.forges.base import ChangeRequest, PostedComment, PostOutcome
-from reviewbot.forges.github_client import forge_error, make_client
-from reviewbot.forges.github_map import FileEntry, files_to_diff, outdated_body, posted_comment
-from reviewbot.forges.github_post import BATCH_SIZE, Poster, plan, review_body
+from reviewbot.forges.base import ChangeRequest, ForgeSettings, PostedComment, PostOutcome
+from reviewbot.forges.github.client import forge_error, make_client
+from reviewbot.forges.github.map import FileEntry, files_to_diff, outdated_body, posted_comment
+from reviewbot.forges.github.post import BATCH_SIZE, Poster, plan, review_body
 from reviewbot.forges.markers import PREFIX, summary_marker
 from reviewbot.result import SkippedFile
 
@@ -44,7 +43,7 @@ _GH_ERRORS = (GithubException, RequestException)
 class GitHubForge:
     name = "github"
 
-    def __init__(self, settings: Settings, repo: str, number: int, **client: Any) -> None:
+    def __init__(self, settings: ForgeSettings, repo: str, number: int, **client: Any) -> None:
         """`client` goes to make_client (pacing and retry knobs; tests make them fast)."""
         self._repo_name = repo
         self._number = number
@@ -55,7 +54,7 @@ class GitHubForge:
         self._comments: dict[str, PullRequestComment] = {}
         self._summary: IssueComment | None = None
         self._me: str | None = None
-        self._bot_login = settings.github_bot_login
+        self._bot_login = settings.bot_login
 
     def me(self) -> str:
         """The token's own login: only comments it wrote carry the bot's state.
