@@ -1,6 +1,6 @@
-"""`reviewbot review --mr/--pr`: the settings a forge review trusts, and the forge.
+"""`reviewbot review --mr/--pr`: the settings a forge review trusts, and which MR/PR it is.
 
-The review itself is `reviewbot.forges.run.run_forge`, which the listener's jobs call too.
+The review itself is `reviewbot.service.review`, which the listener's jobs call too.
 """
 
 from __future__ import annotations
@@ -10,14 +10,14 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from reviewbot.config import CONFIG_FILE, Settings, in_ci, parse_text, resolve
-from reviewbot.forges.base import Forge
-from reviewbot.forges.select import make_forge
+from reviewbot.config import CONFIG_FILE, in_ci, parse_text, resolve
+from reviewbot.forges.select import open_forge, target_of
+from reviewbot.service import ReviewOrder
 
 log = logging.getLogger(__name__)
 
 
-def settings_and_forge(
+def forge_order(
     flags: Mapping[str, Any],
     config_path: str | None,
     *,
@@ -25,9 +25,10 @@ def settings_and_forge(
     pr: int | None,
     project: str | None,
     repo: str | None,
+    dry_run: bool = False,
     env: Mapping[str, str] | None = None,
-) -> tuple[Settings, Forge]:
-    """The settings for a forge review, and the forge.
+) -> ReviewOrder:
+    """The order for a forge review: which MR/PR, and the settings it trusts.
 
     In CI the working tree is the merge request's branch, so its `.reviewbot.toml` is the
     author's: it is ignored, and the target branch's copy is read through the forge API
@@ -36,12 +37,13 @@ def settings_and_forge(
     env = os.environ if env is None else env
     if config_path or not in_ci(env):
         settings = resolve(flags, env, config_path)
-        return settings, make_forge(settings, mr=mr, pr=pr, project=project, repo=repo, env=env)
+        target = target_of(mr=mr, pr=pr, project=project, repo=repo, env=env)
+        return ReviewOrder(target, settings, dry_run)
     first = resolve(flags, env, file_values={})
-    forge = make_forge(first, mr=mr, pr=pr, project=project, repo=repo, env=env)
-    text = forge.target_file(CONFIG_FILE)
+    target = target_of(mr=mr, pr=pr, project=project, repo=repo, env=env)
+    text = open_forge(target, first).target_file(CONFIG_FILE)
     values = parse_text(text, f"{CONFIG_FILE} of the target branch") if text else {}
     log.warning("CI: settings from %s of the target branch (%s); the working tree's copy "
                 "belongs to the merge request and is ignored",
                 CONFIG_FILE, "found" if text else "none there")
-    return resolve(flags, env, file_values=values), forge
+    return ReviewOrder(target, resolve(flags, env, file_values=values), dry_run)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -11,13 +10,10 @@ from typing import TypeVar
 
 import click
 
-from reviewbot import config, diff
-from reviewbot.context import AGENTS_MD, Context, HeadFiles, Intent
+from reviewbot import config, diff, gathering
 from reviewbot.diff import ChangeSet
-from reviewbot.engine.definitions import git_finder
 from reviewbot.errors import BackendError, DiffError, UsageError
 from reviewbot.result import ReviewResult, exit_code
-from reviewbot.tree import GitTree, Tree, WorkingTree
 
 
 def _read_diff(path: str | None, git_range: str | None, max_mb: float) -> bytes:
@@ -39,48 +35,6 @@ def _read_diff(path: str | None, git_range: str | None, max_mb: float) -> bytes:
             raise DiffError(f"cannot read diff file {path}: {exc.strerror}") from None
     diff.check_raw(data, max_mb)
     return data
-
-
-def _context(git_range: str | None, title: str | None, description: str | None) -> Context:
-    """What the change means to do: the flags, and for --git the range's commit messages (the
-    title then defaults to the subject of its newest commit); and the repository's AGENTS.md.
-
-    The repository is untrusted in every mode, CI or not: every file is read through the safe
-    reader (reviewbot.tree). AGENTS.md comes from the left side of a --git range (the target:
-    in CI the working tree is the change's own); outside CI, with --diff or a single revision,
-    from the working tree, through the same reader (no link followed, size capped)."""
-    commits = diff.commit_messages(git_range) if git_range else ()
-    default_title = commits[-1].split("\n", 1)[0] if commits else ""
-    intent = Intent(title or default_title, description or "", commits)
-    base = diff.range_base(git_range) if git_range else None
-    if base:
-        agents = GitTree(base).read(AGENTS_MD)
-    elif config.in_ci(os.environ):
-        agents = None
-    else:
-        agents = WorkingTree().read(AGENTS_MD)
-    right = _right_side(git_range) if git_range else None
-    return Context(intent, agents or "", _head_files(git_range),
-                   git_finder(right if right != "" else None) if git_range else None)
-
-
-def _right_side(git_range: str) -> str:
-    """The revision a range's new side is at: B of A..B or A...B (HEAD when empty); "" for a
-    single revision, whose new side is the working tree."""
-    if ".." not in git_range:
-        return ""
-    return git_range.split("..", 1)[1].lstrip(".") or "HEAD"
-
-
-def _head_files(git_range: str | None) -> HeadFiles | None:
-    """For --git, the files at the range's right side (the working tree when it has none, as
-    `git diff REV` compares the working tree); for --diff, nothing: a diff file may not match
-    any tree here."""
-    if not git_range:
-        return None
-    rev = _right_side(git_range)
-    tree: Tree = GitTree(rev) if rev else WorkingTree()
-    return tree.read
 
 
 T = TypeVar("T")
@@ -194,15 +148,15 @@ def review(diff_path: str | None, git_range: str | None, mr: int | None, project
 
     progress = make_progress(enabled=not no_progress)
     if mr is not None or pr is not None:
-        from reviewbot.commands.forge import settings_and_forge
-        from reviewbot.forges.run import run_forge
+        from reviewbot import service
+        from reviewbot.commands.forge import forge_order
 
-        settings, forge = settings_and_forge(flags, config_path, mr=mr, pr=pr, project=project,
-                                             repo=repo)
+        order = forge_order(flags, config_path, mr=mr, pr=pr, project=project, repo=repo,
+                            dry_run=dry_run)
+        settings = order.settings
         config.check_paths(settings)
         run, code = _or_report(
-            lambda: run_forge(settings, forge, dry_run=dry_run,
-                              reviewer=make_engine(settings, progress).review),
+            lambda: service.review(order, make_engine(settings, progress).review),
             ChangeSet(), settings)
         if dry_run and settings.output == "json":  # exactly what would be posted
             emit(json.dumps(run.to_dict(), indent=2, ensure_ascii=False) + "\n", settings.output_file)
@@ -215,7 +169,7 @@ def review(diff_path: str | None, git_range: str | None, mr: int | None, project
     changes = diff.parse(_read_diff(diff_path, git_range, settings.max_diff_mb))
     result = _or_report(
         lambda: make_engine(settings, progress).review(
-            changes, _context(git_range, title, description)), changes, settings)
+            changes, gathering.for_local(git_range, title, description)), changes, settings)
     emit(render(result, settings.output, color=_tty(settings)), settings.output_file)
     _tell_when_written(result, settings.output_file)
     raise SystemExit(exit_code(result.complete, result.worst(), settings.fail_on))

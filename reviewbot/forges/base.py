@@ -8,13 +8,26 @@ are separate small protocols, detected with isinstance() at run time.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 from reviewbot.config import Settings
 from reviewbot.context import Intent
 from reviewbot.diff import ChangeSet
 from reviewbot.findings import Finding
 from reviewbot.result import SkippedFile
+
+ForgeName = Literal["gitlab", "github"]
+
+
+@dataclass(frozen=True)
+class Target:
+    """Which merge/pull request: its forge, project (GitLab id or path, GitHub owner/name) and
+    number, and the forge's URL where it is not the settings' own (a listener's job)."""
+
+    forge: ForgeName
+    project: str
+    number: int
+    url: str | None = None
 
 
 @dataclass(frozen=True)

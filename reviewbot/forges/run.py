@@ -12,15 +12,12 @@ import threading
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from reviewbot import anchoring
-from reviewbot.config import Settings
-from reviewbot.context import AGENTS_MD, Context, HeadFiles
+from reviewbot import anchoring, gathering
 from reviewbot.diff import ChangeSet, Side
 from reviewbot.errors import ForgeError
 from reviewbot.findings import Finding, merge, with_fingerprints
 from reviewbot.forges.base import (
     ChangeRequest,
-    FileReader,
     Forge,
     PostedComment,
     PostOutcome,
@@ -29,10 +26,16 @@ from reviewbot.forges.base import (
 from reviewbot.forges.markers import SummaryMarker, summary_marker
 from reviewbot.forges.summary import MAX_BODY, SummaryInput, render_summary, unpack
 from reviewbot.result import Reviewer, ReviewResult, Stats, exit_code, unreviewed_error
-from reviewbot.tree import MAX_FILE_BYTES
 
 log = logging.getLogger(__name__)
 
+
+
+@runtime_checkable
+class CommentLimit(Protocol):
+    """Optional: the longest comment the host takes (else summary.MAX_BODY)."""
+
+    max_comment_chars: int
 
 
 @runtime_checkable
@@ -107,10 +110,7 @@ def review_change_request(
         incremental = forge.fetch_incremental(last_sha, request)
         if incremental is not None:
             changes, used_mode, since = incremental, "incremental", last_sha
-    # the maintainers' AGENTS.md: the target branch's, never the merge request's
-    context = Context(request.intent, forge.target_file(AGENTS_MD) or "",
-                      head_files(forge, request.head_sha))
-    result = reviewer(changes, context)
+    result = reviewer(changes, gathering.for_forge(forge, request))
     _add_skipped(result.stats, request)
     if fail_on_skipped:  # what the forge withheld (the engine reports its own skips)
         result.stats.errors += unreviewed_error([s for s in request.skipped if s.source])
@@ -146,7 +146,7 @@ def review_change_request(
             except ForgeError as exc:
                 run.errors.append(f"resolving outdated threads failed: {exc}")
     run.unanchored += run.outcome.moved_to_summary
-    limit = getattr(forge, "max_comment_chars", MAX_BODY)
+    limit = forge.max_comment_chars if isinstance(forge, CommentLimit) else MAX_BODY
     run.summary = render_summary(_summary_input(run, last_sha, limit))
     if not dry_run:
         try:
@@ -154,24 +154,6 @@ def review_change_request(
         except ForgeError as exc:
             run.errors.append(f"writing the summary failed: {exc}")
     return run
-
-
-def head_files(forge: Forge, sha: str) -> HeadFiles | None:
-    """The forge's files at the change's head, for the code around each hunk; a file that
-    cannot be read is simply not shown (the diff is reviewed all the same)."""
-    if not isinstance(forge, FileReader) or not sha:
-        return None
-    reader = forge
-
-    def read(path: str) -> str | None:
-        try:
-            text = reader.file_at(path, sha)
-        except ForgeError as exc:
-            log.warning("not showing the code around %s: %s", path, exc)
-            return None
-        # the forge's answer is untrusted as the tree is: the same cap as reviewbot.tree
-        return text if text is None or len(text) <= MAX_FILE_BYTES else None
-    return read
 
 
 def _post(forge: Forge, request: ChangeRequest, findings: list[Finding]) -> PostOutcome:
@@ -259,21 +241,3 @@ def _anchor_changed(comment: PostedComment, changes: ChangeSet, since_sha: str) 
     file = changes.file(comment.path)
     hit = file.line_at(Side.OLD, comment.line) if file is not None else None
     return hit is not None and hit.kind == "-"
-
-
-def run_forge(
-    settings: Settings,
-    forge: Forge,
-    *,
-    dry_run: bool,
-    reviewer: Reviewer,
-    cancel: threading.Event | None = None,
-) -> tuple[ForgeRun, int]:
-    """Review one MR/PR and post (or, with dry_run, only compute) the comments.
-
-    Exit code: 3 when the review or the posting is incomplete, 1 when a finding reaches
-    `settings.fail_on`, else 0.
-    """
-    run = review_change_request(forge, reviewer, mode=settings.mode, dry_run=dry_run,
-                                cancel=cancel, fail_on_skipped=settings.fail_on_skipped)
-    return run, exit_code(run.complete, run.result.worst(), settings.fail_on)

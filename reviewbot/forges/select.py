@@ -9,25 +9,26 @@ import json
 import os
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from reviewbot.config import Settings
 from reviewbot.errors import UsageError
-from reviewbot.forges.base import Forge, ForgeSettings
+from reviewbot.forges.base import Forge, ForgeSettings, Target
 
 # GitHub's own rules: an owner of letters, digits and single hyphens; a name of those, `_`, `.`
 _OWNER_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/(?!\.\.?$)[A-Za-z0-9._-]{1,100}")
 
 
-def make_forge(
-    settings: Settings,
+def target_of(
     *,
     mr: int | None,
     pr: int | None,
     project: str | None,
     repo: str | None,
     env: Mapping[str, str] | None = None,
-) -> Forge:
+) -> Target:
+    """The merge/pull request the flags name, with the CI environment's defaults."""
     env = os.environ if env is None else env
     if mr is not None and pr is not None:
         raise UsageError("give either --mr or --pr, not both")
@@ -37,9 +38,7 @@ def make_forge(
         if not project:
             raise UsageError("no GitLab project: pass --project ID|PATH "
                              "(in GitLab CI it defaults to $CI_MERGE_REQUEST_PROJECT_ID)")
-        from reviewbot.forges.gitlab.forge import GitLabForge
-
-        return GitLabForge.from_settings(ForgeSettings.gitlab(settings), project, iid)
+        return Target("gitlab", project, iid)
     number = pr if pr is not None else _pr_from_event(env)
     if number is None:
         raise UsageError("nothing to review: pass --mr IID or --pr N")
@@ -47,11 +46,27 @@ def make_forge(
     if not repo:
         raise UsageError("no GitHub repository: pass --repo OWNER/NAME "
                          "(in GitHub Actions it defaults to $GITHUB_REPOSITORY)")
-    if not _OWNER_NAME.fullmatch(repo):
-        raise UsageError(f"--repo must be OWNER/NAME (letters, digits, '-', '_', '.'), not {repo!r}")
+    return Target("github", repo, number)
+
+
+def open_forge(target: Target, settings: Settings) -> Forge:
+    """The adapter for `target`, with the few settings it needs."""
+    if target.forge == "gitlab":
+        from reviewbot.forges.gitlab.forge import GitLabForge
+
+        gitlab = ForgeSettings.gitlab(settings)
+        return GitLabForge.from_settings(replace(gitlab, url=target.url or gitlab.url),
+                                         target.project, target.number)
+    if target.forge != "github":
+        raise UsageError(f"unknown forge {target.forge!r}")
+    if not _OWNER_NAME.fullmatch(target.project):
+        raise UsageError("--repo must be OWNER/NAME (letters, digits, '-', '_', '.'), "
+                         f"not {target.project!r}")
     from reviewbot.forges.github.forge import GitHubForge
 
-    return GitHubForge(ForgeSettings.github(settings), repo, number)
+    github = ForgeSettings.github(settings)
+    return GitHubForge(replace(github, url=target.url or github.url), target.project,
+                       target.number)
 
 
 def _int(value: str | None, name: str) -> int:

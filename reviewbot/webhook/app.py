@@ -13,9 +13,10 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from reviewbot.forges.base import ForgeName
 from reviewbot.webhook.auth import bearer_ok
 from reviewbot.webhook.intake import Answer, Intake
-from reviewbot.webhook.jobs import STATES, ForgeName, ReviewRunner
+from reviewbot.webhook.jobs import STATES, ReviewRunner
 from reviewbot.webhook.metrics import Metrics
 from reviewbot.webhook.queue import JobQueue
 from reviewbot.webhook.ratelimit import RateLimiter

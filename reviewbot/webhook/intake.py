@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from reviewbot.errors import MalformedPayload
+from reviewbot.forges.base import ForgeName
 from reviewbot.webhook.auth import github_signature_ok, gitlab_token_ok
 from reviewbot.webhook.events import (
     Accepted,
@@ -27,7 +28,6 @@ from reviewbot.webhook.events import (
     parse_github,
     parse_gitlab,
 )
-from reviewbot.webhook.jobs import ForgeName
 from reviewbot.webhook.metrics import Metrics
 from reviewbot.webhook.queue import JobQueue
 from reviewbot.webhook.ratelimit import RateLimiter

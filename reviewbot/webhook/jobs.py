@@ -14,8 +14,7 @@ import threading
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-ForgeName = Literal["gitlab", "github"]
-FORGES: tuple[ForgeName, ...] = ("gitlab", "github")
+from reviewbot.forges.base import ForgeName
 
 State = Literal["queued", "running", "done", "failed", "superseded"]
 STATES: tuple[State, ...] = ("queued", "running", "done", "failed", "superseded")

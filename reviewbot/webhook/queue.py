@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import IO, cast
 
 from reviewbot.errors import UsageError
-from reviewbot.webhook.jobs import STATES, ForgeName, Job, JobRecord, QueuedRequest, State
+from reviewbot.forges.base import ForgeName
+from reviewbot.webhook.jobs import STATES, Job, JobRecord, QueuedRequest, State
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (

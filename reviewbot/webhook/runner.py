@@ -10,11 +10,11 @@ from __future__ import annotations
 import importlib
 import threading
 from collections.abc import Callable
-from dataclasses import replace
 from typing import cast
 
 from reviewbot.config import Settings
 from reviewbot.errors import IncompleteReview, UsageError
+from reviewbot.forges.base import Target
 from reviewbot.result import Reviewer
 from reviewbot.webhook.jobs import Job, Outcome, ReviewRunner
 
@@ -44,20 +44,12 @@ class ForgeRunner:
     def __call__(self, job: Job, cancel: threading.Event) -> Outcome:
         if cancel.is_set():
             return Outcome.cancelled()
-        from reviewbot.forges.run import run_forge
-        from reviewbot.forges.select import make_forge
+        from reviewbot import service
 
-        if job.forge not in ("gitlab", "github"):
-            raise UsageError(f"unknown forge {job.forge!r}")
-        gitlab = job.forge == "gitlab"
         # the job names its forge's URL (checked against the allowed forge URLs at intake)
-        settings = (replace(self._settings, gitlab_url=job.base_url) if gitlab
-                    else replace(self._settings, github_url=job.base_url))
-        forge = make_forge(settings, mr=job.number if gitlab else None,
-                           pr=None if gitlab else job.number, project=job.project if gitlab else None,
-                           repo=None if gitlab else job.project, env={})
-        run, code = run_forge(settings, forge, dry_run=False, reviewer=self.reviewer(),
-                              cancel=cancel)
+        order = service.ReviewOrder(Target(job.forge, job.project, job.number, job.base_url),
+                                    self._settings)
+        run, code = service.review(order, self.reviewer(), cancel)
         if run.mode == "superseded":
             return Outcome.cancelled("a newer push arrived during the review; nothing was posted")
         if not run.complete:

@@ -1,4 +1,4 @@
-"""run_forge / the listener's ForgeRunner: CI defaults, dispatch, exit codes, against the fake GitLab."""
+"""service.review / the listener's ForgeRunner: CI defaults, dispatch, exit codes, against the fake GitLab."""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from reviewbot import service
 from reviewbot.config import Settings
 from reviewbot.errors import IncompleteReview, UsageError
+from reviewbot.forges.base import Target
 from reviewbot.forges.gitlab.forge import GitLabForge
-from reviewbot.forges.run import run_forge
-from reviewbot.forges.select import _pr_from_event, make_forge
+from reviewbot.forges.select import _pr_from_event, open_forge, target_of
 from reviewbot.webhook.jobs import Job, Outcome
 from reviewbot.webhook.runner import ForgeRunner
 from tests.forges.fake_gitlab import Fault
@@ -32,34 +33,34 @@ def _settings(ci: dict[str, str], **kw: object) -> Settings:
 
 def test_gitlab_ci_defaults_pick_the_merge_request(env: Env) -> None:
     ci = _ci_env(env)
-    forge = make_forge(_settings(ci), mr=None, pr=None, project=None, repo=None, env=ci)
+    target = target_of(mr=None, pr=None, project=None, repo=None, env=ci)
+    assert target == Target("gitlab", "42", 7)
+    forge = open_forge(target, _settings(ci))
     assert isinstance(forge, GitLabForge) and (forge.project_id, forge.iid) == ("42", 7)
-    s = _settings(ci)
-    run, code = run_forge(s, make_forge(s, mr=None, pr=None, project=None, repo=None, env=ci),
-                          dry_run=False, reviewer=reviewer)
+    run, code = service.review(service.ReviewOrder(target, _settings(ci)), reviewer)
     assert code == 0 and len(env.gitlab.diff_notes()) == len(run.to_post) > 0
 
 
 def test_fail_on_gives_exit_1_and_incomplete_gives_exit_3(env: Env) -> None:
     ci = _ci_env(env)
     s = _settings(ci, fail_on="major")
-    _, code = run_forge(s, make_forge(s, mr=7, pr=None, project="grp/proj", repo=None, env={}),
-                        dry_run=True, reviewer=reviewer)
+    target = Target("gitlab", "grp/proj", 7)
+    _, code = service.review(service.ReviewOrder(target, s, dry_run=True), reviewer)
     assert code == 1
     env.gitlab.faults.append(Fault("POST", r"/draft_notes$", 500, times=10**6))
-    run, code = run_forge(s, make_forge(s, mr=7, pr=None, project="grp/proj", repo=None, env={}),
-                          dry_run=False, reviewer=reviewer)
+    run, code = service.review(service.ReviewOrder(target, s), reviewer)
     assert code == 3 and not run.complete  # incomplete wins over findings
 
 
 def test_usage_errors_are_one_line_and_name_the_fix() -> None:
-    s = Settings(gitlab_token=TOKEN)
     with pytest.raises(UsageError, match="--project"):
-        make_forge(s, mr=1, pr=None, project=None, repo=None, env={})
+        target_of(mr=1, pr=None, project=None, repo=None, env={})
     with pytest.raises(UsageError, match="--mr IID or --pr N"):
-        make_forge(s, mr=None, pr=None, project=None, repo=None, env={})
+        target_of(mr=None, pr=None, project=None, repo=None, env={})
     with pytest.raises(UsageError, match="not both"):
-        make_forge(s, mr=1, pr=2, project="p", repo="o/r", env={})
+        target_of(mr=1, pr=2, project="p", repo="o/r", env={})
+    with pytest.raises(UsageError, match="OWNER/NAME"):
+        open_forge(Target("github", "../etc", 1), Settings(github_token=TOKEN))
 
 
 def test_pr_number_comes_from_the_actions_event_payload(tmp_path: Path) -> None:

@@ -1,15 +1,15 @@
-"""`reviewbot review --pr` wiring: GitHub Actions defaults reach GitHubForge (run_forge)."""
+"""`reviewbot review --pr` wiring: GitHub Actions defaults reach GitHubForge (service.review)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+from reviewbot import service
 from reviewbot.config import resolve
 from reviewbot.forges.base import ForgeSettings
 from reviewbot.forges.github.forge import GitHubForge
-from reviewbot.forges.run import run_forge
-from reviewbot.forges.select import make_forge
+from reviewbot.forges.select import target_of
 from tests.forges.fake_github import FakeGitHub
 from tests.forges.github_support import Reviewer, fake_github  # noqa: F401 - fixture "fake"
 
@@ -20,8 +20,8 @@ def test_actions_environment_reviews_the_event_pr(fake: FakeGitHub, tmp_path: Pa
     env = {"GITHUB_API_URL": fake.base_url, "GITHUB_TOKEN": fake.token,
            "GITHUB_REPOSITORY": fake.full_name, "GITHUB_EVENT_PATH": str(event)}
     settings = resolve({}, env=env, config_path=None)
-    forge = make_forge(settings, mr=None, pr=None, project=None, repo=None, env=env)
-    run, code = run_forge(settings, forge, dry_run=False, reviewer=Reviewer(every=4))
+    target = target_of(mr=None, pr=None, project=None, repo=None, env=env)
+    run, code = service.review(service.ReviewOrder(target, settings), Reviewer(every=4))
     assert code == 0 and run.request.forge == "github" and run.request.number == 7
     assert fake.review_comments and len(fake.issue_comments) == 1
     assert all(r.authorization == f"token {fake.token}" for r in fake.requests)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from reviewbot.commands.forge import settings_and_forge
+from reviewbot.commands.forge import forge_order
 from reviewbot.config import parse_text, resolve
 from reviewbot.errors import UsageError
 from tests.fake_openai import FakeOpenAI, Reply
@@ -65,8 +65,8 @@ def test_github_actions_reads_the_base_branch_config(tmp_path: Path) -> None:
     with Server(fake):
         env = {"GITHUB_ACTIONS": "true", "GITHUB_API_URL": fake.base_url,
                "GITHUB_TOKEN": fake.token, "GITHUB_REPOSITORY": fake.full_name}
-        settings, _ = settings_and_forge({}, None, mr=None, pr=7, project=None, repo=None,
-                                         env=env)
+        settings = forge_order({}, None, mr=None, pr=7, project=None, repo=None,
+                               env=env).settings
     assert settings.fail_on == "major" and settings.exclude == ("docs/*",)
 
 
