@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import cast
 
 from starlette.applications import Starlette
+from starlette.convertors import Convertor, register_url_convertor
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
@@ -23,6 +25,21 @@ from reviewbot.webhook.ratelimit import RateLimiter
 from reviewbot.webhook.readiness import readiness
 from reviewbot.webhook.settings import WebhookSettings
 from reviewbot.webhook.worker import PoolLimits, WorkerPool
+
+
+class ForgeConvertor(Convertor[str]):
+    """Only the two forge names match `/webhook/{forge}`: anything else is a 404, as before."""
+
+    regex = "gitlab|github"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("forge", ForgeConvertor())
 
 
 def _json(reply: Answer) -> JSONResponse:
@@ -76,6 +93,104 @@ def counted(app: ASGIApp, metrics: Metrics) -> ASGIApp:
     return wrapped
 
 
+@dataclass(frozen=True)
+class Parts:
+    """What the routes read from `app.state.parts`: built once by `create_app`."""
+
+    settings: WebhookSettings
+    queue: JobQueue
+    pool: WorkerPool
+    intake: Intake
+    metrics: Metrics
+
+
+def _parts(request: Request) -> Parts:
+    return cast(Parts, request.app.state.parts)
+
+
+async def webhook(request: Request) -> Response:
+    parts, forge = _parts(request), cast(ForgeName, request.path_params["forge"])
+    source = request.client.host if request.client else "unknown"
+    refused = parts.intake.admit(forge, source)
+    if refused is not None:
+        return _json(refused)
+    try:
+        body = await asyncio.wait_for(_read_limited(request, parts.settings.max_body_bytes),
+                                      parts.settings.body_timeout_s)
+    except TimeoutError:
+        return _json(parts.intake.too_slow(forge))
+    if body is None:
+        return _json(parts.intake.too_large(forge))
+    return _json(parts.intake.receive(forge, request.headers, body))
+
+
+def _denied(request: Request) -> Response | None:
+    token = _parts(request).settings.admin_token
+    if not token:
+        return JSONResponse({"error": "admin token not configured"}, status_code=403)
+    if not bearer_ok(token, request.headers.get("authorization")):
+        return JSONResponse({"error": "bad or missing bearer token"}, status_code=401,
+                            headers={"WWW-Authenticate": "Bearer"})
+    return None
+
+
+async def list_jobs(request: Request) -> Response:
+    if (denied := _denied(request)) is not None:
+        return denied
+    queue = _parts(request).queue
+    state = request.query_params.get("state")
+    limit = request.query_params.get("limit", "100")
+    if (state is not None and state not in STATES) or not limit.isdigit():
+        return JSONResponse({"error": "state must be one of " + ", ".join(STATES)
+                             + "; limit a positive integer"}, status_code=400)
+    records = queue.list(state, min(int(limit), 1000))
+    return JSONResponse({"jobs": [r.to_json() for r in records], "counts": queue.counts()})
+
+
+async def get_job(request: Request) -> Response:
+    if (denied := _denied(request)) is not None:
+        return denied
+    record = _parts(request).queue.get(cast(int, request.path_params["job_id"]))
+    if record is None:
+        return JSONResponse({"error": "no such job"}, status_code=404)
+    return JSONResponse(record.to_json())
+
+
+async def healthz(request: Request) -> Response:
+    return JSONResponse({"status": "ok"})
+
+
+async def readyz(request: Request) -> Response:
+    parts = _parts(request)
+    ok, checks = await readiness(parts.queue, parts.settings.backend_url, parts.pool.alive())
+    return JSONResponse({"ready": ok, "checks": checks}, status_code=200 if ok else 503)
+
+
+async def metrics_endpoint(request: Request) -> Response:
+    body, content_type = _parts(request).metrics.render()
+    return PlainTextResponse(body, media_type=content_type)
+
+
+@asynccontextmanager
+async def lifespan(app: Starlette) -> AsyncIterator[None]:
+    pool = cast(Parts, app.state.parts).pool
+    pool.start()
+    try:
+        yield
+    finally:
+        pool.stop()
+
+
+ROUTES = [
+    Route("/webhook/{forge:forge}", webhook, methods=["POST"]),
+    Route("/jobs", list_jobs, methods=["GET"]),
+    Route("/jobs/{job_id:int}", get_job, methods=["GET"]),
+    Route("/healthz", healthz, methods=["GET"]),
+    Route("/readyz", readyz, methods=["GET"]),
+    Route("/metrics", metrics_endpoint, methods=["GET"]),
+]
+
+
 def create_app(settings: WebhookSettings, queue: JobQueue, runner: ReviewRunner) -> ASGIApp:
     metrics = Metrics(queue)
     limits = PoolLimits(
@@ -88,81 +203,7 @@ def create_app(settings: WebhookSettings, queue: JobQueue, runner: ReviewRunner)
     )
     pool = WorkerPool(queue, runner, limits, metrics)
     limiter = RateLimiter(settings.rate_per_source, 2 * settings.rate_per_source)
-    intake = Intake(settings, queue, pool, metrics, limiter)
-
-    def webhook(forge: ForgeName) -> Callable[[Request], Awaitable[Response]]:
-        async def endpoint(request: Request) -> Response:
-            source = request.client.host if request.client else "unknown"
-            refused = intake.admit(forge, source)
-            if refused is not None:
-                return _json(refused)
-            try:
-                body = await asyncio.wait_for(_read_limited(request, settings.max_body_bytes),
-                                              settings.body_timeout_s)
-            except TimeoutError:
-                return _json(intake.too_slow(forge))
-            if body is None:
-                return _json(intake.too_large(forge))
-            return _json(intake.receive(forge, request.headers, body))
-
-        return endpoint
-
-    def authorized(request: Request) -> Response | None:
-        if not settings.admin_token:
-            return JSONResponse({"error": "admin token not configured"}, status_code=403)
-        if not bearer_ok(settings.admin_token, request.headers.get("authorization")):
-            return JSONResponse(
-                {"error": "bad or missing bearer token"},
-                status_code=401,
-                headers={"WWW-Authenticate": "Bearer"},
-            )
-        return None
-
-    async def list_jobs(request: Request) -> Response:
-        if (denied := authorized(request)) is not None:
-            return denied
-        state = request.query_params.get("state")
-        limit = request.query_params.get("limit", "100")
-        if (state is not None and state not in STATES) or not limit.isdigit():
-            return JSONResponse({"error": "state must be one of " + ", ".join(STATES)
-                                 + "; limit a positive integer"}, status_code=400)
-        records = queue.list(state, min(int(limit), 1000))
-        return JSONResponse({"jobs": [r.to_json() for r in records], "counts": queue.counts()})
-
-    async def get_job(request: Request) -> Response:
-        if (denied := authorized(request)) is not None:
-            return denied
-        record = queue.get(cast(int, request.path_params["job_id"]))
-        if record is None:
-            return JSONResponse({"error": "no such job"}, status_code=404)
-        return JSONResponse(record.to_json())
-
-    async def healthz(request: Request) -> Response:
-        return JSONResponse({"status": "ok"})
-
-    async def readyz(request: Request) -> Response:
-        ok, checks = await readiness(queue, settings.backend_url, pool.alive())
-        return JSONResponse({"ready": ok, "checks": checks}, status_code=200 if ok else 503)
-
-    async def metrics_endpoint(request: Request) -> Response:
-        body, content_type = metrics.render()
-        return PlainTextResponse(body, media_type=content_type)
-
-    @asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        pool.start()
-        try:
-            yield
-        finally:
-            pool.stop()
-
-    routes = [
-        Route("/webhook/gitlab", webhook("gitlab"), methods=["POST"]),
-        Route("/webhook/github", webhook("github"), methods=["POST"]),
-        Route("/jobs", list_jobs, methods=["GET"]),
-        Route("/jobs/{job_id:int}", get_job, methods=["GET"]),
-        Route("/healthz", healthz, methods=["GET"]),
-        Route("/readyz", readyz, methods=["GET"]),
-        Route("/metrics", metrics_endpoint, methods=["GET"]),
-    ]
-    return counted(Starlette(routes=routes, lifespan=lifespan), metrics)
+    app = Starlette(routes=ROUTES, lifespan=lifespan)
+    app.state.parts = Parts(settings, queue, pool,
+                            Intake(settings, queue, pool, metrics, limiter), metrics)
+    return counted(app, metrics)
