@@ -25,8 +25,8 @@ from reviewbot.server.supervise.canary import parse_load
 from reviewbot.server.tinymodel import SERVE_ARGS, SERVE_ENV
 from tests.conftest import vllm_python
 
-FAKE = Path(__file__).with_name("fake_vllm.py")
-SAMPLE_DIFF = Path(__file__).parents[1] / "reviewbot" / "data" / "sample.diff"
+FAKE = Path(__file__).parents[1] / "fake_vllm.py"
+SAMPLE_DIFF = Path(__file__).parents[2] / "reviewbot" / "data" / "sample.diff"
 # Short timings, with room for a loaded 2-core CI machine (a false "hung" would restart).
 FAST = ["--canary-interval", "0.5", "--canary-timeout", "5", "--canary-failures", "2",
         "--backoff-initial", "0.2", "--backoff-max", "1", "--stop-grace", "5",
