@@ -7,28 +7,20 @@ from importlib import resources
 from pathlib import Path
 
 import jinja2
-from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from reviewbot.errors import UsageError
+from reviewbot.templating import sandboxed
 
 
 @lru_cache(maxsize=8)
 def environment(user_dir: str | None = None) -> jinja2.Environment:
     """Templates in `user_dir` override the bundled ones of the same name."""
-    loaders: list[jinja2.BaseLoader] = []
-    if user_dir:
-        if not Path(user_dir).is_dir():
-            raise UsageError(f"prompts_dir {user_dir} is not a directory")
-        loaders.append(jinja2.FileSystemLoader(user_dir))
-    loaders.append(jinja2.FileSystemLoader(str(resources.files("reviewbot.prompts"))))
-    # sandboxed whatever the source: a template must not reach Python objects (a user's
-    # prompts_dir, or the diff text it renders, cannot run commands through it)
-    return ImmutableSandboxedEnvironment(
-        loader=jinja2.ChoiceLoader(loaders),
-        undefined=jinja2.StrictUndefined,
-        autoescape=False,
-        keep_trailing_newline=False,
-    )
+    if user_dir and not Path(user_dir).is_dir():
+        raise UsageError(f"prompts_dir {user_dir} is not a directory")
+    # sandboxed whatever the source: a user's prompts_dir, or the diff text it renders, cannot
+    # run commands through it
+    bundled = str(resources.files("reviewbot.prompts"))
+    return sandboxed(*([user_dir] if user_dir else []), bundled)
 
 
 def render(name: str, user_dir: str | None = None, **context: object) -> str:

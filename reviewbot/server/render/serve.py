@@ -14,6 +14,7 @@ from reviewbot.headers import AFFINITY_HEADER
 from reviewbot.server.plan.hardware import GIB
 from reviewbot.server.plan.model import ModelSpec
 from reviewbot.server.plan.types import Plan
+from reviewbot.server.render.configs import render
 
 VLLM_BIN = "/opt/vllm/bin/vllm"
 ENV_FILE = "/etc/reviewbot/vllm.env"
@@ -106,49 +107,12 @@ def plan_text(plan: Plan) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _unit_word(arg: str) -> str:
-    """Quote one ExecStart word for systemd: `%` and `$` are specifiers there."""
-    escaped = arg.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%").replace("$", "$$")
-    return f'"{escaped}"' if any(c in arg for c in ' "{}\'\\;') else escaped
-
-
 def systemd_units(plan: Plan, vllm_bin: str = VLLM_BIN, user: str = "vllm") -> dict[str, str]:
     """One unit per instance of machine 1 (install the same units on every machine)."""
-    units = {}
-    for inst in (i for i in plan.instances if i.node == 0):
-        argv = (vllm_bin, *inst.argv[1:])
-        env = "\n".join(f"Environment={k}={v}" for k, v in inst.env)
-        units[f"reviewbot-vllm-{inst.port}.service"] = f"""\
-[Unit]
-Description=vLLM for reviewbot: {plan.model.name} on GPUs {','.join(map(str, inst.gpus))}
-After=network-online.target
-Wants=network-online.target
-# a crash loop stops after 5 starts in 10 minutes instead of hammering the GPUs
-StartLimitIntervalSec=600
-StartLimitBurst=5
-
-[Service]
-Type=exec
-User={user}
-{env}
-# VLLM_API_KEY=… lives here, readable by root only
-EnvironmentFile=-{ENV_FILE}
-ExecStart={' '.join(_unit_word(a) for a in argv)}
-Restart=always
-RestartSec=15
-# weights, KV cache and CUDA graphs: startup takes minutes
-TimeoutStartSec=900
-TimeoutStopSec=60
-KillMode=control-group
-KillSignal=SIGTERM
-LimitNOFILE=65536
-LimitMEMLOCK=infinity
-Nice=-5
-
-[Install]
-WantedBy=multi-user.target
-"""
-    return units
+    return {f"reviewbot-vllm-{inst.port}.service": render(
+                "vllm.service.j2", model=plan.model.name, gpus=inst.gpus, user=user,
+                env=inst.env, env_file=ENV_FILE, argv=(vllm_bin, *inst.argv[1:]))
+            for inst in plan.instances if inst.node == 0}
 
 
 def systemd_text(plan: Plan, vllm_bin: str = VLLM_BIN) -> str:

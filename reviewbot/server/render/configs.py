@@ -1,0 +1,39 @@
+"""Config files from the templates beside this module (templates/*.j2), rendered with the same
+sandboxed jinja2 as the prompts. Each filter escapes for its own file format."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+import jinja2
+
+from reviewbot.templating import sandboxed
+
+TEMPLATES = Path(__file__).with_name("templates")
+
+
+def line(text: object) -> str:
+    """Free text on one line: a newline in a model's name cannot start a directive."""
+    return " ".join(str(text).splitlines())
+
+
+def haproxy_str(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def unit_word(arg: str) -> str:
+    """Quote one ExecStart word for systemd: `%` and `$` are specifiers there."""
+    escaped = arg.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%").replace("$", "$$")
+    return f'"{escaped}"' if any(c in arg for c in ' "{}\'\\;') else escaped
+
+
+@lru_cache(maxsize=1)
+def _environment() -> jinja2.Environment:
+    env = sandboxed(str(TEMPLATES), config=True)
+    env.filters.update(line=line, haproxy_str=haproxy_str, unit_word=unit_word)
+    return env
+
+
+def render(name: str, **context: object) -> str:
+    return _environment().get_template(name).render(**context)
