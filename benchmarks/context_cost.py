@@ -17,7 +17,7 @@ import argparse
 import json
 import os
 
-from reviewbot import diff
+from reviewbot import diff, git
 from reviewbot.config import resolve
 from reviewbot.context import Context
 from reviewbot.engine import filters
@@ -37,7 +37,7 @@ def main() -> None:
                                  file_values={}))
     out = []
     for range_ in args.ranges:
-        changes, _ = filters.split(diff.parse(diff.from_git(range_)))
+        changes, _ = filters.split(diff.parse(git.from_git(range_)))
         right = range_.split("..", 1)[1].lstrip(".") or "HEAD"
         context = Context(files=lambda path, rev=right: diff.file_at(rev, path),
                           definitions=git_finder(right))

@@ -15,9 +15,27 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from reviewbot.diff import ChangeSet, FileDiff, Side
-from reviewbot.engine.chunking import Row
+from reviewbot.diff import ChangeSet, DiffLine, FileDiff, Hunk, Side
 from reviewbot.findings import Finding
+
+
+@dataclass(frozen=True)
+class Row:
+    """Where a row of the rendered diff sits: a comment on it lands on (path, side, line)."""
+
+    file: FileDiff
+    hunk: Hunk
+    line: DiffLine
+
+    @property
+    def side(self) -> Side:
+        return Side.OLD if self.line.kind == "-" else Side.NEW
+
+    @property
+    def number(self) -> int:
+        n = self.line.old if self.line.kind == "-" else self.line.new
+        assert n is not None
+        return n
 
 
 @dataclass(frozen=True)

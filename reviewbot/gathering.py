@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import os
 
-from reviewbot import config, diff
+from reviewbot import config, git
 from reviewbot.context import AGENTS_MD, Context, HeadFiles, Intent
 from reviewbot.engine.definitions import git_finder
 from reviewbot.errors import ForgeError
@@ -22,10 +22,10 @@ def for_local(git_range: str | None, title: str | None, description: str | None)
     then defaults to the subject of its newest commit); the repository's AGENTS.md from the
     left side of a --git range (the target: in CI the working tree is the change's own), and
     outside CI, with --diff or a single revision, from the working tree."""
-    commits = diff.commit_messages(git_range) if git_range else ()
+    commits = git.commit_messages(git_range) if git_range else ()
     default_title = commits[-1].split("\n", 1)[0] if commits else ""
     intent = Intent(title or default_title, description or "", commits)
-    base = diff.range_base(git_range) if git_range else None
+    base = git.range_base(git_range) if git_range else None
     if base:
         agents = GitTree(base).read(AGENTS_MD)
     elif config.in_ci(os.environ):

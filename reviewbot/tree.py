@@ -21,7 +21,7 @@ import subprocess
 from collections.abc import Iterator
 from typing import Protocol
 
-from reviewbot.diff import is_revision
+from reviewbot.git import is_revision
 
 MAX_FILE_BYTES = 2 * 1024 * 1024  # a source file the model may see a part of
 GIT_TIMEOUT = 60

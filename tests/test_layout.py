@@ -78,3 +78,53 @@ def test_the_review_path_loads_no_server_module() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
     assert not (ROOT / "server").exists()  # no top-level package that could collide
+
+
+VOCABULARY = ("reviewbot.anchoring", "reviewbot.config", "reviewbot.context", "reviewbot.diff",
+              "reviewbot.errors", "reviewbot.findings", "reviewbot.git", "reviewbot.headers", "reviewbot.modeltext",
+              "reviewbot.rendering", "reviewbot.result", "reviewbot.rules", "reviewbot.templating",
+              "reviewbot.tree")
+STEPS_AND_ENTRY_POINTS = ("reviewbot.engine", "reviewbot.forges", "reviewbot.webhook",
+                          "reviewbot.commands", "reviewbot.report", "reviewbot.server",
+                          "reviewbot.service", "reviewbot.gathering", "reviewbot.cli",
+                          "reviewbot.evaluation")
+
+
+def test_the_shared_vocabulary_imports_only_itself() -> None:
+    assert [m for m in VOCABULARY if m not in MODULES] == []  # the list keeps up with renames
+    assert [o for m in VOCABULARY for o in _offenders(m, STEPS_AND_ENTRY_POINTS)] == []
+
+
+def test_a_forge_host_imports_no_other_host_and_no_step_above_it() -> None:
+    above = ("reviewbot.engine", "reviewbot.webhook", "reviewbot.commands", "reviewbot.report",
+             "reviewbot.service", "reviewbot.gathering", "reviewbot.forges.run")
+    assert _offenders("reviewbot.forges.gitlab", above + ("reviewbot.forges.github",)) == []
+    assert _offenders("reviewbot.forges.github", above + ("reviewbot.forges.gitlab",)) == []
+
+
+def test_entry_points_review_a_change_request_through_the_service() -> None:
+    """The CLI and the listener send a typed order to reviewbot.service; only it runs the flow."""
+    assert sorted(m for m, names in MODULES.items() if "reviewbot.forges.run" in names
+                  and not m.startswith("reviewbot.forges")) == ["reviewbot.service"]
+    assert _offenders("reviewbot.webhook", ("reviewbot.forges.select", "reviewbot.forges.run",
+                                            "reviewbot.forges.gitlab", "reviewbot.forges.github",
+                                            "reviewbot.cli")) == []
+    assert _offenders("reviewbot.service", ("reviewbot.commands", "reviewbot.webhook",
+                                            "reviewbot.cli", "reviewbot.report")) == []
+
+
+def test_no_module_on_the_review_path_is_longer_than_300_lines() -> None:
+    """The review path: everything but the server package and the listener's own plumbing."""
+    long = {m: n for m, n in ((m, len(p.read_text(encoding="utf-8").splitlines()))
+                              for m, p in ((_module(p), p) for p in PACKAGE.rglob("*.py")))
+            if n > 300 and not m.startswith(("reviewbot.server", "reviewbot.webhook"))}
+    assert long == {}
+
+
+def test_no_function_is_longer_than_60_lines() -> None:
+    long = sorted(f"{_module(p)}.{node.name}: {node.end_lineno - node.lineno + 1}"
+                  for p in PACKAGE.rglob("*.py")
+                  for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+                  if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                  and node.end_lineno is not None and node.end_lineno - node.lineno >= 60)
+    assert long == []

@@ -10,7 +10,7 @@ from typing import TypeVar
 
 import click
 
-from reviewbot import config, diff, gathering
+from reviewbot import config, diff, gathering, git
 from reviewbot.diff import ChangeSet
 from reviewbot.errors import BackendError, DiffError, UsageError
 from reviewbot.result import ReviewResult, exit_code
@@ -22,7 +22,7 @@ def _read_diff(path: str | None, git_range: str | None, max_mb: float) -> bytes:
     if path and git_range:
         raise UsageError("give either --diff or --git, not both")
     if git_range:
-        data = diff.from_git(git_range)
+        data = git.from_git(git_range)
     else:
         limit = int(max_mb * 2**20) + 1
         try:

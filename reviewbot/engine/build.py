@@ -12,12 +12,12 @@ from reviewbot.engine.deadline import DeadlineTransport
 from reviewbot.engine.llm import ModelClient
 from reviewbot.engine.orchestrator import Engine
 from reviewbot.engine.progress import ChunkProgress, NoProgress
+from reviewbot.engine.tokenize import VllmTokenCounter
 from reviewbot.engine.tokens import (
     DegradingCounter,
     EstimateTokenCounter,
     LocalTokenCounter,
     TokenCounter,
-    VllmTokenCounter,
 )
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from reviewbot.engine.tools import Verdict
+from reviewbot.engine.answers import Verdict
 from reviewbot.findings import Finding, capped_severity
 from reviewbot.result import Dropped
 

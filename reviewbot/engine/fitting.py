@@ -10,8 +10,9 @@ from dataclasses import dataclass, replace
 
 from reviewbot.context import Context
 from reviewbot.diff import ChangeSet, FileDiff
-from reviewbot.engine.chunking import Chunk, Piece, file_header, make_pieces, pack, split
+from reviewbot.engine.chunking import Chunk, Piece, file_header, make_pieces, split
 from reviewbot.engine.definitions import Definition, called_names, defined_in
+from reviewbot.engine.packing import pack
 from reviewbot.engine.requests import Requests
 from reviewbot.engine.surroundings import definition_blocks, surrounding_blocks
 from reviewbot.engine.tokens import TokenCounter

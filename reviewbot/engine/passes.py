@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from reviewbot.context import Context
-from reviewbot.engine import tools
+from reviewbot.engine import answers, tools
 from reviewbot.engine.candidates import agree, apply_verdicts
 from reviewbot.engine.chunking import Chunk
 from reviewbot.engine.deadline import until
@@ -91,7 +91,7 @@ class Passes:
         answer = ChunkAnswer()
         cap = self.requests.cap(chunk)
         problem, unusable, requests = "the review deadline passed", 0, 0
-        usable: list[tools.Parsed] = []
+        usable: list[answers.Parsed] = []
         call = self._call(messages, tool_list, tools.TOOL_NAME,
                           self.requests.output_tokens(chunk.changed_lines), route,
                           n=settings.samples)
@@ -102,7 +102,7 @@ class Passes:
                     problem, unusable = str(reply), unusable + 1
                     continue
                 answer.add_usage(reply)
-                parsed = [tools.parse_calls(s.calls, chunk, cap, settings.categories)
+                parsed = [answers.parse_calls(s.calls, chunk, cap, settings.categories)
                           for s in reply.samples]
                 # a call cut at max_tokens may have lost findings: that sample does not count
                 usable = [p for p, s in zip(parsed, reply.samples)
@@ -142,7 +142,7 @@ class Passes:
                 if isinstance(reply, BadAnswer):
                     continue
                 answer.add_usage(reply)
-                verdicts = tools.parse_verdicts(reply.calls, set(range(1, len(candidates) + 1)))
+                verdicts = answers.parse_verdicts(reply.calls, set(range(1, len(candidates) + 1)))
                 answer.invalid += verdicts.invalid
                 if verdicts.usable and not reply.truncated:
                     kept, dropped, _ = apply_verdicts(candidates, verdicts.by_id)
@@ -161,7 +161,7 @@ class Passes:
         try:
             for reply in attempts(deadline, call):
                 if not isinstance(reply, BadAnswer):
-                    verdict = tools.parse_judgement(reply.calls)
+                    verdict = answers.parse_judgement(reply.calls)
                     if verdict is not None:
                         return verdict
         except (ContextTooLong, RequestFailed):

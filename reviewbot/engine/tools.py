@@ -1,5 +1,5 @@
-"""The two tools, `report_findings` and `verify_findings`: their schemas, generated from one typed
-definition each, and turning their calls into Findings and verdicts.
+"""The tools, `report_findings`, `verify_findings` and eval's `same_problem`: their schemas,
+generated from one typed definition each (their calls are read in reviewbot.engine.answers).
 
 Valid by construction: a finding names a `row` of the rendered diff, and `row` only admits the
 rows this chunk shows. Every row is a commentable position (added → new side, removed → old
@@ -10,25 +10,17 @@ same two tools (the forced `tool_choice` picks one), and everything that differs
 (the admitted rows, the findings cap) sits in `$defs` at the very end of the tool JSON.
 Think before committing: a finding's anchor, title and explanation come before its category,
 severity and confidence; a verdict's reason before its decision.
-
-Calls are still validated: bad JSON, unknown tools, missing fields and rows outside the chunk
-are dropped or re-anchored to the nearest shown row of the same file, and counted; the schema's
-limits are enforced again, since a server may not constrain decoding.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from reviewbot.anchoring import at_row
-from reviewbot.diff import Side
-from reviewbot.engine.chunking import Chunk, Row
-from reviewbot.findings import CATEGORIES, SEVERITIES, Finding, Severity, capped_severity
-from reviewbot.modeltext import clean, one_line, suggestion_ok
+from reviewbot.engine.chunking import Chunk
+from reviewbot.findings import CATEGORIES, SEVERITIES
 
 TOOL_NAME = "report_findings"
 VERIFY_TOOL = "verify_findings"
@@ -183,168 +175,3 @@ def judge_tool() -> dict[str, Any]:
     """`reviewbot eval --judge`: do a finding and a golden comment describe the same problem?"""
     return _tool(JUDGE_TOOL, "Say whether the two review comments describe the same problem.",
                  JUDGE, {})
-
-
-def parse_judgement(calls: list[tuple[str, str]]) -> bool | None:
-    """The judge's `same`, or None when the answer is not one call of the judge tool."""
-    for name, arguments in calls:
-        try:
-            args = json.loads(arguments, strict=False) if name == JUDGE_TOOL else None
-        except (json.JSONDecodeError, RecursionError):
-            args = None
-        if isinstance(args, dict) and isinstance(args.get("same"), bool):
-            return bool(args["same"])
-    return None
-
-
-# --- parsing -------------------------------------------------------------------------------
-
-@dataclass
-class Parsed:
-    findings: list[Finding] = field(default_factory=list)
-    summary: str = ""
-    invalid: int = 0  # calls or items that were dropped
-    reanchored: int = 0
-    usable: bool = False  # one call of this tool with a findings list: the chunk was reviewed
-    problem: str = "no call of report_findings"  # why not, when not usable
-
-
-def _arguments(calls: list[tuple[str, str]], tool: str, key: str,
-               out: Parsed | Verdicts) -> list[tuple[dict[str, Any], list[Any]]]:
-    """The argument objects of the calls of `tool` that hold a `key` list; the rest counted."""
-    good = []
-    for name, arguments in calls:
-        if name != tool:
-            out.invalid += 1
-            out.problem = f"a call of an unknown tool {one_line(clean(name, 60))!r}"
-            continue
-        if not isinstance(arguments, str) or len(arguments) > MAX_ARGUMENTS:
-            out.invalid += 1
-            out.problem = "arguments missing or too long"
-            continue
-        try:
-            args = json.loads(arguments, strict=False)  # raw control chars in strings are fine
-        except (json.JSONDecodeError, RecursionError):
-            out.invalid += 1
-            out.problem = "arguments that are not JSON (or nested too deep)"
-            continue
-        if not isinstance(args, dict) or not isinstance(args.get(key), list):
-            out.invalid += 1
-            out.problem = f"arguments without a {key} list"
-            continue
-        good.append((args, args[key]))
-    return good
-
-
-def parse_calls(calls: list[tuple[str, str]], chunk: Chunk, max_findings: int,
-                categories: tuple[str, ...] = CATEGORIES) -> Parsed:
-    """(name, arguments JSON) pairs → validated Findings anchored inside this chunk.
-
-    Beyond `max_findings` per answer the rest are dropped and counted; a category outside
-    `categories` is dropped; maintainability is at most minor.
-    """
-    out = Parsed()
-    rows = chunk.rows()
-    for args, items in _arguments(calls, TOOL_NAME, "findings", out):
-        out.usable = True
-        summary = one_line(clean(args.get("summary"), LIMITS["summary"]))
-        if summary:
-            out.summary = summary
-        out.invalid += max(0, len(items) - max_findings)
-        for item in items[:max_findings]:
-            finding, moved = _finding(item, rows, categories)
-            if finding is None:
-                out.invalid += 1
-            else:
-                out.findings.append(finding)
-                out.reanchored += moved
-    return out
-
-
-def _confidence(value: Any, default: float | None) -> float | None:
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-        return min(1.0, max(0.0, float(value)))
-    return default
-
-
-def _finding(item: Any, rows: dict[int, Row],
-             categories: tuple[str, ...]) -> tuple[Finding | None, bool]:
-    if not isinstance(item, dict):
-        return None, False
-    title = one_line(clean(item.get("title"), LIMITS["title"]))
-    row = item.get("row")
-    if not title or not isinstance(row, int) or isinstance(row, bool) or not rows:
-        return None, False
-    try:
-        severity = Severity.parse(str(item.get("severity", "minor")))
-    except KeyError:
-        return None, False
-    category = item.get("category", "bug")
-    if category not in categories:
-        return None, False
-    severity = capped_severity(category, severity)
-    anchor = at_row(rows, row, item.get("end_row"))
-    at = anchor.row
-    suggestion: str | None = clean(item.get("suggestion"), LIMITS["suggestion"])
-    if not suggestion or not suggestion.strip() or at.side is not Side.NEW \
-            or not suggestion_ok(suggestion):
-        suggestion = None
-    return Finding(
-        path=at.file.path,
-        line=at.number,
-        side=at.side,
-        end_line=anchor.end_line,
-        severity=severity,
-        category=category,
-        title=title,
-        body=clean(item.get("body"), LIMITS["body"]).strip(),
-        suggestion=suggestion,
-        confidence=_confidence(item.get("confidence"), None),
-    ), anchor.moved
-
-
-@dataclass(frozen=True)
-class Verdict:
-    keep: bool
-    severity: Severity
-    confidence: float
-    reason: str
-
-
-@dataclass
-class Verdicts:
-    by_id: dict[int, Verdict] = field(default_factory=dict)
-    invalid: int = 0
-    usable: bool = False
-    problem: str = "no call of verify_findings"
-
-
-def parse_verdicts(calls: list[tuple[str, str]], ids: set[int]) -> Verdicts:
-    """Verdicts on the candidates `ids`; a verdict on any other id, or a second one on the same
-    id, is dropped and counted."""
-    out = Verdicts()
-    for _, items in _arguments(calls, VERIFY_TOOL, "verdicts", out):
-        out.usable = True
-        for item in items[:len(ids) + 1]:
-            verdict = _verdict(item)
-            cid = item.get("id") if isinstance(item, dict) else None
-            if verdict is None or not isinstance(cid, int) or cid not in ids or cid in out.by_id:
-                out.invalid += 1
-            else:
-                out.by_id[cid] = verdict
-        out.invalid += max(0, len(items) - len(ids) - 1)
-    return out
-
-
-def _verdict(item: Any) -> Verdict | None:
-    if not isinstance(item, dict) or not isinstance(item.get("keep"), bool):
-        return None
-    try:
-        severity = Severity.parse(str(item.get("severity")))
-    except KeyError:
-        return None
-    confidence = _confidence(item.get("confidence"), None)
-    if confidence is None:
-        return None
-    return Verdict(item["keep"], severity, confidence,
-                   one_line(clean(item.get("reason"), LIMITS["reason"])))

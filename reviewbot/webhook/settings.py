@@ -102,6 +102,29 @@ def _positive(name: str, value: float) -> None:
         raise UsageError(f"{name} must be positive, got {value}")
 
 
+def _check(s: WebhookSettings, db: Path | None) -> None:
+    for name, value in (
+        ("--workers", s.workers),
+        ("--per-forge", s.per_forge),
+        ("--rate-limit", s.rate_per_source),
+        ("--max-body", s.max_body_bytes),
+        ("--max-attempts", s.max_attempts),
+    ):
+        _positive(name, value)
+    if db is not None and not db.parent.is_dir():  # a typo must not grow a directory tree
+        raise UsageError(f"--db {db}: the directory {db.parent} does not exist")
+    for url in s.forge_urls:
+        if not url.startswith(("https://", "http://")):
+            raise UsageError(f"forge URL must start with https:// or http://, got {url!r}")
+    if s.retry_backoff_s < 0:
+        raise UsageError(f"--retry-backoff must not be negative, got {s.retry_backoff_s}")
+    if not (s.gitlab_secret or s.github_secret):
+        raise UsageError(
+            "no webhook secret: set REVIEWBOT_GITLAB_WEBHOOK_SECRET and/or"
+            " REVIEWBOT_GITHUB_WEBHOOK_SECRET"
+        )
+
+
 def resolve_settings(
     env: Mapping[str, str],
     *,
@@ -140,26 +163,7 @@ def resolve_settings(
         header_timeout_s=_seconds(env, "REVIEWBOT_WEBHOOK_HEADER_TIMEOUT", d.header_timeout_s),
         body_timeout_s=_seconds(env, "REVIEWBOT_WEBHOOK_BODY_TIMEOUT", d.body_timeout_s),
     )
-    for name, value in (
-        ("--workers", s.workers),
-        ("--per-forge", s.per_forge),
-        ("--rate-limit", s.rate_per_source),
-        ("--max-body", s.max_body_bytes),
-        ("--max-attempts", s.max_attempts),
-    ):
-        _positive(name, value)
-    if db is not None and not db.parent.is_dir():  # a typo must not grow a directory tree
-        raise UsageError(f"--db {db}: the directory {db.parent} does not exist")
-    for url in s.forge_urls:
-        if not url.startswith(("https://", "http://")):
-            raise UsageError(f"forge URL must start with https:// or http://, got {url!r}")
-    if s.retry_backoff_s < 0:
-        raise UsageError(f"--retry-backoff must not be negative, got {s.retry_backoff_s}")
-    if not (s.gitlab_secret or s.github_secret):
-        raise UsageError(
-            "no webhook secret: set REVIEWBOT_GITLAB_WEBHOOK_SECRET and/or"
-            " REVIEWBOT_GITHUB_WEBHOOK_SECRET"
-        )
+    _check(s, db)
     for secret in (s.gitlab_secret, s.github_secret, s.admin_token):
         register_secret(secret)
     return s

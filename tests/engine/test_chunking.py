@@ -20,8 +20,9 @@ from reviewbot.config import Settings
 from reviewbot.context import Context, Intent
 from reviewbot.diff import ChangeSet, DiffLine, FileDiff
 from reviewbot.engine import filters
-from reviewbot.engine.chunking import Chunk, file_header, make_pieces, pack, render_line
+from reviewbot.engine.chunking import Chunk, file_header, make_pieces, render_line
 from reviewbot.engine.orchestrator import Engine
+from reviewbot.engine.packing import pack
 from reviewbot.engine.tokens import EstimateTokenCounter, LocalTokenCounter, TokenCounter
 from tests.engine.conftest import GitRepo
 from tests.engine.pieces_support import owned_lines

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import pytest
 
-from reviewbot import diff
+from reviewbot import diff, git
 from reviewbot.diff import ChangeSet, DiffLine, FileDiff, Side
 from reviewbot.engine import filters
 from reviewbot.errors import DiffError
@@ -574,24 +574,24 @@ def test_from_git_range_is_the_diff_of_the_range(git_repo: GitRepo) -> None:
     git_repo.move("b.py", "moved/b.py")
     git_repo.write("é.txt", "x\n")
     head = git_repo.commit()
-    raw = diff.from_git(f"{base}..{head}", cwd=str(git_repo.root))
+    raw = git.from_git(f"{base}..{head}", cwd=str(git_repo.root))
     assert raw == git_repo.diff(base, head)
     changes = diff.parse(raw)
     assert sorted(f.path for f in changes.files) == ["a.py", "moved/b.py", "é.txt"]
     assert only(changes, "moved/b.py").old_path == "b.py"
-    assert diff.parse(diff.from_git("HEAD~1", cwd=str(git_repo.root))) == changes
+    assert diff.parse(git.from_git("HEAD~1", cwd=str(git_repo.root))) == changes
 
 
 def test_from_git_errors_are_diff_errors(git_repo: GitRepo, tmp_path_factory: pytest.TempPathFactory) -> None:
     git_repo.write("a.py", "x\n")
     git_repo.commit()
     with pytest.raises(DiffError, match="no-such-branch"):
-        diff.from_git("no-such-branch..HEAD", cwd=str(git_repo.root))
+        git.from_git("no-such-branch..HEAD", cwd=str(git_repo.root))
     outside = tmp_path_factory.mktemp("not_a_repo")
     with pytest.raises(DiffError):
-        diff.from_git("HEAD~1..HEAD", cwd=str(outside))
+        git.from_git("HEAD~1..HEAD", cwd=str(outside))
     with pytest.raises(DiffError, match="empty"):  # an empty range is an empty diff
-        diff.parse(diff.from_git("HEAD..HEAD", cwd=str(git_repo.root)))
+        diff.parse(git.from_git("HEAD..HEAD", cwd=str(git_repo.root)))
 
 
 def _configured_repo(git_repo: GitRepo, key: str, value: str) -> tuple[str, str]:
@@ -613,7 +613,7 @@ def _configured_repo(git_repo: GitRepo, key: str, value: str) -> tuple[str, str]
 def test_from_git_range_ignores_the_users_diff_settings(git_repo: GitRepo, key: str, value: str) -> None:
     """`--git RANGE` runs in the user's repository, with the user's git config."""
     base, head = _configured_repo(git_repo, key, value)
-    changes = diff.parse(diff.from_git(f"{base}..{head}", cwd=str(git_repo.root)))
+    changes = diff.parse(git.from_git(f"{base}..{head}", cwd=str(git_repo.root)))
     assert sorted((f.old_path or "", f.new_path or "") for f in changes.files) == [
         ("a/inner.py", "a/inner.py"), ("old name.txt", 'new "name".txt'), ("plain.py", "plain.py")]
 
@@ -628,7 +628,7 @@ def test_from_git_in_a_subdirectory_with_diff_relative(git_repo: GitRepo) -> Non
     git_repo.write("top.py", numbered(3).replace("line 2", "two"))
     head = git_repo.commit()
     git_repo.git("config", "diff.relative", "true")
-    changes = diff.parse(diff.from_git(f"{base}..{head}", cwd=str(git_repo.root / "sub")))
+    changes = diff.parse(git.from_git(f"{base}..{head}", cwd=str(git_repo.root / "sub")))
     assert sorted(f.path for f in changes.files) == ["sub/a.py", "top.py"]
 
 
@@ -638,7 +638,7 @@ def test_from_git_against_the_work_tree_with_mnemonic_prefixes(git_repo: GitRepo
     git_repo.commit()
     git_repo.git("config", "diff.mnemonicPrefix", "true")
     git_repo.write("app.py", numbered(5).replace("line 3", "three"))
-    changes = diff.parse(diff.from_git("HEAD", cwd=str(git_repo.root)))
+    changes = diff.parse(git.from_git("HEAD", cwd=str(git_repo.root)))
     assert [(f.old_path, f.new_path, f.status) for f in changes.files] == [
         ("app.py", "app.py", "modified")]
 
@@ -657,7 +657,7 @@ def test_from_git_reports_submodules_even_with_diff_submodule_log(
             config=("protocol.file.allow=always",))
     head = app.commit()
     app.git("config", "diff.submodule", "log")
-    changes = diff.parse(diff.from_git(f"{base}..{head}", cwd=str(app.root)))
+    changes = diff.parse(git.from_git(f"{base}..{head}", cwd=str(app.root)))
     assert sorted(f.path for f in changes.files) == [".gitmodules", "deps/lib"]
     _, skipped = filters.split(changes)
     assert [(s.path, s.reason) for s in skipped] == [("deps/lib", "submodule")]
@@ -715,7 +715,7 @@ def test_git_is_not_installed(monkeypatch: pytest.MonkeyPatch,
                               tmp_path_factory: pytest.TempPathFactory) -> None:
     monkeypatch.setenv("PATH", str(tmp_path_factory.mktemp("empty_path")))
     with pytest.raises(DiffError, match="git is not installed"):
-        diff.from_git("HEAD")
+        git.from_git("HEAD")
 
 
 def test_git_diff_subprocess_sanity(git_repo: GitRepo) -> None:

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from reviewbot.context import Context, Intent
-from reviewbot.diff import from_git, parse
+from reviewbot.diff import parse
 from reviewbot.errors import DiffError
+from reviewbot.git import from_git
 
 HEAD = "diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n"
 TWO = HEAD + "@@ -1,2 +1,2 @@\n x\n-y\n+z\n" + HEAD.replace("a.py", "b.py") + "@@ -1 +1 @@\n-p\n+q\n"

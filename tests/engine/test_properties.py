@@ -4,7 +4,7 @@
 - for valid diffs of random contents (built with difflib, checked against the contents), the
   commentable sets are exactly the changed/context lines;
 - the chunker's limits always hold and every reviewable changed line is owned exactly once;
-- `tools.parse_calls` never raises, and every finding it returns is on a position the chunk shows.
+- `answers.parse_calls` never raises, and every finding it returns is on a position the chunk shows.
 """
 
 from __future__ import annotations
@@ -21,9 +21,10 @@ from reviewbot import diff
 from reviewbot.config import Settings
 from reviewbot.context import Context, Intent
 from reviewbot.diff import ChangeSet, Side
-from reviewbot.engine import tools
-from reviewbot.engine.chunking import Chunk, file_header, make_pieces, pack
+from reviewbot.engine import answers, tools
+from reviewbot.engine.chunking import Chunk, file_header, make_pieces
 from reviewbot.engine.orchestrator import Engine
+from reviewbot.engine.packing import pack
 from reviewbot.engine.tokens import EstimateTokenCounter, LocalTokenCounter, TokenCounter
 from reviewbot.errors import DiffError
 from tests.engine.pieces_support import owned_lines
@@ -286,7 +287,7 @@ def finding_items() -> st.SearchStrategy[object]:
         optional={"end_row": st.integers(-5, 120) | JSON,
                   "severity": st.sampled_from(["info", "minor", "MAJOR", " critical ", "blocker",
                                                "fatal"]) | JSON,
-                  "category": st.sampled_from(list(tools.CATEGORIES)) | JSON,
+                  "category": st.sampled_from(list(answers.CATEGORIES)) | JSON,
                   "body": st.text(max_size=20) | JSON, "suggestion": st.text(max_size=10) | JSON})
     return item | JSON
 
@@ -307,7 +308,7 @@ ARGUMENTS = st.one_of(
 @example(calls=[(tools.TOOL_NAME, json.dumps(
     {"summary": "s", "findings": [{"title": "t", "row": True}]}))])
 def test_parse_calls_never_raises_and_anchors_inside_the_chunk(calls: list[tuple[str, str]]) -> None:
-    parsed = tools.parse_calls(calls, CHUNK, 50)
+    parsed = answers.parse_calls(calls, CHUNK, 50)
     shown = CHUNK.positions()
     for finding in parsed.findings:
         assert finding.path in shown
@@ -317,7 +318,7 @@ def test_parse_calls_never_raises_and_anchors_inside_the_chunk(calls: list[tuple
             assert (finding.side, finding.end_line) in shown[finding.path]
         if finding.suggestion is not None:
             assert finding.side is Side.NEW
-        assert finding.title.strip() and finding.category in tools.CATEGORIES
+        assert finding.title.strip() and finding.category in answers.CATEGORIES
     assert parsed.invalid >= 0 and parsed.reanchored <= len(parsed.findings)
 
 
@@ -326,7 +327,7 @@ def test_parse_calls_never_raises_and_anchors_inside_the_chunk(calls: list[tuple
     "title": st.just("t"), "severity": st.just("major"), "category": st.just("bug"),
     "body": st.just("b"), "row": st.integers(-3, 120)}), min_size=1, max_size=6))
 def test_well_formed_findings_are_kept_or_reanchored_never_dropped(items: list[dict]) -> None:
-    parsed = tools.parse_calls([(tools.TOOL_NAME, json.dumps({"summary": "s", "findings": items}))],
+    parsed = answers.parse_calls([(tools.TOOL_NAME, json.dumps({"summary": "s", "findings": items}))],
                                CHUNK, 50)
     assert parsed.invalid == 0 and len(parsed.findings) == len(items)
     shown = CHUNK.positions()

@@ -147,7 +147,7 @@ def test_the_verification_pass_shares_the_finding_passs_prompt_and_answers_in_sc
 def test_batched_token_counts_equal_one_by_one_counts(vllm_server) -> None:
     import httpx
 
-    from reviewbot.engine.tokens import VllmTokenCounter
+    from reviewbot.engine.tokenize import VllmTokenCounter
 
     texts = ["@@ -1,2 +1,2 @@\n-x = 1\n+x = 2", "", "  indented\n\n", "ünïcode — ✓", "a" * 500,
              "contains <|endoftext|> inside"]
@@ -188,7 +188,7 @@ def test_special_tokens_in_the_diff_never_reach_the_template_as_control_tokens(v
 def test_counting_takes_round_trips_per_chunk_not_per_file(vllm_server, monkeypatch) -> None:
     """400 files: the real /tokenize counts them in a few batched calls plus a few per chunk,
     not one per file (a 50 MB change once made ~10,000 sequential calls)."""
-    from reviewbot.engine.tokens import VllmTokenCounter
+    from reviewbot.engine.tokenize import VllmTokenCounter
 
     calls = []
     real = VllmTokenCounter._tokenize

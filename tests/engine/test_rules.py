@@ -9,7 +9,7 @@ import pytest
 from reviewbot.config import Settings, parse_text, resolve
 from reviewbot.context import Context
 from reviewbot.diff import parse
-from reviewbot.engine import tools
+from reviewbot.engine import answers, tools
 from reviewbot.engine.chunking import Chunk, make_pieces
 from reviewbot.engine.orchestrator import Engine
 from reviewbot.engine.tokens import EstimateTokenCounter
@@ -90,6 +90,6 @@ def test_categories_shape_the_schema_the_prompt_and_the_parser() -> None:
     item = {"row": row, "title": "t", "body": "b", "severity": "critical", "confidence": 0.9}
     call = [(tools.TOOL_NAME, json.dumps({"summary": "", "findings": [
         {**item, "category": "maintainability"}]}))]
-    assert tools.parse_calls(call, chunk, 8, ("bug", "security")).findings == []
-    (kept,) = tools.parse_calls(call, chunk, 8).findings
+    assert answers.parse_calls(call, chunk, 8, ("bug", "security")).findings == []
+    (kept,) = answers.parse_calls(call, chunk, 8).findings
     assert kept.severity.label == "minor"  # maintainability is never more than minor

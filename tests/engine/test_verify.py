@@ -187,21 +187,21 @@ def test_the_findings_cap_grows_with_the_chunk() -> None:
 
 
 def test_hostile_confidences_are_clamped_or_refused() -> None:
-    from reviewbot.engine import tools
+    from reviewbot.engine import answers
 
-    assert tools._confidence(7.5, None) == 1.0 and tools._confidence(-3, None) == 0.0
+    assert answers._confidence(7.5, None) == 1.0 and answers._confidence(-3, None) == 0.0
     for bad in (float("nan"), float("inf"), "0.9", True, None, [0.5]):
-        assert tools._confidence(bad, None) is None
-    assert tools._verdict({"keep": True, "severity": "major", "confidence": "high"}) is None
-    assert tools._verdict({"keep": "yes", "severity": "major", "confidence": 0.5}) is None
+        assert answers._confidence(bad, None) is None
+    assert answers._verdict({"keep": True, "severity": "major", "confidence": "high"}) is None
+    assert answers._verdict({"keep": "yes", "severity": "major", "confidence": 0.5}) is None
 
 
 def test_a_verdict_cannot_raise_a_finding_past_its_category_cap() -> None:
     """The verifier's severity obeys the same caps as the finding pass: a maintainability note
     raised to blocker stays minor (else it would fail --fail-on critical and pass the floor)."""
     from reviewbot.diff import Side
+    from reviewbot.engine.answers import Verdict
     from reviewbot.engine.candidates import apply_verdicts
-    from reviewbot.engine.tools import Verdict
     from reviewbot.findings import Finding, Severity
 
     notes = [Finding("a.py", 1, Side.NEW, Severity.MINOR, "Long function", "b",
