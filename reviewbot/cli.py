@@ -41,6 +41,7 @@ class LazyGroup(click.Group):
     cls=LazyGroup,
     lazy={
         "review": "reviewbot.commands.review:review",
+        "reply": "reviewbot.commands.reply:reply",
         "eval": "reviewbot.commands.eval:eval_group",
         "demo": "reviewbot.commands.demo:demo",
         "webhook": "reviewbot.webhook.cli:webhook",

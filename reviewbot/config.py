@@ -38,6 +38,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "context_lines": (0, 100), "surrounding_lines": (0, 10_000),
     "max_enclosing_lines": (0, 100_000), "max_findings_per_chunk": (1, 1000),
     "samples": (1, 16), "max_inline_comments": (0, 1000), "min_confidence": (0, 1),
+    "command_min_access": (10, 50), "max_replies_per_thread": (1, 100),
 }
 
 
@@ -92,6 +93,10 @@ class Settings:
     github_bot_login: str = "github-actions[bot]"
     ssl_verify: bool = True
     ca_file: str | None = None
+    # conversation: whose commands and questions the bot takes (GitLab access levels: 30 is
+    # Developer, 40 Maintainer), and how often it answers in one thread
+    command_min_access: int = 30
+    max_replies_per_thread: int = 3
 
     def __post_init__(self) -> None:
         if self.output not in OUTPUTS:
@@ -160,11 +165,11 @@ def check_paths(settings: Settings) -> None:
 
 
 _FIELDS = {f.name: f for f in fields(Settings)}
-# Keys that decide where secrets go or how they are protected: from flags and the environment
+# Keys that decide where secrets go, how they are protected, or who may command the bot: from flags and the environment
 # (CI variables) only, never from a file a merge request could change.
 NOT_FROM_FILES = frozenset({"base_url", "api_key", "gitlab_url", "gitlab_token", "github_url",
                             "github_token", "github_bot_login", "ssl_verify", "ca_file",
-                            "prompts_dir", "tokenizer"})
+                            "prompts_dir", "tokenizer", "command_min_access"})
 # the `reviewbot review` flag of each of them (the others come from the environment only);
 # tests check that every flag named here exists
 FLAG_OF = {"base_url": "--base-url", "api_key": "--api-key", "gitlab_url": "--gitlab-url",
@@ -242,7 +247,8 @@ def parse_text(text: str, source: str) -> dict[str, Any]:
         name = refused[0]
         flag = f" or {FLAG_OF[name]}" if name in FLAG_OF else ""
         raise UsageError(f"config file {source}: {name} cannot be set in a file (it decides where "
-                         f"secrets go); set {env_names(name)[0]}{flag} instead")
+                         f"secrets go or who commands the bot); set {env_names(name)[0]}{flag} "
+                         "instead")
     return {k: _coerce(k, v, source) for k, v in section.items()}
 
 

@@ -7,9 +7,13 @@ none of them builds another's flags. The flow itself is `reviewbot.forges.run`.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 from reviewbot.config import Settings
+from reviewbot.conversation.respond import Response, respond
+from reviewbot.engine.passes import Passes
+from reviewbot.errors import UsageError
 from reviewbot.forges.base import Target
 from reviewbot.forges.run import ForgeRun, review_change_request
 from reviewbot.forges.select import open_forge
@@ -36,3 +40,23 @@ def review(order: ReviewOrder, reviewer: Reviewer,
                                 dry_run=order.dry_run, cancel=cancel,
                                 fail_on_skipped=settings.fail_on_skipped)
     return run, exit_code(run.complete, run.result.worst(), settings.fail_on)
+
+
+def answer(order: ReviewOrder, note_id: int, passes: Callable[[], Passes],
+           reviewer: Callable[[], Reviewer]) -> Response:
+    """Do what a note on the order's merge request asks of the bot (conversation.respond):
+    answer it in its thread, or run the command it gives."""
+    if order.target.forge != "gitlab":
+        raise UsageError("answering notes works on GitLab merge requests so far")
+    from reviewbot.forges.gitlab.forge import GitLabForge
+    from reviewbot.forges.gitlab.threads import GitLabThreads
+
+    forge = open_forge(order.target, order.settings)
+    assert isinstance(forge, GitLabForge)
+
+    def full_review() -> str:
+        full = replace(order, settings=replace(order.settings, mode="full"))
+        run, code = review(full, reviewer())
+        return run.summary.split("\n", 1)[0][:300] if code != 3 else "incomplete (see the summary)"
+
+    return respond(GitLabThreads(forge), note_id, order.settings, passes, full_review)

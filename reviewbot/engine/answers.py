@@ -16,7 +16,16 @@ from typing import Any
 from reviewbot.anchoring import Row, at_row
 from reviewbot.diff import Side
 from reviewbot.engine.chunking import Chunk
-from reviewbot.engine.tools import JUDGE_TOOL, LIMITS, MAX_ARGUMENTS, TOOL_NAME, VERIFY_TOOL
+from reviewbot.engine.tools import (
+    JUDGE_TOOL,
+    LIMITS,
+    MAX_ARGUMENTS,
+    REPLY_CHARS,
+    REPLY_TOOL,
+    TOOL_NAME,
+    VERDICTS,
+    VERIFY_TOOL,
+)
 from reviewbot.findings import CATEGORIES, Finding, Severity, capped_severity
 from reviewbot.modeltext import clean, one_line, suggestion_ok
 
@@ -184,3 +193,24 @@ def _verdict(item: Any) -> Verdict | None:
         return None
     return Verdict(item["keep"], severity, confidence,
                    one_line(clean(item.get("reason"), LIMITS["reason"])))
+
+
+@dataclass(frozen=True)
+class ThreadReply:
+    body: str  # cleaned model text: still to be escaped for its sink
+    verdict: str  # keep | withdraw | fixed
+
+
+def parse_reply(calls: list[tuple[str, str]]) -> ThreadReply | None:
+    """The first valid call of the reply tool; None when there is none."""
+    for name, arguments in calls:
+        try:
+            args = json.loads(arguments, strict=False) if name == REPLY_TOOL else None
+        except (json.JSONDecodeError, RecursionError):
+            args = None
+        if not isinstance(args, dict) or args.get("verdict") not in VERDICTS:
+            continue
+        body = clean(args.get("body"), REPLY_CHARS)
+        if body:
+            return ThreadReply(body, str(args["verdict"]))
+    return None

@@ -13,7 +13,7 @@ from reviewbot.engine.candidates import agree, apply_verdicts
 from reviewbot.engine.chunking import Chunk
 from reviewbot.engine.deadline import until
 from reviewbot.engine.llm import ModelClient, Reply
-from reviewbot.engine.requests import JUDGE_TOKENS, Messages, Requests, Tools
+from reviewbot.engine.requests import JUDGE_TOKENS, REPLY_TOKENS, Anchor, Messages, Requests, Tools
 from reviewbot.errors import BadAnswer, ContextTooLong, RequestFailed
 from reviewbot.findings import Finding
 from reviewbot.result import Dropped
@@ -167,3 +167,18 @@ class Passes:
         except (ContextTooLong, RequestFailed):
             pass
         return False
+
+    def reply(self, about: Anchor, thread: list[tuple[str, str]],
+              deadline: float) -> answers.ThreadReply | None:
+        """An answer in a finding's thread, or None when no usable one came back."""
+        call = self._call(self.requests.reply_messages(about, thread), [tools.reply_tool()],
+                          tools.REPLY_TOOL, REPLY_TOKENS, "")
+        try:
+            for reply in attempts(deadline, call):
+                if not isinstance(reply, BadAnswer) and not reply.truncated:
+                    parsed = answers.parse_reply(reply.calls)
+                    if parsed is not None:
+                        return parsed
+        except (ContextTooLong, RequestFailed):
+            pass
+        return None

@@ -43,7 +43,12 @@ _CONTROL_BUT_NEWLINE = re.compile(r"[\x00-\x09\x0b-\x1f\x7f\u2028\u2029]")
 
 def quoted(text: str) -> str:
     """Untrusted prose as a block whose every line starts with `> `: nothing in it can close a
-    frame of the prompt (`</diff>`) or pose as a file header or a row label."""
+    frame of the prompt (`</diff>`: no `</` survives) or pose as a file header or a row label."""
     text = defuse(_CONTROL_BUT_NEWLINE.sub(lambda m: f"\\x{ord(m.group(0)):02x}",
                                            text.replace("\r\n", "\n")))
-    return "\n".join("> " + line for line in text.split("\n"))
+    return "\n".join("> " + line for line in text.split("\n")).replace("</", "<" + ZWSP + "/")
+
+
+def framed(text: str) -> str:
+    """Untrusted text kept as written (code) inside a frame it cannot close: no `</` survives."""
+    return defuse(text).replace("</", "<" + ZWSP + "/")

@@ -12,12 +12,13 @@ from reviewbot.context import Context
 from reviewbot.diff import Side
 from reviewbot.engine import templates, tools
 from reviewbot.engine.chunking import Chunk, file_header
-from reviewbot.engine.prompttext import defuse, label, quoted
+from reviewbot.engine.prompttext import defuse, framed, label, quoted
 from reviewbot.findings import Finding
 from reviewbot.rules import applicable
 
 SAFETY_TOKENS = 16  # slack for tokenizer merges across piece boundaries
 JUDGE_TOKENS = 256
+REPLY_TOKENS = 768
 
 Messages = list[dict[str, Any]]
 Tools = list[dict[str, Any]]
@@ -98,3 +99,25 @@ class Requests:
                 {"role": "user", "content": templates.render(
                     "judge_pair.j2", self.settings.prompts_dir, title=defuse(title),
                     body=defuse(body), reference=defuse(reference)).rstrip("\n")}]
+
+    def reply_messages(self, about: Anchor, thread: list[tuple[str, str]]) -> Messages:
+        """A thread's answer: the bot's finding, the code at its anchor now, the thread so far
+        ((author, text) pairs, oldest first), every part of it framed as untrusted data."""
+        text = templates.render(
+            "reply.j2", self.settings.prompts_dir, finding=quoted(about.finding),
+            path=label(about.path), line=about.line, head=label(about.head[:12]),
+            code=framed(about.code), moved=label(about.moved),
+            thread=[f"{label(who)} wrote:\n{quoted(said)}" for who, said in thread])
+        return [{"role": "user", "content": text}]
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """What a thread is about: the finding's text and where it sits at the current head."""
+
+    finding: str
+    path: str
+    line: int | None
+    head: str
+    code: str  # numbered lines around the anchor at `head` ("" when the file is gone)
+    moved: str = ""  # where it was, when the change has moved on since the finding

@@ -91,7 +91,10 @@ VERDICT = (
 )
 VERIFY = (Prop("verdicts", "array", ref="verdicts"),)
 JUDGE = (Prop("reason", "string", max_chars=300), Prop("same", "boolean"))
+VERDICTS = ("keep", "withdraw", "fixed")
+REPLY = (Prop("body", "string", max_chars=1500), Prop("verdict", "string", enum=VERDICTS))
 LIMITS = {p.name: p.max_chars for p in FINDING + REPORT + VERDICT if p.max_chars}
+REPLY_CHARS = 1500
 
 _REPORT_DESCRIPTION = (
     "Report the problems found in this part of the change. Call it exactly once; "
@@ -175,3 +178,12 @@ def judge_tool() -> dict[str, Any]:
     """`reviewbot eval --judge`: do a finding and a golden comment describe the same problem?"""
     return _tool(JUDGE_TOOL, "Say whether the two review comments describe the same problem.",
                  JUDGE, {})
+
+
+REPLY_TOOL = "reply"
+
+
+def reply_tool() -> dict[str, Any]:
+    """An answer in a thread: the text, then what becomes of the finding the thread is about."""
+    return _tool(REPLY_TOOL, "Answer in the thread, then say whether the finding stays (keep), "
+                 "was wrong (withdraw) or is fixed in the current code (fixed).", REPLY, {})

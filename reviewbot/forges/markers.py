@@ -47,7 +47,17 @@ class SummaryMarker:
         return encode("summary", fields)
 
 
-Marker = FindingMarker | SummaryMarker
+@dataclass(frozen=True)
+class ReplyMarker:
+    """On the bot's answer in a thread: the note it answers (so an answer is given once)."""
+
+    to: int
+
+    def render(self) -> str:
+        return encode("reply", {"to": str(self.to)})
+
+
+Marker = FindingMarker | SummaryMarker | ReplyMarker
 
 
 def encode(kind: str, fields: dict[str, str]) -> str:
@@ -84,6 +94,10 @@ def parse(body: str | None) -> Marker | None:
                 or (unanchored is not None and not isinstance(unanchored, str)):
             return None
         return SummaryMarker(sha, unanchored)
+    if data.get("kind") == "reply":
+        to = data.get("to")
+        return ReplyMarker(int(to)) if isinstance(to, str) and to.isdigit() and len(to) < 20 \
+            else None
     return None
 
 
@@ -95,3 +109,8 @@ def finding_marker(body: str | None) -> FindingMarker | None:
 def summary_marker(body: str | None) -> SummaryMarker | None:
     m = parse(body)
     return m if isinstance(m, SummaryMarker) else None
+
+
+def reply_marker(body: str | None) -> ReplyMarker | None:
+    m = parse(body)
+    return m if isinstance(m, ReplyMarker) else None

@@ -215,3 +215,24 @@ def test_the_servers_kv_cache_sizes_the_concurrency(vllm_server) -> None:
     kv = engine.client.kv_tokens()
     assert kv is not None and kv >= 65536  # vLLM's cache_config_info on /metrics
     assert engine.settings.concurrency == min(32, kv // 65536 + 1)
+
+
+def test_the_reply_tool_is_guided_to_a_verdict_the_parser_accepts(vllm_server) -> None:
+    """A thread's answer (conversation): the forced `reply` call from the real chat template
+    and grammar names one of keep/withdraw/fixed, and the parser takes it."""
+    from reviewbot.engine import answers, tools
+    from reviewbot.engine.requests import Anchor
+
+    engine = make_engine(resolve({"base_url": vllm_server.base_url}, env={},
+                                 config_path="/dev/null"))
+    about = Anchor("**major** (bug): index 0 of an empty list", "src/a.py", 3, "a" * 40,
+                   "    3 return items[0]")
+    messages = engine.requests.reply_messages(about, [("dana", "the list is never empty")])
+    parsed = []
+    for _ in range(4):  # a random model fills the body to its maxLength: give it room
+        reply = engine.client.call_tool(engine.model, messages, [tools.reply_tool()],
+                                        tools.REPLY_TOOL, 2048, 0.7)
+        assert [name for name, _ in reply.calls] in ([], ["reply"])
+        if not reply.truncated and reply.calls:
+            parsed.append(answers.parse_reply(reply.calls))
+    assert parsed and all(p is not None and p.verdict in tools.VERDICTS for p in parsed)

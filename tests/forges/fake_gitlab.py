@@ -24,6 +24,10 @@ from tests.forges.gitrepo import Repo, diff_lines
 BOT_USER = {"id": 1, "username": "reviewbot", "name": "reviewbot", "state": "active"}
 MALLORY_USER = {"id": 2, "username": "mallory", "name": "Mallory", "state": "active"}
 MALLORY_TOKEN = "glpat-MALLORY-t0ken-5678"
+DEV_USER = {"id": 3, "username": "dana", "name": "Dana Dev", "state": "active"}
+DEV_TOKEN = "glpat-DANA-t0ken-9012"
+OTHER_BOT = {"id": 4, "username": "ci-helper", "name": "CI helper", "state": "active", "bot": True}
+OTHER_BOT_TOKEN = "glpat-CIBOT-t0ken-3456"
 LINE_CODE_ERROR = 'Note {:line_code=>["can\'t be blank", "must be a valid line code"]}'
 INCOMPLETE_ERROR = 'Note {:position=>["is incomplete"]}'
 
@@ -69,7 +73,12 @@ class State:
         self.hook: Any = None  # called with each handled request, before the answer is sent
         # accounts by token: the bot, and another user who can comment (authorship matters)
         self.users: dict[str, dict[str, Any]] = {
-            token: BOT_USER, MALLORY_TOKEN: MALLORY_USER}
+            token: BOT_USER, MALLORY_TOKEN: MALLORY_USER, DEV_TOKEN: DEV_USER,
+            OTHER_BOT_TOKEN: OTHER_BOT}
+        # project members by user id, with GitLab's access levels (mallory is not one)
+        self.members: dict[int, int] = {BOT_USER["id"]: 40, DEV_USER["id"]: 30,
+                                        OTHER_BOT["id"]: 30}
+        self.awards: list[tuple[int, str, int]] = []  # (note id, emoji, user id)
         self.actor: dict[str, Any] = BOT_USER  # who sent the request being handled
         self._diff_cache: dict[tuple[str, str], list[dict[str, Any]]] = {}
 

@@ -134,6 +134,37 @@ def _put_note(state: State, m: Any, q: Any, b: Any) -> Result:
     return 404, {"message": "404 Not found"}, {}
 
 
+def _member(state: State, m: Any, q: Any, b: Any) -> Result:
+    uid = int(m["uid"])
+    level = state.members.get(uid)
+    if level is None:
+        return 404, {"message": "404 Not found"}, {}
+    user = next(u for u in state.users.values() if u["id"] == uid)
+    return 200, {**user, "access_level": level}, {}
+
+
+def _discussion_note(state: State, m: Any, q: Any, b: Any) -> Result:
+    d = _find(state, m["did"])
+    if d is None:
+        return 404, {"message": "404 Not found"}, {}
+    if not isinstance(b, dict) or not b.get("body"):
+        return 400, {"message": "400 (Bad request) \"body\" not given"}, {}
+    first = d["notes"][0]
+    note = {"id": state.new_id(), "body": b["body"], "author": dict(state.actor),
+            "system": False, "type": first.get("type"), "position": first.get("position"),
+            "resolvable": first.get("resolvable", False), "resolved": first.get("resolved", False)}
+    d["notes"].append(note)
+    return 201, note, {}
+
+
+def _award(state: State, m: Any, q: Any, b: Any) -> Result:
+    nid = int(m["nid"])
+    if not any(n["id"] == nid for n in state.notes()):
+        return 404, {"message": "404 Not found"}, {}
+    state.awards.append((nid, str(b.get("name")), state.actor["id"]))
+    return 201, {"id": state.new_id(), "name": b.get("name"), "user": dict(state.actor)}, {}
+
+
 def _list_drafts(state: State, m: Any, q: Any, b: Any) -> Result:
     return 200, list(state.drafts), {}
 
@@ -170,6 +201,9 @@ def _file_raw(state: State, m: Any, q: Any, b: Any) -> Result:
 
 _ROUTES = [
     ("GET", r"^/user", _user),
+    ("GET", r"^/projects/(?P<pid>.+?)/members/all/(?P<uid>\d+)", _member),
+    ("POST", _MR + r"/discussions/(?P<did>\w+)/notes", _discussion_note),
+    ("POST", _MR + r"/notes/(?P<nid>\d+)/award_emoji", _award),
     ("GET", r"^/projects/(?P<pid>.+?)/repository/files/(?P<fp>.+)/raw", _file_raw),
     ("GET", _MR, _mr),
     ("GET", _MR + "/diffs", _diffs),

@@ -50,14 +50,14 @@ class GitLabForge:
     def me(self) -> int:
         """The token's own user id (GET /user): only notes it wrote carry the bot's state."""
         if self._me is None:
-            _call(self.gl.auth, "reading the token's user")
+            call(self.gl.auth, "reading the token's user")
             user = self.gl.user
             if user is None or not isinstance(user.attributes.get("id"), int):
                 raise ForgeError("GitLab: GET /user did not name the token's user")
             self._me = int(user.attributes["id"])
         return self._me
 
-    def _mine(self, note: dict[str, Any]) -> bool:
+    def mine(self, note: dict[str, Any]) -> bool:
         author = note.get("author")
         return isinstance(author, dict) and author.get("id") == self.me() \
             and not note.get("system")
@@ -68,7 +68,7 @@ class GitLabForge:
 
     # fetching
     def fetch(self) -> ChangeRequest:
-        meta = _call(lambda: self.project.mergerequests.get(self.iid), "reading the merge request")
+        meta = call(lambda: self.project.mergerequests.get(self.iid), "reading the merge request")
         refs = meta.attributes.get("diff_refs") or {}
         if not all(refs.get(k) for k in ("base_sha", "start_sha", "head_sha")):
             raise ForgeError(f"merge request !{self.iid} has no complete diff_refs yet "
@@ -92,7 +92,7 @@ class GitLabForge:
 
     def _commit_messages(self) -> tuple[str, ...]:
         """The merge request's commit messages, oldest first (GitLab lists the newest first)."""
-        commits = _call(lambda: list(self.mr.commits(get_all=True)), "listing the commits")
+        commits = call(lambda: list(self.mr.commits(get_all=True)), "listing the commits")
         return tuple(str(getattr(c, "message", "") or getattr(c, "title", ""))
                      for c in reversed(commits))
 
@@ -104,7 +104,7 @@ class GitLabForge:
         except GitlabError as exc:
             if exc.response_code != 404:
                 raise _forge_error(exc, "listing the diffs") from None
-        changes = _call(lambda: self.mr.changes(access_raw_diffs="true"), "reading the changes")
+        changes = call(lambda: self.mr.changes(access_raw_diffs="true"), "reading the changes")
         return list(changes.get("changes", [])), bool(changes.get("overflow"))
 
     def _refetch(self, missing: list[dict[str, Any]], have: set[str],
@@ -112,7 +112,7 @@ class GitLabForge:
         """Collapsed/too-large files and overflow: `/changes?access_raw_diffs=true`, then
         `/raw_diffs`; whatever is still missing is reported as skipped, with the reason."""
         wanted = {diffs.api_path(d): diffs.missing_reason(d) or "" for d in missing}
-        changes = _call(lambda: self.mr.changes(access_raw_diffs="true"), "reading the changes")
+        changes = call(lambda: self.mr.changes(access_raw_diffs="true"), "reading the changes")
         got: dict[str, FileDiff] = {}
         for d in changes.get("changes", []):
             path = diffs.api_path(d)
@@ -142,10 +142,10 @@ class GitLabForge:
             return []
 
     def fetch_incremental(self, since_sha: str, request: ChangeRequest) -> ChangeSet | None:
-        commits = _call(lambda: self.mr.commits(get_all=True, per_page=100), "listing commits")
+        commits = call(lambda: self.mr.commits(get_all=True, per_page=100), "listing commits")
         if since_sha not in {c.id for c in commits}:
             return None  # force-pushed or rebased: the old head is not part of this MR any more
-        cmp = _call(lambda: self.project.repository_compare(since_sha, request.head_sha),
+        cmp = call(lambda: self.project.repository_compare(since_sha, request.head_sha),
                     "comparing commits")
         if cmp.get("compare_timeout"):
             return None
@@ -172,7 +172,7 @@ class GitLabForge:
     def target_file(self, path: str) -> str | None:
         """`path` as the target branch has it (diff_refs.start_sha): the maintainers' version,
         not the merge request's."""
-        meta = _call(lambda: self.project.mergerequests.get(self.iid), "reading the merge request")
+        meta = call(lambda: self.project.mergerequests.get(self.iid), "reading the merge request")
         ref = (meta.attributes.get("diff_refs") or {}).get("start_sha") \
             or meta.attributes.get("target_branch")
         if not ref:
@@ -182,10 +182,10 @@ class GitLabForge:
     # existing comments
     def existing(self) -> list[PostedComment]:
         found = []
-        for d in _call(lambda: self.mr.discussions.list(get_all=True, per_page=100),
+        for d in call(lambda: self.mr.discussions.list(get_all=True, per_page=100),
                        "listing discussions"):
             for note in d.attributes.get("notes", []):
-                if not self._mine(note):
+                if not self.mine(note):
                     continue
                 meta = finding_marker(note.get("body"))
                 if meta is None:
@@ -203,7 +203,7 @@ class GitLabForge:
 
     # posting
     def post(self, request: ChangeRequest, findings: list[Finding]) -> PostOutcome:
-        return Poster(self.mr, self.policy, self._mine).post(request, findings)
+        return Poster(self.mr, self.policy, self.mine).post(request, findings)
 
     def preview(self, request: ChangeRequest, findings: list[Finding]) -> list[dict[str, object]]:
         out: list[dict[str, object]] = []
@@ -227,10 +227,10 @@ class GitLabForge:
 
     # the summary note
     def read_summary(self) -> str | None:
-        for note in _call(lambda: self.mr.notes.list(get_all=True, per_page=100, sort="asc"),
+        for note in call(lambda: self.mr.notes.list(get_all=True, per_page=100, sort="asc"),
                           "listing notes"):
             body = note.attributes.get("body", "")
-            if self._mine(note.attributes) and summary_marker(body) is not None:
+            if self.mine(note.attributes) and summary_marker(body) is not None:
                 self._summary_id = note.id
                 return str(body)
         return None
@@ -241,7 +241,7 @@ class GitLabForge:
         if self._summary_id is not None:
             note = self.mr.notes.get(self._summary_id, lazy=True)
             note.body = body
-            _call(note.save, "updating the summary note")
+            call(note.save, "updating the summary note")
             return
         try:
             self.policy.write(lambda: self.mr.notes.create({"body": body},
@@ -260,7 +260,7 @@ def _forge_error(exc: GitlabError, what: str) -> ForgeError:
                       status=exc.response_code)
 
 
-def _call(fn: Any, what: str) -> Any:
+def call(fn: Any, what: str) -> Any:
     """Run one python-gitlab call (already retried on 429/5xx); failures become ForgeError."""
     try:
         return fn()

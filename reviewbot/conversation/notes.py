@@ -1,0 +1,73 @@
+"""What a note says to the bot, decided from the note alone (pure).
+
+A note is for the bot only when it mentions the bot's own account (`@login`, as a word) or
+replies in a thread the bot started; the bot's own notes and system notes never are. After the
+mention (or at the start of a reply in a bot thread) the first word may be a command; anything
+else in a bot thread is a question about its finding, and anything else elsewhere gets the
+list of commands.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+COMMANDS = ("review", "ignore", "help")
+Kind = Literal["review", "ignore", "help", "question"]
+HELP = (
+    "I answer questions in my threads and take these commands from project members "
+    "(Developer or above), after a mention of me:\n\n"
+    "- `review`: review the current head now, in full\n"
+    "- `ignore` (in one of my threads): withdraw this finding, resolve the thread, and never "
+    "raise it again on this merge request\n"
+    "- `help`: this list\n\n"
+    "Anything else in one of my threads is a question about the finding, and I answer it there."
+)
+
+
+@dataclass(frozen=True)
+class Note:
+    id: int
+    author_id: int
+    author: str  # the author's login
+    body: str
+    system: bool = False
+    bot: bool = False  # the forge marks the author as a bot account
+
+
+@dataclass(frozen=True)
+class Thread:
+    """A discussion: its notes oldest first, and whether the bot started it with a finding."""
+
+    id: str
+    notes: tuple[Note, ...]
+    fingerprint: str | None = None  # the finding the bot's first note carries
+    path: str = ""
+    line: int | None = None
+    head_sha: str = ""  # the head the finding was anchored at
+    resolved: bool = False
+
+
+@dataclass(frozen=True)
+class Addressed:
+    kind: Kind
+    text: str  # the note without the mention
+
+
+def addressed(note: Note, me_id: int, login: str, thread: Thread | None) -> Addressed | None:
+    """What `note` asks of the bot, or None when it is not for the bot."""
+    if note.system or note.bot or note.author_id == me_id:
+        return None  # never the bot itself, a system note or another bot: no loops
+    mention = re.compile(rf"(?<![\w@.-])@{re.escape(login)}(?![\w-])", re.IGNORECASE)
+    in_bot_thread = thread is not None and thread.fingerprint is not None
+    found = mention.search(note.body)
+    if found is None and not in_bot_thread:
+        return None
+    text = (note.body[found.end():] if found else note.body).strip()
+    word = text.split(None, 1)[0].lower().strip(".,:;!?") if text else ""
+    if word in COMMANDS and (word != "ignore" or in_bot_thread):
+        return Addressed(word, text)  # type: ignore[arg-type]
+    # a question is answered in a finding's thread; elsewhere, and for an unknown word after a
+    # bare mention, the list of what the bot does
+    return Addressed("question" if in_bot_thread and text else "help", text)

@@ -1,0 +1,125 @@
+"""Answering one note: who wrote it, what it asks, and the answer in its thread.
+
+The forge is untrusted like everything a person writes: the note, the thread and the finding
+are framed data in the prompt, the answer goes through the same markdown sink as findings, and
+the bot's own state (which notes it answered) is read only from its own notes' markers.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from reviewbot.config import Settings
+from reviewbot.conversation.notes import HELP, Note, Thread, addressed
+from reviewbot.engine.passes import Passes
+from reviewbot.engine.requests import Anchor
+from reviewbot.errors import IncompleteReview
+from reviewbot.forges.markers import ReplyMarker, reply_marker
+from reviewbot.modeltext import prose
+
+AROUND = 12  # lines of code shown on each side of a finding's anchor
+LIMIT = ("I have answered here {n} times, which is as far as I go in one thread; a maintainer "
+         "can resolve it, or reply `ignore` after mentioning me to withdraw the finding.")
+LIMIT_OPENING = "I have answered here"
+VERDICT = {"keep": "", "withdraw": "Withdrawn: I am resolving this thread.",
+           "fixed": "Fixed in the current code: I am resolving this thread."}
+
+
+class Threads(Protocol):
+    """What answering needs from a forge (forges/gitlab/threads.py)."""
+
+    def me(self) -> tuple[int, str]: ...  # the bot's user id and login
+
+    def find(self, note_id: int) -> tuple[Note, Thread]: ...
+
+    def access_level(self, user_id: int) -> int: ...  # GitLab's levels: 30 is Developer
+
+    def head_sha(self) -> str: ...
+
+    def file_at(self, path: str, ref: str) -> str | None: ...
+
+    def reply(self, thread: Thread, body: str) -> None: ...
+
+    def resolve(self, thread: Thread) -> None: ...
+
+    def acknowledge(self, note: Note) -> None: ...
+
+
+@dataclass(frozen=True)
+class Response:
+    action: str  # not-addressed | not-a-member | answered-before | help | ignored | reviewed |
+    #              answered | limit
+    detail: str = ""
+
+
+def respond(threads: Threads, note_id: int, settings: Settings,
+            passes: Callable[[], Passes], review: Callable[[], str]) -> Response:
+    """Do what note `note_id` asks of the bot, once. `passes` makes the model's passes (only
+    when a question needs them); `review` runs a full review and says how it went."""
+    me_id, login = threads.me()
+    note, thread = threads.find(note_id)
+    asked = addressed(note, me_id, login, thread)
+    if asked is None:
+        return Response("not-addressed")
+    if threads.access_level(note.author_id) < settings.command_min_access:
+        return Response("not-a-member", note.author)  # counted, never answered
+    if any(n.author_id == me_id and _answers(n) == note.id for n in thread.notes):
+        return Response("answered-before")  # a redelivered event: the answer is there
+    threads.acknowledge(note)
+    mark = "\n\n" + ReplyMarker(note.id).render()
+    if asked.kind == "help":
+        threads.reply(thread, HELP + mark)
+        return Response("help")
+    if asked.kind == "ignore":
+        threads.reply(thread, "Withdrawn at a member's request: I will not raise this finding "
+                      "again on this merge request." + mark)
+        threads.resolve(thread)
+        return Response("ignored", thread.fingerprint or "")
+    if asked.kind == "review":
+        outcome = review()
+        threads.reply(thread, f"Reviewed the current head in full: {outcome}" + mark)
+        return Response("reviewed", outcome)
+    return _answer(threads, note, thread, settings, passes(), me_id, mark)
+
+
+def _answers(note: Note) -> int | None:
+    marker = reply_marker(note.body)
+    return marker.to if marker else None
+
+
+def _answer(threads: Threads, note: Note, thread: Thread, settings: Settings, passes: Passes,
+            me_id: int, mark: str) -> Response:
+    mine = [n for n in thread.notes[1:] if n.author_id == me_id]
+    if len(mine) >= settings.max_replies_per_thread or any(
+            n.body.startswith(LIMIT_OPENING) for n in mine):
+        if not any(n.body.startswith(LIMIT_OPENING) for n in mine):  # said once
+            threads.reply(thread, LIMIT.format(n=len(mine)) + mark)
+        return Response("limit")
+    upto = [n for n in thread.notes if n.id <= note.id]
+    history = [("you (reviewbot)" if n.author_id == me_id else n.author, n.body) for n in upto]
+    deadline = time.monotonic() + settings.request_timeout
+    answer = passes.reply(_anchor(threads, thread), history, deadline)
+    if answer is None:  # retried by the job queue: the note stays unanswered until then
+        raise IncompleteReview(f"no usable answer to note {note.id}")
+    verdict = VERDICT[answer.verdict]
+    threads.reply(thread, prose(answer.body) + (f"\n\n{verdict}" if verdict else "") + mark)
+    if answer.verdict != "keep":
+        threads.resolve(thread)
+    return Response("answered", answer.verdict)
+
+
+def _anchor(threads: Threads, thread: Thread) -> Anchor:
+    head = threads.head_sha()
+    text = threads.file_at(thread.path, head) if thread.path else None
+    code = ""
+    if text is not None and thread.line:
+        lines = text.split("\n")
+        first = max(1, thread.line - AROUND)
+        code = "\n".join(f"{n:>5} {lines[n - 1]}"
+                         for n in range(first, min(len(lines), thread.line + AROUND) + 1))
+    moved = (f"line {thread.line} at {thread.head_sha[:12]}"
+             if thread.head_sha and thread.head_sha != head else "")
+    return Anchor(thread.notes[0].body, thread.path, thread.line, head, code, moved)

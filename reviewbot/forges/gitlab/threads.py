@@ -1,0 +1,88 @@
+"""A GitLab merge request's discussions as `conversation.respond.Threads`: the note and its
+discussion, the author's access level from the members API, replies, resolving, 👀."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gitlab.exceptions import GitlabError
+
+from reviewbot.conversation.notes import Note, Thread
+from reviewbot.errors import ForgeError, UsageError
+from reviewbot.forges.gitlab.forge import GitLabForge, call
+from reviewbot.forges.markers import finding_marker
+
+
+class GitLabThreads:
+    def __init__(self, forge: GitLabForge) -> None:
+        self.forge = forge
+        self._login: str | None = None
+
+    def me(self) -> tuple[int, str]:
+        me = self.forge.me()
+        if self._login is None:
+            user = self.forge.gl.user
+            self._login = str(user.attributes.get("username") or "") if user else ""
+        return me, self._login
+
+    def find(self, note_id: int) -> tuple[Note, Thread]:
+        for d in call(lambda: self.forge.mr.discussions.list(get_all=True, per_page=100),
+                       "listing discussions"):
+            notes = d.attributes.get("notes", [])
+            for raw in notes:
+                if raw.get("id") == note_id:
+                    return self._note(raw), self._thread(str(d.id), notes)
+        raise UsageError(f"merge request !{self.forge.iid} has no note {note_id}")
+
+    def _note(self, raw: dict[str, Any]) -> Note:
+        author = raw.get("author")
+        author = author if isinstance(author, dict) else {}
+        return Note(int(raw["id"]), int(author.get("id") or 0), str(author.get("username") or ""),
+                    str(raw.get("body") or ""), bool(raw.get("system")),
+                    bool(author.get("bot")))
+
+    def _thread(self, thread_id: str, notes: list[dict[str, Any]]) -> Thread:
+        typed = tuple(self._note(n) for n in notes)
+        first = notes[0] if notes else {}
+        marker = finding_marker(first.get("body")) if first and self.forge.mine(first) else None
+        pos = first.get("position") or {}
+        return Thread(thread_id, typed, marker.fingerprint if marker else None,
+                      str(pos.get("new_path") or pos.get("old_path") or ""),
+                      pos.get("new_line") or pos.get("old_line"), str(pos.get("head_sha") or ""),
+                      bool(first.get("resolved")))
+
+    def access_level(self, user_id: int) -> int:
+        """The member's access level, inherited ones included; 0 for a non-member."""
+        try:
+            member = self.forge.project.members_all.get(user_id)
+        except GitlabError as exc:
+            if exc.response_code == 404:
+                return 0
+            raise ForgeError(f"GitLab: reading member {user_id} failed: {exc.response_code}",
+                             status=exc.response_code) from None
+        level = member.attributes.get("access_level")
+        return level if isinstance(level, int) else 0
+
+    def head_sha(self) -> str:
+        meta = call(lambda: self.forge.project.mergerequests.get(self.forge.iid),
+                     "reading the merge request")
+        return str((meta.attributes.get("diff_refs") or {}).get("head_sha") or "")
+
+    def file_at(self, path: str, ref: str) -> str | None:
+        return self.forge.file_at(path, ref)
+
+    def reply(self, thread: Thread, body: str) -> None:
+        discussion = self.forge.mr.discussions.get(thread.id, lazy=True)
+        call(lambda: discussion.notes.create({"body": body}), "replying in a discussion")
+
+    def resolve(self, thread: Thread) -> None:
+        discussion = self.forge.mr.discussions.get(thread.id, lazy=True)
+        discussion.resolved = True
+        call(discussion.save, "resolving a discussion")
+
+    def acknowledge(self, note: Note) -> None:
+        """👀 on the note: best effort (an award that fails changes nothing else)."""
+        try:
+            self.forge.mr.notes.get(note.id, lazy=True).awardemojis.create({"name": "eyes"})
+        except GitlabError:
+            pass
