@@ -97,6 +97,8 @@ def github_api_base(repo_url: str, full_name: str) -> str:
 
 
 def parse_gitlab(event: str | None, payload: object) -> Accepted | Ignored:
+    if event == "Note Hook":
+        return parse_gitlab_note(payload)
     if event != "Merge Request Hook":
         return Ignored(f"event {event!r} is not reviewed", "event")
     if not isinstance(payload, dict) or payload.get("object_kind") != "merge_request":
@@ -122,6 +124,39 @@ def parse_gitlab(event: str | None, payload: object) -> Accepted | Ignored:
         head_sha=head_sha,
         base_url=gitlab_base_url(_str(payload, "project.web_url"), path),
         delivery_id=event_key(str(project_id), number, attrs.get("oldrev"), head_sha, action),
+    )
+    return Accepted(request, (str(project_id), path))
+
+
+def parse_gitlab_note(payload: object) -> Accepted | Ignored:
+    """A note on a merge request, queued to be answered when it may be for the bot: it
+    mentions someone, or it is in a diff thread (the bot's threads are). Whether it really is
+    for the bot, and from a member, the job decides through the API, never from the payload."""
+    if not isinstance(payload, dict) or payload.get("object_kind") != "note":
+        raise MalformedPayload("a Note Hook must have object_kind note")
+    attrs = _field(payload, "object_attributes")
+    if not isinstance(attrs, dict):
+        raise MalformedPayload("object_attributes must be an object")
+    if attrs.get("noteable_type") != "MergeRequest":
+        return Ignored("only notes on merge requests are answered", "noteable")
+    if attrs.get("system"):
+        return Ignored("system notes are not answered", "system")
+    body = attrs.get("note")
+    if not (isinstance(body, str) and "@" in body) and attrs.get("type") != "DiffNote":
+        return Ignored("a note that mentions no one, outside a diff thread", "not-addressed")
+    project = payload.get("project")
+    path = project.get("path_with_namespace") if isinstance(project, dict) else None
+    path = path if isinstance(path, str) else ""
+    project_id = _int(payload, "project.id")
+    note_id = _int(payload, "object_attributes.id")
+    request = QueuedRequest(
+        forge="gitlab",
+        project=str(project_id),
+        number=_int(payload, "merge_request.iid"),
+        head_sha=_sha(payload, "merge_request.last_commit.id"),
+        base_url=gitlab_base_url(_str(payload, "project.web_url"), path),
+        delivery_id=f"{project_id}/note#{note_id}",  # a note is answered once, however sent
+        note_id=note_id,
     )
     return Accepted(request, (str(project_id), path))
 

@@ -30,6 +30,7 @@ class QueuedRequest:
     head_sha: str
     base_url: str  # e.g. "https://gitlab.example.com" or "https://api.github.com"
     delivery_id: str  # the event's key (reviewbot.webhook.events.event_key)
+    note_id: int | None = None  # a note to answer (conversation); None: review the head
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,7 @@ class Job:
     base_url: str
     delivery_id: str
     received_at: float  # unix time
+    note_id: int | None = None  # a note to answer (conversation); None: review the head
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,7 @@ class JobRecord:
             "base_url": j.base_url,
             "delivery_id": j.delivery_id,
             "received_at": j.received_at,
+            "note_id": j.note_id,
             "state": self.state,
             "attempts": self.attempts,
             "reason": self.reason,

@@ -51,6 +51,7 @@ CREATE TABLE IF NOT EXISTS jobs (
     superseded_by INTEGER,
     started_at    REAL,
     finished_at   REAL,
+    note_id       INTEGER,
     UNIQUE (forge, delivery_id)
 );
 CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs (state, not_before, id);
@@ -60,7 +61,7 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 
 _COLUMNS = (
     "id, forge, project, number, head_sha, base_url, delivery_id, received_at,"
-    " state, attempts, reason, superseded_by, started_at, finished_at"
+    " state, attempts, reason, superseded_by, started_at, finished_at, note_id"
 )
 
 
@@ -84,6 +85,7 @@ def _record(row: tuple[object, ...]) -> JobRecord:
         base_url=cast(str, row[5]),
         delivery_id=cast(str, row[6]),
         received_at=cast(float, row[7]),
+        note_id=cast("int | None", row[14]),
     )
     return JobRecord(
         job=job,
@@ -94,6 +96,13 @@ def _record(row: tuple[object, ...]) -> JobRecord:
         started_at=cast("float | None", row[12]),
         finished_at=cast("float | None", row[13]),
     )
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    """Columns added since a database was created (idempotent)."""
+    have = {row[1] for row in conn.execute("PRAGMA table_info(jobs)")}
+    if "note_id" not in have:  # conversation jobs
+        conn.execute("ALTER TABLE jobs ADD COLUMN note_id INTEGER")
 
 
 class JobQueue:
@@ -128,6 +137,7 @@ class JobQueue:
             # from the dispatcher thread, on a connection of its own.
             conn.execute("PRAGMA wal_autocheckpoint=0")
             conn.executescript(_SCHEMA)
+            _migrate(conn)
             checkpoint_conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
             checkpoint_conn.execute("PRAGMA busy_timeout=5000")
         except sqlite3.Error as exc:
@@ -169,20 +179,24 @@ class JobQueue:
                 return Enqueued(job_id=int(row[0]), created=False)
             cur.execute(
                 "INSERT INTO jobs (forge, project, number, head_sha, base_url, delivery_id,"
-                " received_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                " received_at, note_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (req.forge, req.project, req.number, req.head_sha, req.base_url,
-                 req.delivery_id, now),
+                 req.delivery_id, now, req.note_id),
             )
             new_id = cast(int, cur.lastrowid)
+            if req.note_id is not None:  # a note is answered on its own: it supersedes nothing
+                return Enqueued(job_id=new_id, created=True)
+            # a push supersedes the older reviews of the change, never its notes
             older = cur.execute(
                 "SELECT id, state FROM jobs WHERE forge = ? AND project = ? AND number = ?"
-                " AND state IN ('queued', 'running') AND id < ?",
+                " AND state IN ('queued', 'running') AND id < ? AND note_id IS NULL",
                 (req.forge, req.project, req.number, new_id),
             ).fetchall()
             cur.execute(
                 "UPDATE jobs SET state = 'superseded', superseded_by = ?, finished_at = ?,"
                 " reason = 'a newer push was received' WHERE forge = ? AND project = ?"
-                " AND number = ? AND state IN ('queued', 'running') AND id < ?",
+                " AND number = ? AND state IN ('queued', 'running') AND id < ?"
+                " AND note_id IS NULL",
                 (new_id, now, req.forge, req.project, req.number, new_id),
             )
         return Enqueued(

@@ -10,13 +10,16 @@ from __future__ import annotations
 import importlib
 import threading
 from collections.abc import Callable
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from reviewbot.config import Settings
 from reviewbot.errors import IncompleteReview, UsageError
 from reviewbot.forges.base import Target
 from reviewbot.result import Reviewer
 from reviewbot.webhook.jobs import Job, Outcome, ReviewRunner
+
+if TYPE_CHECKING:
+    from reviewbot.engine.passes import Passes
 
 
 def engine_reviewer(settings: Settings) -> Reviewer:
@@ -33,6 +36,7 @@ class ForgeRunner:
         self._settings = settings
         self._make_reviewer = make_reviewer
         self._reviewer: Reviewer | None = None
+        self._passes: Passes | None = None
         self._lock = threading.Lock()
 
     def reviewer(self) -> Reviewer:
@@ -40,6 +44,15 @@ class ForgeRunner:
             if self._reviewer is None:
                 self._reviewer = self._make_reviewer(self._settings)
             return self._reviewer
+
+    def passes(self) -> Passes:
+        """The model's passes for an answer, made when the first question needs them."""
+        from reviewbot.engine.build import make_engine
+
+        with self._lock:
+            if self._passes is None:
+                self._passes = make_engine(self._settings).passes
+            return self._passes
 
     def __call__(self, job: Job, cancel: threading.Event) -> Outcome:
         if cancel.is_set():
@@ -49,6 +62,9 @@ class ForgeRunner:
         # the job names its forge's URL (checked against the allowed forge URLs at intake)
         order = service.ReviewOrder(Target(job.forge, job.project, job.number, job.base_url),
                                     self._settings)
+        if job.note_id is not None:
+            response = service.answer(order, job.note_id, self.passes, self.reviewer)
+            return Outcome.done(f"note {job.note_id}: {response.action}")
         run, code = service.review(order, self.reviewer(), cancel)
         if run.mode == "superseded":
             return Outcome.cancelled("a newer push arrived during the review; nothing was posted")

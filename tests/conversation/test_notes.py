@@ -36,3 +36,23 @@ def test_the_bot_system_notes_and_other_bots_never_trigger_it() -> None:
     assert _ask("@reviewbot review", system=True) is None
     assert _ask("@reviewbot review", bot=True) is None
     assert _ask("why?", BOT, author_id=1) is None
+
+
+def test_note_hooks_are_queued_only_when_they_may_be_for_the_bot() -> None:
+    from reviewbot.webhook.events import Accepted, Ignored, parse_gitlab
+
+    def hook(**attrs: object) -> Accepted | Ignored:
+        return parse_gitlab("Note Hook", {
+            "object_kind": "note",
+            "project": {"id": 42, "web_url": "https://gl.example/g/p", "path_with_namespace": "g/p"},
+            "object_attributes": {"id": 77, "note": "@reviewbot review",
+                                  "noteable_type": "MergeRequest", **attrs},
+            "merge_request": {"iid": 7, "last_commit": {"id": "a" * 40}}})
+
+    accepted = hook()
+    assert isinstance(accepted, Accepted) and accepted.request.note_id == 77
+    assert accepted.request.delivery_id == "42/note#77"  # one job per note, however redelivered
+    assert isinstance(hook(noteable_type="Issue"), Ignored)
+    assert isinstance(hook(system=True), Ignored)
+    assert isinstance(hook(note="looks good to me"), Ignored)  # no mention, not a diff thread
+    assert isinstance(hook(note="why?", type="DiffNote"), Accepted)  # maybe a bot thread

@@ -131,9 +131,11 @@ class ThreadServer:
 
 @contextmanager
 def webhook_process(
-    db: Path, env: Mapping[str, str], *args: str, port: int | None = None
+    db: Path, env: Mapping[str, str], *args: str, port: int | None = None,
+    runner: str | None = "tests.webhook.recording_runner:run",
 ) -> Iterator[WebhookProcess]:
-    proc = WebhookProcess(db, env, args, port or free_port())
+    """`runner` None: the production runner (the real engine and forges)."""
+    proc = WebhookProcess(db, env, args, port or free_port(), runner)
     try:
         proc.start()
         yield proc
@@ -144,11 +146,12 @@ def webhook_process(
 class WebhookProcess:
     """A real `reviewbot webhook` process (test runner from this directory)."""
 
-    def __init__(self, db: Path, env: Mapping[str, str], args: tuple[str, ...], port: int) -> None:
+    def __init__(self, db: Path, env: Mapping[str, str], args: tuple[str, ...], port: int,
+                 runner: str | None = "tests.webhook.recording_runner:run") -> None:
         self.port = port
         self.url = f"http://127.0.0.1:{port}"
         self.cmd = [str(REVIEWBOT), "webhook", "--host", "127.0.0.1", "--port", str(port),
-                    "--db", str(db), "--runner", "tests.webhook.recording_runner:run", "--log-level",
+                    "--db", str(db), *(("--runner", runner) if runner else ()), "--log-level",
                     "warning", *args]
         self.env = {
             **os.environ,
