@@ -42,6 +42,7 @@ class LazyGroup(click.Group):
     lazy={
         "review": "reviewbot.commands.review:review",
         "reply": "reviewbot.commands.reply:reply",
+        "learnings": "reviewbot.commands.learnings:learnings_group",
         "eval": "reviewbot.commands.eval:eval_group",
         "demo": "reviewbot.commands.demo:demo",
         "webhook": "reviewbot.webhook.cli:webhook",

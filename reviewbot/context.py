@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from reviewbot.rules import Rule
+
 MAX_TITLE = 300
 MAX_DESCRIPTION = 4000
 MAX_COMMITS = 30
@@ -61,6 +63,7 @@ class Context:
     agents_md: str = ""  # the repository's AGENTS.md: the target branch's in forge mode
     files: HeadFiles | None = None
     definitions: Finder | None = None  # reviewbot.engine.definitions.git_finder for --git
+    guidance: tuple[Rule, ...] = ()  # the project's learnings (reviewbot.conversation)
 
     def capped(self) -> Context:
         return replace(self, intent=self.intent.capped(),

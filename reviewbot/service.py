@@ -9,15 +9,20 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Protocol, runtime_checkable
 
 from reviewbot.config import Settings
+from reviewbot.context import Context
+from reviewbot.conversation.learnings import LearningStore, scope
+from reviewbot.conversation.notes import Note, Thread
 from reviewbot.conversation.respond import Response, respond
+from reviewbot.diff import ChangeSet
 from reviewbot.engine.passes import Passes
 from reviewbot.errors import UsageError
 from reviewbot.forges.base import Target
 from reviewbot.forges.run import ForgeRun, review_change_request
 from reviewbot.forges.select import open_forge
-from reviewbot.result import Reviewer, exit_code
+from reviewbot.result import Reviewer, ReviewResult, exit_code
 
 
 @dataclass(frozen=True)
@@ -27,25 +32,33 @@ class ReviewOrder:
     dry_run: bool = False
 
 
-def review(order: ReviewOrder, reviewer: Reviewer,
-           cancel: threading.Event | None = None) -> tuple[ForgeRun, int]:
+def review(order: ReviewOrder, reviewer: Reviewer, cancel: threading.Event | None = None,
+           learnings: LearningStore | None = None) -> tuple[ForgeRun, int]:
     """Review one MR/PR and post (or, with dry_run, only compute) the comments. A set `cancel`
-    (a newer push arrived) stops before anything is posted.
+    (a newer push arrived) stops before anything is posted; the project's `learnings` reach
+    every chunk of its files, quoted as the team's guidance.
 
     Exit code: 3 when the review or the posting is incomplete, 1 when a finding reaches
     `settings.fail_on`, else 0.
     """
     settings = order.settings
-    run = review_change_request(open_forge(order.target, settings), reviewer, mode=settings.mode,
-                                dry_run=order.dry_run, cancel=cancel,
-                                fail_on_skipped=settings.fail_on_skipped)
+    forge = open_forge(order.target, settings)
+    guided = reviewer
+    if learnings is not None and isinstance(forge, Keyed):
+        guidance = learnings.rules(forge.project_key())
+
+        def guided(changes: ChangeSet, context: Context | None = None) -> ReviewResult:
+            return reviewer(changes, replace(context or Context(), guidance=guidance))
+
+    run = review_change_request(forge, guided, mode=settings.mode, dry_run=order.dry_run,
+                                cancel=cancel, fail_on_skipped=settings.fail_on_skipped)
     return run, exit_code(run.complete, run.result.worst(), settings.fail_on)
 
 
 def answer(order: ReviewOrder, note_id: int, passes: Callable[[], Passes],
-           reviewer: Callable[[], Reviewer]) -> Response:
+           reviewer: Callable[[], Reviewer], learnings: LearningStore | None = None) -> Response:
     """Do what a note on the order's merge request asks of the bot (conversation.respond):
-    answer it in its thread, or run the command it gives."""
+    answer it in its thread, or run the command it gives; dismissals become `learnings`."""
     if order.target.forge != "gitlab":
         raise UsageError("answering notes works on GitLab merge requests so far")
     from reviewbot.forges.gitlab.forge import GitLabForge
@@ -56,7 +69,19 @@ def answer(order: ReviewOrder, note_id: int, passes: Callable[[], Passes],
 
     def full_review() -> str:
         full = replace(order, settings=replace(order.settings, mode="full"))
-        run, code = review(full, reviewer())
+        run, code = review(full, reviewer(), learnings=learnings)
         return run.summary.split("\n", 1)[0][:300] if code != 3 else "incomplete (see the summary)"
 
-    return respond(GitLabThreads(forge), note_id, order.settings, passes, full_review)
+    def learn(thread: Thread, note: Note, text: str, category: str) -> None:
+        if learnings is not None:
+            learnings.add(forge.project_key(), text, scope(thread.path), category,
+                          note.author, f"!{order.target.number} thread {thread.id}")
+
+    return respond(GitLabThreads(forge), note_id, order.settings, passes, full_review, learn)
+
+
+@runtime_checkable
+class Keyed(Protocol):
+    """Optional: the stable key a forge's project is known by (GitLab: its numeric id)."""
+
+    def project_key(self) -> str: ...

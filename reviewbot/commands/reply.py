@@ -4,12 +4,14 @@ event (from a laptop, a CI job or a test)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import click
 
 from reviewbot import config
 from reviewbot.commands.forge import forge_order
 from reviewbot.commands.review import engine_options
+from reviewbot.conversation.learnings import LearningStore
 from reviewbot.engine.passes import Passes
 
 
@@ -21,8 +23,10 @@ from reviewbot.engine.passes import Passes
 @click.option("--gitlab-url", help="GitLab URL (default: $CI_SERVER_URL or https://gitlab.com).")
 @click.option("--gitlab-token", help="GitLab token (default: $REVIEWBOT_GITLAB_TOKEN, $GITLAB_TOKEN).")
 @click.option("--ca-file", help="A CA bundle to verify TLS with (a private CA).")
+@click.option("--db", type=click.Path(path_type=Path),
+              help="Keep dismissals as learnings in this database (the listener's --db).")
 @engine_options
-def reply(mr: int, project: str | None, note_id: int, config_path: str | None,
+def reply(mr: int, project: str | None, note_id: int, db: Path | None, config_path: str | None,
           **flags: object) -> None:
     """Answer a note addressed to the bot, or run the command it gives. Prints what was done
     as JSON; exit 0 when done (or when the note was not for the bot), 3 when no usable
@@ -36,5 +40,7 @@ def reply(mr: int, project: str | None, note_id: int, config_path: str | None,
     def passes() -> Passes:  # made only when a question needs the model
         return make_engine(order.settings).passes
 
-    response = service.answer(order, note_id, passes, lambda: make_engine(order.settings).review)
+    store = LearningStore.open(db) if db else None
+    response = service.answer(order, note_id, passes, lambda: make_engine(order.settings).review,
+                              store)
     click.echo(json.dumps({"action": response.action, "detail": response.detail}))

@@ -7,6 +7,7 @@ the bot's own state (which notes it answered) is read only from its own notes' m
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,6 +27,22 @@ LIMIT = ("I have answered here {n} times, which is as far as I go in one thread;
 LIMIT_OPENING = "I have answered here"
 VERDICT = {"keep": "", "withdraw": "Withdrawn: I am resolving this thread.",
            "fixed": "Fixed in the current code: I am resolving this thread."}
+
+
+Learn = Callable[[Thread, Note, str, str], None]  # (thread, note, text, category)
+_HEADING = re.compile(r"\*\*\w+\*\* \((?P<category>[\w-]+)\): (?P<title>[^\n]+)")
+
+
+def _dismissed(thread: Thread) -> tuple[str, str]:
+    """A learning's default text and category, from the heading of the bot's finding."""
+    found = _HEADING.search(thread.notes[0].body if thread.notes else "")
+    title = found["title"].strip() if found else "this finding"
+    return (f"Do not raise \"{title}\" on these files: a project member dismissed it.",
+            found["category"] if found else "")
+
+
+def _nothing(thread: Thread, note: Note, text: str, category: str) -> None:
+    return None
 
 
 class Threads(Protocol):
@@ -55,10 +72,11 @@ class Response:
     detail: str = ""
 
 
-def respond(threads: Threads, note_id: int, settings: Settings,
-            passes: Callable[[], Passes], review: Callable[[], str]) -> Response:
+def respond(threads: Threads, note_id: int, settings: Settings, passes: Callable[[], Passes],
+            review: Callable[[], str], learn: Learn = _nothing) -> Response:
     """Do what note `note_id` asks of the bot, once. `passes` makes the model's passes (only
-    when a question needs them); `review` runs a full review and says how it went."""
+    when a question needs them); `review` runs a full review and says how it went; `learn`
+    keeps a dismissal for later reviews of the project."""
     me_id, login = threads.me()
     note, thread = threads.find(note_id)
     asked = addressed(note, me_id, login, thread)
@@ -77,12 +95,13 @@ def respond(threads: Threads, note_id: int, settings: Settings,
         threads.reply(thread, "Withdrawn at a member's request: I will not raise this finding "
                       "again on this merge request." + mark)
         threads.resolve(thread)
+        learn(thread, note, *_dismissed(thread))
         return Response("ignored", thread.fingerprint or "")
     if asked.kind == "review":
         outcome = review()
         threads.reply(thread, f"Reviewed the current head in full: {outcome}" + mark)
         return Response("reviewed", outcome)
-    return _answer(threads, note, thread, settings, passes(), me_id, mark)
+    return _answer(threads, note, thread, settings, passes(), me_id, mark, learn)
 
 
 def _answers(note: Note) -> int | None:
@@ -91,7 +110,7 @@ def _answers(note: Note) -> int | None:
 
 
 def _answer(threads: Threads, note: Note, thread: Thread, settings: Settings, passes: Passes,
-            me_id: int, mark: str) -> Response:
+            me_id: int, mark: str, learn: Learn) -> Response:
     mine = [n for n in thread.notes[1:] if n.author_id == me_id]
     if len(mine) >= settings.max_replies_per_thread or any(
             n.body.startswith(LIMIT_OPENING) for n in mine):
@@ -108,6 +127,9 @@ def _answer(threads: Threads, note: Note, thread: Thread, settings: Settings, pa
     threads.reply(thread, prose(answer.body) + (f"\n\n{verdict}" if verdict else "") + mark)
     if answer.verdict != "keep":
         threads.resolve(thread)
+    if answer.verdict == "withdraw":  # a rebuttal the model accepted: remembered
+        text, category = _dismissed(thread)
+        learn(thread, note, answer.learning or text, category)
     return Response("answered", answer.verdict)
 
 

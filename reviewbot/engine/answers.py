@@ -199,6 +199,7 @@ def _verdict(item: Any) -> Verdict | None:
 class ThreadReply:
     body: str  # cleaned model text: still to be escaped for its sink
     verdict: str  # keep | withdraw | fixed
+    learning: str = ""  # with withdraw: what not to flag again, in one sentence
 
 
 def parse_reply(calls: list[tuple[str, str]]) -> ThreadReply | None:
@@ -212,5 +213,5 @@ def parse_reply(calls: list[tuple[str, str]]) -> ThreadReply | None:
             continue
         body = clean(args.get("body"), REPLY_CHARS)
         if body:
-            return ThreadReply(body, str(args["verdict"]))
+            return ThreadReply(body, str(args["verdict"]), clean(args.get("learning"), 300))
     return None

@@ -62,7 +62,8 @@ class Requests:
             description=quoted(intent.description) if intent.description else "",
             commits=[quoted(m) for m in intent.commits],
             agents_md=quoted(context.agents_md) if context.agents_md else "",
-            rules=[quoted(r.text) for r in applicable(self.settings.rules, paths)],
+            rules=[quoted(r.text) for r in applicable(self.settings.rules + context.guidance,
+                                                      paths)],
             index=chunk.index, total=total, files=files, around=chunk.around)
         return [{"role": "system", "content": self.system_prompt}, {"role": "user", "content": user}]
 

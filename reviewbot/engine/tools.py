@@ -92,7 +92,8 @@ VERDICT = (
 VERIFY = (Prop("verdicts", "array", ref="verdicts"),)
 JUDGE = (Prop("reason", "string", max_chars=300), Prop("same", "boolean"))
 VERDICTS = ("keep", "withdraw", "fixed")
-REPLY = (Prop("body", "string", max_chars=1500), Prop("verdict", "string", enum=VERDICTS))
+REPLY = (Prop("body", "string", max_chars=1500), Prop("verdict", "string", enum=VERDICTS),
+         Prop("learning", "string", required=False, max_chars=300))
 LIMITS = {p.name: p.max_chars for p in FINDING + REPORT + VERDICT if p.max_chars}
 REPLY_CHARS = 1500
 

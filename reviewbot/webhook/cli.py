@@ -84,8 +84,8 @@ def webhook(
     # the review settings, once, from the CLI's own resolver (REVIEWBOT_*, .reviewbot.toml)
     review_settings = config.resolve({}, os.environ)
     config.check_paths(review_settings)
-    review = load_runner(settings.runner, review_settings)
     queue = JobQueue.open(settings.db_path)
+    review = load_runner(settings.runner, review_settings, settings.db_path)
     try:
         app = create_app(settings, queue, review)
         uvicorn.Server(server_config(app, settings, settings.host, settings.port,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from reviewbot.config import Settings
@@ -19,6 +20,7 @@ from reviewbot.result import Reviewer
 from reviewbot.webhook.jobs import Job, Outcome, ReviewRunner
 
 if TYPE_CHECKING:
+    from reviewbot.conversation.learnings import LearningStore
     from reviewbot.engine.passes import Passes
 
 
@@ -32,8 +34,10 @@ class ForgeRunner:
     """Review one job's MR/PR head and post it; raise when the review is incomplete (retried)."""
 
     def __init__(self, settings: Settings,
-                 make_reviewer: Callable[[Settings], Reviewer] = engine_reviewer) -> None:
+                 make_reviewer: Callable[[Settings], Reviewer] = engine_reviewer,
+                 learnings: LearningStore | None = None) -> None:
         self._settings = settings
+        self._learnings = learnings
         self._make_reviewer = make_reviewer
         self._reviewer: Reviewer | None = None
         self._passes: Passes | None = None
@@ -63,9 +67,10 @@ class ForgeRunner:
         order = service.ReviewOrder(Target(job.forge, job.project, job.number, job.base_url),
                                     self._settings)
         if job.note_id is not None:
-            response = service.answer(order, job.note_id, self.passes, self.reviewer)
+            response = service.answer(order, job.note_id, self.passes, self.reviewer,
+                                      self._learnings)
             return Outcome.done(f"note {job.note_id}: {response.action}")
-        run, code = service.review(order, self.reviewer(), cancel)
+        run, code = service.review(order, self.reviewer(), cancel, self._learnings)
         if run.mode == "superseded":
             return Outcome.cancelled("a newer push arrived during the review; nothing was posted")
         if not run.complete:
@@ -76,10 +81,13 @@ class ForgeRunner:
         return Outcome.done(f"review exit code {code}")
 
 
-def load_runner(spec: str | None, settings: Settings) -> ReviewRunner:
-    """`None` → a `ForgeRunner`; `"module:function"` → that function (tests/benchmarks)."""
+def load_runner(spec: str | None, settings: Settings, db: Path | None = None) -> ReviewRunner:
+    """`None` → a `ForgeRunner` (the project's learnings in `db`, beside the queue);
+    `"module:function"` → that function (tests/benchmarks)."""
     if spec is None:
-        return ForgeRunner(settings)
+        from reviewbot.conversation.learnings import LearningStore
+
+        return ForgeRunner(settings, learnings=LearningStore.open(db) if db else None)
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
         raise UsageError(f"--runner must look like module:function, got {spec!r}")

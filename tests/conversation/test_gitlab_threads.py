@@ -36,12 +36,13 @@ def _say(state: State, token: str, body: str, thread: dict[str, Any] | None = No
     return int(r.json()["id"])
 
 
-def _reply(env: Env, model: FakeOpenAI | None, note: int) -> subprocess.CompletedProcess[str]:
+def _reply(env: Env, model: FakeOpenAI | None, note: int,
+           *extra: str) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items()
              if not k.startswith(("CI_", "GITLAB", "GITHUB", "REVIEWBOT_"))}
     base = model.base_url if model else "http://127.0.0.1:9/v1"  # nothing listens there
     args = ["reply", "--mr", "7", "--project", "42", "--note", str(note),
-            "--gitlab-url", env.gitlab.url, "--gitlab-token", TOKEN, "--base-url", base]
+            "--gitlab-url", env.gitlab.url, "--gitlab-token", TOKEN, "--base-url", base, *extra]
     return subprocess.run([sys.executable, "-m", "reviewbot", *args], check=False,
                           capture_output=True, text=True, timeout=300, env=clean,
                           cwd=Path(__file__).parents[2])

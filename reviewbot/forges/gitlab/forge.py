@@ -62,6 +62,11 @@ class GitLabForge:
         return isinstance(author, dict) and author.get("id") == self.me() \
             and not note.get("system")
 
+    def project_key(self) -> str:
+        """The project's numeric id, however it was named: what its learnings are kept under."""
+        meta = call(lambda: self.project.mergerequests.get(self.iid), "reading the merge request")
+        return str(meta.attributes.get("project_id") or self.project_id)
+
     @classmethod
     def from_settings(cls, settings: ForgeSettings, project: str | int, iid: int) -> GitLabForge:
         return cls(client(settings), project, iid)

@@ -1,0 +1,79 @@
+"""`reviewbot learnings`: what the bot remembers of a project, shown, removed or exported."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import click
+
+from reviewbot.commands.review import emit
+from reviewbot.conversation.learnings import Learning, LearningStore, export_toml
+from reviewbot.errors import UsageError
+
+_DEFAULT_DB = Path(".reviewbot-state/webhook.sqlite")  # the listener's default --db
+
+
+def _options(command: Callable[..., None]) -> Callable[..., None]:
+    command = click.option("--project", required=True,
+                           help="The project's numeric id (as the listener keeps it).")(command)
+    return click.option("--db", type=click.Path(path_type=Path), default=_DEFAULT_DB,
+                        show_default=True, help="The listener's database.")(command)
+
+
+def _store(db: Path) -> LearningStore:
+    if not db.is_file():
+        raise UsageError(f"no database at {db} (pass the listener's --db)")
+    return LearningStore.open(db)
+
+
+def _line(x: Learning) -> str:
+    return (f"{x.id:>5}  {','.join(x.paths):<24} {x.category or '-':<16} "
+            f"{json.dumps(x.text, ensure_ascii=False)}  ({x.source}, by {x.author})")
+
+
+@click.group(name="learnings")
+def learnings_group() -> None:
+    """What the bot learned from a project's dismissed findings."""
+
+
+@learnings_group.command(name="list")
+@_options
+@click.option("--output", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True)
+def list_learnings(project: str, db: Path, fmt: str) -> None:
+    """Every learning of the project, newest first."""
+    found = _store(db).list(project)
+    if fmt == "json":
+        emit(json.dumps([x.to_dict() for x in found], indent=2) + "\n", None)
+    else:
+        emit("\n".join(_line(x) for x in found) + "\n" if found else "no learnings\n", None)
+
+
+@learnings_group.command()
+@_options
+@click.argument("learning_id", type=int)
+def show(project: str, db: Path, learning_id: int) -> None:
+    """One learning, as JSON."""
+    found = _store(db).get(project, learning_id)
+    if found is None:
+        raise UsageError(f"project {project} has no learning {learning_id}")
+    emit(json.dumps(found.to_dict(), indent=2) + "\n", None)
+
+
+@learnings_group.command()
+@_options
+@click.argument("learning_id", type=int)
+def rm(project: str, db: Path, learning_id: int) -> None:
+    """Forget one learning: later reviews no longer see it."""
+    if not _store(db).remove(project, learning_id):
+        raise UsageError(f"project {project} has no learning {learning_id}")
+    emit(f"removed learning {learning_id}\n", None)
+
+
+@learnings_group.command()
+@_options
+def export(project: str, db: Path) -> None:
+    """The project's learnings as `[[rules]]` for a .reviewbot.toml (CI-only teams)."""
+    emit(export_toml(_store(db).list(project)), None)

@@ -1,0 +1,77 @@
+"""Memory across merge requests: a member's dismissal becomes a learning of that project that
+its later reviews see in their prompts, another project's never do; learnings are listed,
+removed and exported through the CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from reviewbot import service
+from reviewbot.config import parse_text, resolve
+from reviewbot.conversation.learnings import LearningStore
+from reviewbot.engine.build import make_engine
+from reviewbot.forges.base import Target
+from tests.conversation.test_gitlab_threads import _reply, _say, _threads
+from tests.fake_openai import FakeOpenAI, Reply, user_text
+from tests.forges.fake_gitlab import DEV_TOKEN, FakeGitLab
+from tests.forges.gitlab_support import TOKEN, Env, env_fixture, scenario  # noqa: F401
+from tests.forges.gitrepo import Repo
+
+
+def _no_findings(request: dict[str, Any], attempt: int) -> Reply:
+    return Reply(tool_args={"summary": "ok", "findings": []})
+
+
+def _prompts(url: str, project: str, store: LearningStore) -> list[str]:
+    """The user prompts of a full review of `project`'s MR 7 on the GitLab at `url`."""
+    with FakeOpenAI(_no_findings, max_model_len=16000) as model:
+        settings = resolve({"gitlab_url": url, "gitlab_token": TOKEN, "base_url": model.base_url,
+                            "mode": "full", "verify": False}, env={}, config_path="/dev/null")
+        order = service.ReviewOrder(Target("gitlab", project, 7), settings)
+        service.review(order, make_engine(settings).review, learnings=store)
+        return [user_text(r) for r in model.requests]
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "reviewbot", "learnings", *args],
+                          capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_a_dismissal_is_learned_applied_to_its_project_only_and_removable(
+        env: Env, tmp_path: Path) -> None:
+    db = tmp_path / "webhook.sqlite"
+    thread = _threads(env.gitlab)[0]
+    title = thread["notes"][0]["body"].split("\n", 1)[0].split(": ", 1)[1]
+    note = _say(env.gitlab, DEV_TOKEN, "@reviewbot ignore", thread)
+    proc = _reply(env, None, note, "--db", str(db))
+    assert proc.returncode == 0, proc.stderr
+
+    listed = _cli("list", "--project", "42", "--db", str(db), "--output", "json")
+    assert listed.returncode == 0, listed.stderr
+    (learning,) = json.loads(listed.stdout)
+    assert title in learning["text"] and learning["author"] == "dana"
+    assert learning["source"] == f"!7 thread {thread['id']}"
+    store = LearningStore.open(db)
+
+    guided = _prompts(env.gitlab.url, "grp/proj", store)  # named by path: the same project
+    assert any(title in p for p in guided)
+    assert any("> The team's guidance (learned from a dismissed finding)" in p for p in guided)
+
+    other_repo = Repo(tmp_path / "other")
+    base, head = scenario(other_repo)
+    with FakeGitLab(other_repo, base=base, head=head, token=TOKEN, project_id=43,
+                    project_path="grp/other") as other:
+        elsewhere = _prompts(other.url, "43", store)
+        assert elsewhere and not any(title in p for p in elsewhere)
+
+    exported = _cli("export", "--project", "42", "--db", str(db))
+    rules = parse_text(exported.stdout, "export")["rules"]
+    assert [r.text for r in rules] == [learning["text"]]
+
+    assert _cli("rm", "--project", "43", str(learning["id"]), "--db", str(db)).returncode == 2
+    assert _cli("rm", "--project", "42", str(learning["id"]), "--db", str(db)).returncode == 0
+    assert not any(title in p for p in _prompts(env.gitlab.url, "42", store))
