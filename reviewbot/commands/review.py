@@ -11,6 +11,7 @@ from typing import TypeVar
 import click
 
 from reviewbot import config, diff, gathering, git
+from reviewbot.context import Context
 from reviewbot.diff import ChangeSet
 from reviewbot.errors import BackendError, DiffError, UsageError
 from reviewbot.result import ReviewResult, exit_code
@@ -155,9 +156,12 @@ def review(diff_path: str | None, git_range: str | None, mr: int | None, project
                             dry_run=dry_run)
         settings = order.settings
         config.check_paths(settings)
-        run, code = _or_report(
-            lambda: service.review(order, make_engine(settings, progress).review),
-            ChangeSet(), settings)
+        def reviewer(changes: ChangeSet, context: Context | None = None) -> ReviewResult:
+            # made when the review starts: a forge usage error (no token, a bad --repo) is
+            # reported before the model server is asked anything
+            return make_engine(settings, progress).review(changes, context)
+
+        run, code = _or_report(lambda: service.review(order, reviewer), ChangeSet(), settings)
         if dry_run and settings.output == "json":  # exactly what would be posted
             emit(json.dumps(run.to_dict(), indent=2, ensure_ascii=False) + "\n", settings.output_file)
         else:
