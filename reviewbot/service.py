@@ -33,10 +33,11 @@ class ReviewOrder:
 
 
 def review(order: ReviewOrder, reviewer: Reviewer, cancel: threading.Event | None = None,
-           learnings: LearningStore | None = None) -> tuple[ForgeRun, int]:
+           learnings: LearningStore | None = None, force: bool = False) -> tuple[ForgeRun, int]:
     """Review one MR/PR and post (or, with dry_run, only compute) the comments. A set `cancel`
     (a newer push arrived) stops before anything is posted; the project's `learnings` reach
-    every chunk of its files, quoted as the team's guidance.
+    every chunk of its files, quoted as the team's guidance. A paused merge request is not
+    reviewed unless `force` (a member's `review` command).
 
     Exit code: 3 when the review or the posting is incomplete, 1 when a finding reaches
     `settings.fail_on`, else 0.
@@ -51,7 +52,8 @@ def review(order: ReviewOrder, reviewer: Reviewer, cancel: threading.Event | Non
             return reviewer(changes, replace(context or Context(), guidance=guidance))
 
     run = review_change_request(forge, guided, mode=settings.mode, dry_run=order.dry_run,
-                                cancel=cancel, fail_on_skipped=settings.fail_on_skipped)
+                                cancel=cancel, fail_on_skipped=settings.fail_on_skipped,
+                                force=force)
     return run, exit_code(run.complete, run.result.worst(), settings.fail_on)
 
 
@@ -69,7 +71,7 @@ def answer(order: ReviewOrder, note_id: int, passes: Callable[[], Passes],
 
     def full_review() -> str:
         full = replace(order, settings=replace(order.settings, mode="full"))
-        run, code = review(full, reviewer(), learnings=learnings)
+        run, code = review(full, reviewer(), learnings=learnings, force=True)
         return run.summary.split("\n", 1)[0][:300] if code != 3 else "incomplete (see the summary)"
 
     def learn(thread: Thread, note: Note, text: str, category: str) -> None:

@@ -13,12 +13,13 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-COMMANDS = ("review", "ignore", "help")
-Kind = Literal["review", "ignore", "help", "question"]
+COMMANDS = ("review", "pause", "resume", "ignore", "help")
+Kind = Literal["review", "pause", "resume", "ignore", "help", "question"]
 HELP = (
     "I answer questions in my threads and take these commands from project members "
     "(Developer or above), after a mention of me:\n\n"
     "- `review`: review the current head now, in full\n"
+    "- `pause` / `resume`: no automatic reviews of this merge request until resumed\n"
     "- `ignore` (in one of my threads): withdraw this finding, resolve the thread, and never "
     "raise it again on this merge request\n"
     "- `help`: this list\n\n"

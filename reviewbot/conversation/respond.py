@@ -64,6 +64,8 @@ class Threads(Protocol):
 
     def acknowledge(self, note: Note) -> None: ...
 
+    def set_paused(self, paused: bool) -> None: ...
+
 
 @dataclass(frozen=True)
 class Response:
@@ -97,6 +99,12 @@ def respond(threads: Threads, note_id: int, settings: Settings, passes: Callable
         threads.resolve(thread)
         learn(thread, note, *_dismissed(thread))
         return Response("ignored", thread.fingerprint or "")
+    if asked.kind in ("pause", "resume"):
+        threads.set_paused(asked.kind == "pause")
+        threads.reply(thread, ("Paused: I will not review this merge request on new pushes "
+                               "until a member says `resume`." if asked.kind == "pause" else
+                               "Resumed: I will review new pushes again.") + mark)
+        return Response(asked.kind)
     if asked.kind == "review":
         outcome = review()
         threads.reply(thread, f"Reviewed the current head in full: {outcome}" + mark)

@@ -40,10 +40,12 @@ class SummaryMarker:
 
     last_reviewed_sha: str | None = None
     unanchored: str | None = None  # forges.summary.pack()'s JSON
+    paused: bool = False  # a member said `pause`: no reviews until `resume`
 
     def render(self) -> str:
         fields = {k: v for k, v in (("last_reviewed_sha", self.last_reviewed_sha),
-                                    ("unanchored", self.unanchored)) if v}
+                                    ("unanchored", self.unanchored),
+                                    ("paused", "true" if self.paused else None)) if v}
         return encode("summary", fields)
 
 
@@ -91,14 +93,20 @@ def parse(body: str | None) -> Marker | None:
     if data.get("kind") == "summary":
         sha, unanchored = data.get("last_reviewed_sha"), data.get("unanchored")
         if (sha is not None and not (isinstance(sha, str) and _SHA.fullmatch(sha))) \
-                or (unanchored is not None and not isinstance(unanchored, str)):
+                or (unanchored is not None and not isinstance(unanchored, str)) \
+                or data.get("paused") not in (None, "true"):
             return None
-        return SummaryMarker(sha, unanchored)
+        return SummaryMarker(sha, unanchored, data.get("paused") == "true")
     if data.get("kind") == "reply":
         to = data.get("to")
         return ReplyMarker(int(to)) if isinstance(to, str) and to.isdigit() and len(to) < 20 \
             else None
     return None
+
+
+def without_marker(body: str) -> str:
+    """`body` without its trailing marker."""
+    return _MARKER.sub("", body).rstrip()
 
 
 def finding_marker(body: str | None) -> FindingMarker | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol, runtime_checkable
 
 from reviewbot import anchoring, gathering
@@ -50,6 +50,7 @@ class ForgeRun:
     request: ChangeRequest
     result: ReviewResult
     mode: str  # "full" | "incremental" | "up-to-date" (nothing new) | "superseded" (not posted)
+    #            | "paused" (a member paused reviews of this MR/PR)
     since_sha: str | None = None
     to_post: list[Finding] = field(default_factory=list)
     already_posted: list[Finding] = field(default_factory=list)
@@ -97,11 +98,14 @@ class ForgeRun:
 
 def review_change_request(
     forge: Forge, reviewer: Reviewer, *, mode: str = "incremental", dry_run: bool = False,
-    cancel: threading.Event | None = None, fail_on_skipped: bool = False,
+    cancel: threading.Event | None = None, fail_on_skipped: bool = False, force: bool = False,
 ) -> ForgeRun:
-    """Review and post. A set `cancel` (a newer push arrived) stops before anything is posted."""
+    """Review and post. A set `cancel` (a newer push arrived) stops before anything is posted;
+    a merge request a member paused is not reviewed unless `force` (the `review` command)."""
     request = forge.fetch()
     previous = summary_marker(forge.read_summary()) or SummaryMarker()
+    if previous.paused and not force:
+        return ForgeRun(request, _empty_result(), "paused", dry_run=dry_run)
     last_sha = previous.last_reviewed_sha
     if mode == "incremental" and last_sha == request.head_sha:
         return ForgeRun(request, _empty_result(), "up-to-date", last_sha, dry_run=dry_run)
@@ -147,7 +151,8 @@ def review_change_request(
                 run.errors.append(f"resolving outdated threads failed: {exc}")
     run.unanchored += run.outcome.moved_to_summary
     limit = forge.max_comment_chars if isinstance(forge, CommentLimit) else MAX_BODY
-    run.summary = render_summary(_summary_input(run, last_sha, limit))
+    run.summary = render_summary(replace(_summary_input(run, last_sha, limit),
+                                         paused=previous.paused))
     if not dry_run:
         try:
             forge.write_summary(request, run.summary)

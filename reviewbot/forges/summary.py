@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from reviewbot.diff import Side
 from reviewbot.findings import Finding, Severity
 from reviewbot.forges.base import ChangeRequest
-from reviewbot.forges.markers import SummaryMarker
+from reviewbot.forges.markers import SummaryMarker, summary_marker, without_marker
 from reviewbot.modeltext import code, inline, prose
 from reviewbot.rendering import list_item
 from reviewbot.result import ReviewResult
@@ -36,6 +36,19 @@ class SummaryInput:
     complete: bool = True
     last_reviewed_sha: str | None = None
     max_chars: int = MAX_BODY
+    paused: bool = False
+
+
+PAUSED = ("> **Automatic reviews are paused**: a project member asked for it. Mention the bot "
+          "with `resume` to turn them back on, or `review` for one review now.")
+
+
+def paused_summary(previous: str | None, paused: bool) -> str:
+    """The summary note with the pause switched on or off, everything else kept."""
+    state = summary_marker(previous) or SummaryMarker()
+    body = without_marker(previous or TITLE).replace("\n\n" + PAUSED, "").rstrip()
+    body += ("\n\n" + PAUSED) if paused else ""
+    return body + "\n\n" + replace(state, paused=paused).render()
 
 
 def render_summary(s: SummaryInput) -> str:
@@ -48,11 +61,14 @@ def render_summary(s: SummaryInput) -> str:
     parts += _findings("Findings not posted (will be retried on the next run)", s.failed)
     if s.errors:
         parts += ["", "**Errors**", *[f"- {inline(e)}" for e in s.errors[:20]]]
-    state = SummaryMarker(s.last_reviewed_sha, pack(s.unanchored) if s.unanchored else None)
+    if s.paused:
+        parts += ["", PAUSED]
+    state = SummaryMarker(s.last_reviewed_sha, pack(s.unanchored) if s.unanchored else None,
+                          s.paused)
     body = "\n".join(parts)
     tail = "\n\n" + state.render()
     if len(tail) > s.max_chars // 3:  # the marker must never crowd out the summary itself
-        tail = "\n\n" + SummaryMarker(s.last_reviewed_sha).render()
+        tail = "\n\n" + SummaryMarker(s.last_reviewed_sha, paused=s.paused).render()
     if len(body) + len(tail) > s.max_chars:
         body = body[: s.max_chars - len(tail) - 40] + "\n\n… (summary cut to fit the note limit)"
     return body + tail

@@ -71,6 +71,8 @@ class ForgeRunner:
                                       self._learnings)
             return Outcome.done(f"note {job.note_id}: {response.action}")
         run, code = service.review(order, self.reviewer(), cancel, self._learnings)
+        if run.mode == "paused":
+            return Outcome.done("paused by a member: not reviewed")
         if run.mode == "superseded":
             return Outcome.cancelled("a newer push arrived during the review; nothing was posted")
         if not run.complete:

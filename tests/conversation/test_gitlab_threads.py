@@ -138,3 +138,28 @@ def test_help_and_unknown_words_get_the_list_and_the_reply_limit_holds(env: Env)
     assert actions == ["answered"] * 3 + ["limit"] * 2
     limits = [n for n in thread["notes"] if n["body"].startswith("I have answered here")]
     assert len(limits) == 1  # said once
+
+
+def test_pause_stops_automatic_reviews_until_resume_and_review_still_runs(env: Env) -> None:
+    _threads(env.gitlab)
+    assert _action(_reply(env, None, _say(env.gitlab, DEV_TOKEN, "@reviewbot pause"))) == "pause"
+    summary = next(n for n in env.gitlab.notes() if "### reviewbot review" in n["body"])
+    assert "Automatic reviews are paused" in summary["body"]
+    env.gitlab.resolve_by_human(lambda note: True)  # findings gone: a review would act
+    paused = review_change_request(make_forge(env.gitlab), reviewer, mode="full")
+    assert paused.mode == "paused" and paused.to_post == [] and paused.to_resolve == []
+
+    def no_findings(request: dict[str, Any], attempt: int) -> Reply:
+        return Reply(tool_args={"summary": "ok", "findings": []})
+
+    with FakeOpenAI(no_findings, max_model_len=16000) as model:
+        forced = _say(env.gitlab, DEV_TOKEN, "@reviewbot review")
+        assert _action(_reply(env, model, forced)) == "reviewed"  # a member's review runs
+        assert model.requests
+    assert "Automatic reviews are paused" in next(
+        n for n in env.gitlab.notes() if "### reviewbot review" in n["body"])["body"]
+    assert _action(_reply(env, None, _say(env.gitlab, DEV_TOKEN, "@reviewbot resume"))) == "resume"
+    assert "Automatic reviews are paused" not in next(
+        n for n in env.gitlab.notes() if "### reviewbot review" in n["body"])["body"]
+    again = review_change_request(make_forge(env.gitlab), reviewer, mode="full")
+    assert again.mode == "full" and again.result.stats.changed_lines_sent > 0

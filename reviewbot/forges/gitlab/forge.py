@@ -241,6 +241,9 @@ class GitLabForge:
         return None
 
     def write_summary(self, request: ChangeRequest, body: str) -> None:
+        self.write_summary_text(body)
+
+    def write_summary_text(self, body: str) -> None:
         if self._summary_id is None:
             self.read_summary()
         if self._summary_id is not None:

@@ -11,6 +11,7 @@ from reviewbot.conversation.notes import Note, Thread
 from reviewbot.errors import ForgeError, UsageError
 from reviewbot.forges.gitlab.forge import GitLabForge, call
 from reviewbot.forges.markers import finding_marker
+from reviewbot.forges.summary import paused_summary
 
 
 class GitLabThreads:
@@ -79,6 +80,10 @@ class GitLabThreads:
         discussion = self.forge.mr.discussions.get(thread.id, lazy=True)
         discussion.resolved = True
         call(discussion.save, "resolving a discussion")
+
+    def set_paused(self, paused: bool) -> None:
+        """The pause switch lives in the bot's own summary note, like the rest of its state."""
+        self.forge.write_summary_text(paused_summary(self.forge.read_summary(), paused))
 
     def acknowledge(self, note: Note) -> None:
         """👀 on the note: best effort (an award that fails changes nothing else)."""
