@@ -137,18 +137,7 @@ def review_change_request(
     seen = {f.fingerprint for f in current}
     run.to_resolve = outdated(existing, seen, changes, request, since_sha=since)
 
-    if dry_run:
-        run.outcome = PostOutcome(posted=list(run.to_post))
-        if isinstance(forge, Previewer):
-            run.payloads = forge.preview(request, run.to_post)
-    else:
-        run.outcome = _post(forge, request, run.to_post)
-        run.errors.extend(run.outcome.errors)
-        if run.to_resolve and isinstance(forge, Resolver):
-            try:
-                forge.resolve(run.to_resolve)
-            except ForgeError as exc:
-                run.errors.append(f"resolving outdated threads failed: {exc}")
+    _deliver(forge, run)
     run.unanchored += run.outcome.moved_to_summary
     limit = forge.max_comment_chars if isinstance(forge, CommentLimit) else MAX_BODY
     run.summary = render_summary(replace(_summary_input(run, last_sha, limit),
@@ -159,6 +148,22 @@ def review_change_request(
         except ForgeError as exc:
             run.errors.append(f"writing the summary failed: {exc}")
     return run
+
+
+def _deliver(forge: Forge, run: ForgeRun) -> None:
+    """Post the new findings and resolve the gone ones (with dry_run: only what would be sent)."""
+    if run.dry_run:
+        run.outcome = PostOutcome(posted=list(run.to_post))
+        if isinstance(forge, Previewer):
+            run.payloads = forge.preview(run.request, run.to_post)
+        return
+    run.outcome = _post(forge, run.request, run.to_post)
+    run.errors.extend(run.outcome.errors)
+    if run.to_resolve and isinstance(forge, Resolver):
+        try:
+            forge.resolve(run.to_resolve)
+        except ForgeError as exc:
+            run.errors.append(f"resolving outdated threads failed: {exc}")
 
 
 def _post(forge: Forge, request: ChangeRequest, findings: list[Finding]) -> PostOutcome:
