@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from reviewbot.context import Context
 from reviewbot.engine import answers, tools
@@ -18,6 +19,7 @@ from reviewbot.errors import BadAnswer, ContextTooLong, RequestFailed
 from reviewbot.findings import Finding
 from reviewbot.result import Dropped
 
+T = TypeVar("T")
 ANSWER_ATTEMPTS = 3  # an unusable answer (no call, bad JSON, cut short) is asked for again
 
 
@@ -158,27 +160,26 @@ class Passes:
         call = self._call(self.requests.judge_messages(title, body, reference),
                           [tools.judge_tool()], tools.JUDGE_TOOL, JUDGE_TOKENS, "",
                           temperature=0.0)
-        try:
-            for reply in attempts(deadline, call):
-                if not isinstance(reply, BadAnswer):
-                    verdict = answers.parse_judgement(reply.calls)
-                    if verdict is not None:
-                        return verdict
-        except (ContextTooLong, RequestFailed):
-            pass
-        return False
+        verdict = _first(attempts(deadline, call), answers.parse_judgement)
+        return verdict if verdict is not None else False
 
     def reply(self, about: Anchor, thread: list[tuple[str, str]],
               deadline: float) -> answers.ThreadReply | None:
         """An answer in a finding's thread, or None when no usable one came back."""
         call = self._call(self.requests.reply_messages(about, thread), [tools.reply_tool()],
                           tools.REPLY_TOOL, REPLY_TOKENS, "")
-        try:
-            for reply in attempts(deadline, call):
-                if not isinstance(reply, BadAnswer) and not reply.truncated:
-                    parsed = answers.parse_reply(reply.calls)
-                    if parsed is not None:
-                        return parsed
-        except (ContextTooLong, RequestFailed):
-            pass
-        return None
+        return _first(attempts(deadline, call), answers.parse_reply)
+
+
+def _first(replies: Iterator[Reply | BadAnswer],
+           parse: Callable[[list[tuple[str, str]]], T | None]) -> T | None:
+    """The first complete reply `parse` accepts; None when the attempts end without one."""
+    try:
+        for reply in replies:
+            if not isinstance(reply, BadAnswer) and not reply.truncated:
+                parsed = parse(reply.calls)
+                if parsed is not None:
+                    return parsed
+    except (ContextTooLong, RequestFailed):
+        pass
+    return None

@@ -96,6 +96,13 @@ def github_api_base(repo_url: str, full_name: str) -> str:
     raise MalformedPayload("repository.url does not end with /repos/<full_name>")
 
 
+def _project(payload: dict[str, object]) -> tuple[int, str]:
+    """A GitLab payload's project id, and its path ("" when it gives none)."""
+    project = payload.get("project")
+    path = project.get("path_with_namespace") if isinstance(project, dict) else None
+    return _int(payload, "project.id"), path if isinstance(path, str) else ""
+
+
 def parse_gitlab(event: str | None, payload: object) -> Accepted | Ignored:
     if event == "Note Hook":
         return parse_gitlab_note(payload)
@@ -111,10 +118,7 @@ def parse_gitlab(event: str | None, payload: object) -> Accepted | Ignored:
         return Ignored(f"action {action!r} is not reviewed", "action")
     if action == "update" and not attrs.get("oldrev"):
         return Ignored("update without oldrev (not a push) is not reviewed", "action")
-    project = payload.get("project")
-    path = project.get("path_with_namespace") if isinstance(project, dict) else None
-    path = path if isinstance(path, str) else ""
-    project_id = _int(payload, "project.id")
+    project_id, path = _project(payload)
     number = _int(payload, "object_attributes.iid")
     head_sha = _sha(payload, "object_attributes.last_commit.id")
     request = QueuedRequest(
@@ -144,10 +148,7 @@ def parse_gitlab_note(payload: object) -> Accepted | Ignored:
     body = attrs.get("note")
     if not (isinstance(body, str) and "@" in body) and attrs.get("type") != "DiffNote":
         return Ignored("a note that mentions no one, outside a diff thread", "not-addressed")
-    project = payload.get("project")
-    path = project.get("path_with_namespace") if isinstance(project, dict) else None
-    path = path if isinstance(path, str) else ""
-    project_id = _int(payload, "project.id")
+    project_id, path = _project(payload)
     note_id = _int(payload, "object_attributes.id")
     request = QueuedRequest(
         forge="gitlab",
