@@ -8,6 +8,10 @@ chat template pastes them between its control tokens. Two things keep them data:
   DeepSeek's `<｜…｜>`, `[INST]`, `<tool_call>`, `<start_of_turn>`, …) with a zero-width space,
   so a line of code cannot open a fake system turn or a fake tool call. The families are listed
   here rather than read from the server: vLLM does not publish its tokenizer's special tokens.
+  It breaks the prompt's own frame tags too (`</diff>`, `<context>`, `</thread>`, … as the
+  templates in prompts/ write them), wherever they appear: in a file name, a hunk header, a
+  line of code, a comment. The model's answers are cleaned of zero-width spaces
+  (reviewbot.modeltext), so a suggestion copied from such a line comes back as written.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ _SPECIAL = re.compile(
     r"|function_call|im_start|im_end|start_of_image|end_of_image)>"
     r"|\[/?(?:INST|SYS|TOOL_CALLS|AVAILABLE_TOOLS|TOOL_RESULTS|SYSTEM_PROMPT)\]"
     r"|<<SYS>>|<</SYS>>"
+    r"|</?(?:diff|context|candidates|candidate|code|finding|reference|thread)>"  # our frames
 )
 ZWSP = "\u200b"
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]")
