@@ -39,6 +39,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "max_enclosing_lines": (0, 100_000), "max_findings_per_chunk": (1, 1000),
     "samples": (1, 16), "max_inline_comments": (0, 1000), "min_confidence": (0, 1),
     "command_min_access": (10, 50), "max_replies_per_thread": (1, 100),
+    "max_archive_mb": (0, 100_000), "tree_cache_mb": (0, 10_000_000),
 }
 
 
@@ -97,6 +98,12 @@ class Settings:
     # Developer, 40 Maintainer), and how often it answers in one thread
     command_min_access: int = 30
     max_replies_per_thread: int = 3
+    # the repository at a merge/pull request's head when no local clone holds it: the forge's
+    # archive, up to max_archive_mb unpacked (0: never downloaded), kept in tree_cache (a
+    # directory; default ~/.cache/reviewbot/trees) up to tree_cache_mb for later reviews
+    max_archive_mb: float = 512.0
+    tree_cache: str | None = field(default=None, metadata=_env("REVIEWBOT_TREE_CACHE"))
+    tree_cache_mb: float = 4096.0
 
     def __post_init__(self) -> None:
         if self.output not in OUTPUTS:
@@ -169,7 +176,7 @@ _FIELDS = {f.name: f for f in fields(Settings)}
 # (CI variables) only, never from a file a merge request could change.
 NOT_FROM_FILES = frozenset({"base_url", "api_key", "gitlab_url", "gitlab_token", "github_url",
                             "github_token", "github_bot_login", "ssl_verify", "ca_file",
-                            "prompts_dir", "tokenizer", "command_min_access"})
+                            "prompts_dir", "tokenizer", "command_min_access", "tree_cache"})
 # the `reviewbot review` flag of each of them (the others come from the environment only);
 # tests check that every flag named here exists
 FLAG_OF = {"base_url": "--base-url", "api_key": "--api-key", "gitlab_url": "--gitlab-url",

@@ -64,6 +64,7 @@ class Context:
     files: HeadFiles | None = None
     definitions: Finder | None = None  # reviewbot.engine.definitions.git_finder for --git
     guidance: tuple[Rule, ...] = ()  # the project's learnings (reviewbot.conversation)
+    notes: tuple[str, ...] = ()  # for the summary: context that could not be gathered, and why
 
     def capped(self) -> Context:
         return replace(self, intent=self.intent.capped(),

@@ -1,18 +1,19 @@
 """What a review knows besides the diff, for every source: a diff file, a git range, a merge or
-pull request. The repository is untrusted in every mode, CI or not: every file is read through
-the safe reader (reviewbot.tree) or capped like it."""
+pull request. The head files and definitions come from reviewbot.headtree for all of them;
+the repository is untrusted in every mode, CI or not: every file is read through the safe
+reader (reviewbot.tree) or capped like it."""
 
 from __future__ import annotations
 
 import logging
 import os
+from dataclasses import replace
 
 from reviewbot import config, git
-from reviewbot.context import AGENTS_MD, Context, HeadFiles, Intent
-from reviewbot.engine.definitions import git_finder
-from reviewbot.errors import ForgeError
-from reviewbot.forges.base import ChangeRequest, FileReader, Forge
-from reviewbot.tree import MAX_FILE_BYTES, GitTree, Tree, WorkingTree
+from reviewbot.context import AGENTS_MD, Context, Intent
+from reviewbot.forges.base import ChangeRequest, Forge
+from reviewbot.headtree import HeadTree, Trees, at_revision
+from reviewbot.tree import GitTree, WorkingTree
 
 log = logging.getLogger(__name__)
 
@@ -34,11 +35,9 @@ def for_local(git_range: str | None, title: str | None, description: str | None)
         agents = WorkingTree().read(AGENTS_MD)
     if not git_range:  # a diff file may not match any tree here
         return Context(intent, agents or "")
-    right = right_side(git_range)
     # the new side's files: the right side's revision, or the working tree, which is what
     # `git diff REV` compares with
-    tree: Tree = GitTree(right) if right else WorkingTree()
-    return Context(intent, agents or "", tree.read, git_finder(right or None))
+    return with_tree(Context(intent, agents or ""), at_revision(right_side(git_range) or None))
 
 
 def right_side(git_range: str) -> str:
@@ -49,26 +48,15 @@ def right_side(git_range: str) -> str:
     return git_range.split("..", 1)[1].lstrip(".") or "HEAD"
 
 
-def for_forge(forge: Forge, request: ChangeRequest) -> Context:
+def for_forge(forge: Forge, request: ChangeRequest, trees: Trees) -> Context:
     """A merge/pull request: its intent, the target branch's AGENTS.md (never the change's
-    own), and the files at its head through the forge."""
-    return Context(request.intent, forge.target_file(AGENTS_MD) or "",
-                   head_files(forge, request.head_sha))
+    own), and the repository at its head (reviewbot.headtree: the local clone, else the
+    forge's archive)."""
+    context = Context(request.intent, forge.target_file(AGENTS_MD) or "")
+    return with_tree(context, trees.at(forge, request.head_sha))
 
 
-def head_files(forge: Forge, sha: str) -> HeadFiles | None:
-    """The forge's files at the change's head, for the code around each hunk; a file that
-    cannot be read is simply not shown (the diff is reviewed all the same)."""
-    if not isinstance(forge, FileReader) or not sha:
-        return None
-    reader = forge
-
-    def read(path: str) -> str | None:
-        try:
-            text = reader.file_at(path, sha)
-        except ForgeError as exc:
-            log.warning("not showing the code around %s: %s", path, exc)
-            return None
-        # the forge's answer is untrusted as the tree is: the same cap as reviewbot.tree
-        return text if text is None or len(text) <= MAX_FILE_BYTES else None
-    return read
+def with_tree(context: Context, tree: HeadTree) -> Context:
+    log.info("head files from %s", tree.source)
+    return replace(context, files=tree.files, definitions=tree.definitions,
+                   notes=context.notes + ((tree.note,) if tree.note else ()))

@@ -22,6 +22,7 @@ from reviewbot.errors import UsageError
 from reviewbot.forges.base import Target
 from reviewbot.forges.run import ForgeRun, review_change_request
 from reviewbot.forges.select import open_forge
+from reviewbot.headtree import Trees
 from reviewbot.result import Reviewer, ReviewResult, exit_code
 
 
@@ -53,7 +54,7 @@ def review(order: ReviewOrder, reviewer: Reviewer, cancel: threading.Event | Non
 
     run = review_change_request(forge, guided, mode=settings.mode, dry_run=order.dry_run,
                                 cancel=cancel, fail_on_skipped=settings.fail_on_skipped,
-                                force=force)
+                                force=force, trees=Trees.from_settings(settings))
     return run, exit_code(run.complete, run.result.worst(), settings.fail_on)
 
 

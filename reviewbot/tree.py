@@ -120,13 +120,15 @@ class GitTree:
 _GREP_HIT = re.compile(rb"([^\0]*)\0(\d+)\0([^\n]*)\n")
 
 
-def git_grep(patterns: list[str], rev: str | None, cwd: str | None = None
-             ) -> Iterator[tuple[str, int, str]]:
+def git_grep(patterns: list[str], rev: str | None, cwd: str | None = None,
+             no_index: bool = False) -> Iterator[tuple[str, int, str]]:
     """(path, line, text) of every line matching one of `patterns` (extended regexps) in the
-    tracked files at `rev` (None: the working tree). Nothing when git fails."""
-    if not patterns or (rev is not None and not is_revision(rev)):
+    tracked files at `rev` (None: the working tree), or with `no_index` in every file under
+    `cwd` (an unpacked archive). Nothing when git fails."""
+    if not patterns or (rev is not None and (no_index or not is_revision(rev))):
         return
-    argv = ["git", "grep", "-z", "-n", "-I", "-E", "--no-color", "--no-textconv"]
+    argv = ["git", "grep", "-z", "-n", "-I", "-E", "--no-color", "--no-textconv",
+            *(["--no-index"] if no_index else [])]
     for pattern in patterns:
         argv += ["-e", pattern]
     argv += [*([rev] if rev else []), "--"]  # no --end-of-options in git 2.39: rev is checked

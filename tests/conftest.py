@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,10 @@ import pytest
 from reviewbot.errors import LaunchError, UsageError
 from reviewbot.server.process.launcher import LaunchSpec, VllmProcess, find_vllm_python, free_port
 from reviewbot.server.tinymodel import SERVE_ARGS, SERVE_ENV, build_tiny_model
+
+# the head trees that forge reviews download (reviewbot.headtree) go to a temporary cache, in
+# this process and in the reviewbot processes the tests start, never the user's ~/.cache
+os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="reviewbot-test-cache-")
 
 TINY_MODEL_NAME = "tiny"
 TINY_MAX_MODEL_LEN = 65536

@@ -83,10 +83,10 @@ def test_the_review_path_loads_no_server_module() -> None:
 VOCABULARY = ("reviewbot.anchoring", "reviewbot.config", "reviewbot.context", "reviewbot.diff",
               "reviewbot.errors", "reviewbot.findings", "reviewbot.git", "reviewbot.headers", "reviewbot.modeltext",
               "reviewbot.rendering", "reviewbot.result", "reviewbot.rules", "reviewbot.templating",
-              "reviewbot.tree")
+              "reviewbot.tree", "reviewbot.archive")
 STEPS_AND_ENTRY_POINTS = ("reviewbot.engine", "reviewbot.forges", "reviewbot.webhook",
                           "reviewbot.commands", "reviewbot.report", "reviewbot.server",
-                          "reviewbot.service", "reviewbot.gathering", "reviewbot.cli",
+                          "reviewbot.service", "reviewbot.gathering", "reviewbot.headtree", "reviewbot.cli",
                           "reviewbot.evaluation")
 
 
@@ -97,7 +97,8 @@ def test_the_shared_vocabulary_imports_only_itself() -> None:
 
 def test_a_forge_host_imports_no_other_host_and_no_step_above_it() -> None:
     above = ("reviewbot.engine", "reviewbot.webhook", "reviewbot.commands", "reviewbot.report",
-             "reviewbot.service", "reviewbot.gathering", "reviewbot.forges.run")
+             "reviewbot.service", "reviewbot.gathering", "reviewbot.headtree",
+             "reviewbot.forges.run")
     assert _offenders("reviewbot.forges.gitlab", above + ("reviewbot.forges.github",)) == []
     assert _offenders("reviewbot.forges.github", above + ("reviewbot.forges.gitlab",)) == []
 

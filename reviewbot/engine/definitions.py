@@ -3,7 +3,8 @@ the chunk does not define itself, their signature and the start of their body, f
 head tree with `git grep` (one call per review for every name) and cut at the definition's end
 with the same parser as the code around a hunk.
 
-Only for `--git` reviews for now: a forge has no cheap way to search its tree at a commit.
+The head tree is a revision of a local clone or an unpacked archive of the forge's
+(reviewbot.headtree): the same search for `--git`, `--mr` and `--pr`.
 """
 
 from __future__ import annotations
@@ -64,15 +65,15 @@ def defined_in(lines: Iterable[str]) -> set[str]:
 Reader = Callable[[str], "list[str] | None"]  # a head file's lines
 
 
-def git_finder(rev: str | None, cwd: str | None = None
+def git_finder(rev: str | None, cwd: str | None = None, no_index: bool = False
                ) -> Callable[[list[str], Reader], list[Definition]]:
-    """Definitions of `names` at `rev` (None: the working tree), by one `git grep`. The hits'
-    text is only matched; what reaches the prompt is read again through `read` (the safe
+    """Definitions of `names` at `rev` (None: the working tree; with `no_index`, every file
+    under `cwd`), by one `git grep`. The hits' text is only matched; what reaches the prompt is read again through `read` (the safe
     reader of reviewbot.tree), so a name that poses as `path:line:` cannot point elsewhere."""
     def find(names: list[str], read: Reader) -> list[Definition]:
         patterns = [_DEFINES + re.escape(name) + r"\b" for name in names]
         hits: dict[str, list[tuple[str, int]]] = {}
-        for where, line_no, text in git_grep(patterns, rev, cwd):
+        for where, line_no, text in git_grep(patterns, rev, cwd, no_index):
             for name, pattern in zip(names, patterns):
                 if re.match(pattern, text):
                     hits.setdefault(name, []).append((where, line_no))

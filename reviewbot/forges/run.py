@@ -25,9 +25,11 @@ from reviewbot.forges.base import (
 )
 from reviewbot.forges.markers import SummaryMarker, summary_marker
 from reviewbot.forges.summary import MAX_BODY, SummaryInput, render_summary, unpack
+from reviewbot.headtree import Trees
 from reviewbot.result import Reviewer, ReviewResult, Stats, exit_code, unreviewed_error
 
 log = logging.getLogger(__name__)
+NO_ARCHIVE = Trees(None, 0, fetch=False)  # a local clone, else the forge's files one by one
 
 
 
@@ -99,6 +101,7 @@ class ForgeRun:
 def review_change_request(
     forge: Forge, reviewer: Reviewer, *, mode: str = "incremental", dry_run: bool = False,
     cancel: threading.Event | None = None, fail_on_skipped: bool = False, force: bool = False,
+    trees: Trees | None = None,
 ) -> ForgeRun:
     """Review and post. A set `cancel` (a newer push arrived) stops before anything is posted;
     a merge request a member paused is not reviewed unless `force` (the `review` command)."""
@@ -114,7 +117,7 @@ def review_change_request(
         incremental = forge.fetch_incremental(last_sha, request)
         if incremental is not None:
             changes, used_mode, since = incremental, "incremental", last_sha
-    result = reviewer(changes, gathering.for_forge(forge, request))
+    result = reviewer(changes, gathering.for_forge(forge, request, trees or NO_ARCHIVE))
     _add_skipped(result.stats, request)
     if fail_on_skipped:  # what the forge withheld (the engine reports its own skips)
         result.stats.errors += unreviewed_error([s for s in request.skipped if s.source])

@@ -84,6 +84,12 @@ class FakeGitHub:
     # GET /user with the bot's token: its account, or 403 as for an Actions installation token
     user_forbidden: bool = False
     pull_url_base: str = ""  # answer PR URLs under another prefix (a misconfigured proxy)
+    # the tarball endpoint's answer: a codeload link on this host (or `archive_link`, to test
+    # a link that leaves the forge), serving `git archive` (or the hostile `archive`)
+    archive_link: str | None = None
+    archive: bytes | None = None
+    codeload_token: str = "codeload-short-lived-0123"
+    codeload_auth: list[str] = field(default_factory=list)  # Authorization headers it was sent
     _ids: int = 1000
 
     # --- test controls -------------------------------------------------------------------
@@ -150,6 +156,11 @@ def build_app(fake: FakeGitHub) -> Starlette:
     async def guard(request: Request, call_next):  # type: ignore[no-untyped-def]
         body = await request.body()
         auth = request.headers.get("authorization", "")
+        if request.url.path.startswith("/_codeload/"):  # codeload: the link's own token
+            fake.codeload_auth.append(auth)
+            if request.query_params.get("token") != fake.codeload_token:
+                return JSONResponse({"message": "Not Found"}, status_code=404)
+            return await call_next(request)
         rec = Recorded(request.method, request.url.path, 0, auth,
                        json.loads(body) if body.startswith((b"{", b"[")) else None)
         with fake.lock:

@@ -195,7 +195,25 @@ def routes(fake: FakeGitHub) -> list[tuple[str, Callable[..., Any], list[str]]]:
                              "url": f"{fake.repo_url()}/contents/{path}",
                              "content": base64.b64encode(blob.encode()).decode()})
 
+    async def tarball(request: Request) -> Response:
+        ref = request.path_params["ref"]
+        if not fake.repo.has_commit(ref):
+            return JSONResponse({"message": "Not Found"}, status_code=404)
+        root = fake.base_url.removesuffix("/api/v3")
+        link = fake.archive_link or (f"{root}/_codeload/{fake.full_name}/legacy.tar.gz/{ref}"
+                                     f"?token={fake.codeload_token}")
+        return Response(status_code=302, headers={"Location": link})
+
+    async def codeload(request: Request) -> Response:
+        sha = request.path_params["sha"]
+        if fake.archive is not None:
+            return Response(fake.archive, media_type="application/x-gzip")
+        prefix = f"{fake.full_name.replace('/', '-')}-{sha[:7]}/"
+        return Response(fake.repo.archive(sha, prefix), media_type="application/x-gzip")
+
     return [
+        ("/_codeload/{owner}/{name}/legacy.tar.gz/{sha}", codeload, ["GET"]),
+        (R + "/tarball/{ref:path}", tarball, ["GET"]),
         ("/api/v3/user", get_user, ["GET"]),
         (R + "/contents/{path:path}", contents, ["GET"]),
         (R, get_repo, ["GET"]),

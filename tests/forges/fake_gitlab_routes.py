@@ -199,7 +199,21 @@ def _file_raw(state: State, m: Any, q: Any, b: Any) -> Result:
         return 404, {"message": "404 File Not Found"}, {}
 
 
+def _archive(state: State, m: Any, q: Any, b: Any) -> Result:
+    """GitLab's archive: one top directory `<project>-<sha>-<sha>/`; 404 for an unknown SHA."""
+    sha = q.get("sha", [state.head])[0]
+    try:
+        full = state.repo.git("rev-parse", "--verify", "--end-of-options", f"{sha}^{{commit}}").strip()
+    except subprocess.CalledProcessError:
+        return 404, {"message": "404 Commit Not Found"}, {}
+    if state.archive is not None:
+        return 200, state.archive, {}
+    name = state.project_path.rsplit("/", 1)[-1]
+    return 200, state.repo.archive(full, f"{name}-{full}-{full}/"), {}
+
+
 _ROUTES = [
+    ("GET", r"^/projects/(?P<pid>.+?)/repository/archive\.tar\.gz", _archive),
     ("GET", r"^/user", _user),
     ("GET", r"^/projects/(?P<pid>.+?)/members/all/(?P<uid>\d+)", _member),
     ("POST", _MR + r"/discussions/(?P<did>\w+)/notes", _discussion_note),

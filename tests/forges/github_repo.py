@@ -68,6 +68,12 @@ class GitRepo:
                               env=env, capture_output=True, timeout=60, check=False)
         return proc.returncode == 0
 
+    def archive(self, rev: str, prefix: str) -> bytes:
+        """`git archive` of `rev` as .tar.gz, every path under `prefix` (as codeload sends)."""
+        out = subprocess.run(["git", "archive", "--format=tar.gz", f"--prefix={prefix}", rev],
+                             cwd=self.path, capture_output=True, check=True, timeout=60)
+        return out.stdout
+
     def has_commit(self, sha: str) -> bool:
         env = {**os.environ, **_ENV}
         proc = subprocess.run(["git", "cat-file", "-e", f"{sha}^{{commit}}"], cwd=self.path,

@@ -52,6 +52,12 @@ class Repo:
         self.git("commit", "-q", "--allow-empty", "-m", message)
         return self.head()
 
+    def archive(self, rev: str, prefix: str) -> bytes:
+        """`git archive` of `rev` as .tar.gz, every path under `prefix` (as the forges send)."""
+        out = subprocess.run(["git", "archive", "--format=tar.gz", f"--prefix={prefix}", rev],
+                             cwd=self.root, env=_ENV, capture_output=True, check=True, timeout=60)
+        return out.stdout
+
     def head(self) -> str:
         return self.git("rev-parse", "HEAD").strip()
 

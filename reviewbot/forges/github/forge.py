@@ -12,8 +12,10 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, BinaryIO
+from urllib.parse import urlsplit
 
+import requests
 from github import GithubException
 from github.IssueComment import IssueComment
 from github.PullRequest import PullRequest
@@ -21,11 +23,12 @@ from github.PullRequestComment import PullRequestComment
 from github.Repository import Repository
 from requests import RequestException
 
+from reviewbot.archive import copy_bounded
 from reviewbot.diff import ChangeSet, parse
 from reviewbot.errors import ForgeError
 from reviewbot.findings import Finding
 from reviewbot.forges.base import ChangeRequest, ForgeSettings, PostedComment, PostOutcome
-from reviewbot.forges.github.client import forge_error, make_client
+from reviewbot.forges.github.client import api_url, forge_error, make_client
 from reviewbot.forges.github.map import FileEntry, files_to_diff, outdated_body, posted_comment
 from reviewbot.forges.github.post import BATCH_SIZE, Poster, plan, review_body
 from reviewbot.forges.markers import PREFIX, summary_marker
@@ -55,6 +58,7 @@ class GitHubForge:
         self._summary: IssueComment | None = None
         self._me: str | None = None
         self._bot_login = settings.bot_login
+        self._settings = settings
 
     def me(self) -> str:
         """The token's own login: only comments it wrote carry the bot's state.
@@ -161,6 +165,25 @@ class GitHubForge:
         """`path` at the PR's base commit: the maintainers' version, not the PR's."""
         return self.file_at(path, self.pull().base.sha)
 
+    def archive(self, sha: str, out: BinaryIO, max_bytes: int) -> None:
+        """The repository at `sha` as .tar.gz: `GET /repos/{o}/{r}/tarball/{sha}` answers with
+        a short-lived link (codeload), followed only when it stays on the forge's own hosts;
+        ArchiveTooLarge as soon as more than `max_bytes` came."""
+        try:
+            link = self.repo().get_archive_link("tarball", sha)
+        except _GH_ERRORS as exc:
+            raise forge_error(f"asking for the archive at {sha[:12]}", exc) from None
+        if not archive_link_allowed(link, api_url(self._settings.url)):
+            raise ForgeError("GitHub: the archive link points away from the forge; not followed")
+        try:  # the link carries its own short-lived token: no Authorization header is sent
+            with requests.get(link, stream=True, timeout=self._settings.timeout,
+                              verify=self._settings.verify, allow_redirects=False) as answer:
+                if answer.status_code != 200:
+                    raise ForgeError(f"GitHub: downloading the archive failed: {answer.status_code}")
+                copy_bounded(answer.iter_content(65536), out, max_bytes)
+        except RequestException as exc:
+            raise ForgeError(f"GitHub: downloading the archive failed: {type(exc).__name__}") from None
+
     def file_at(self, path: str, ref: str) -> str | None:
         """A file's text at `ref`, or None when it has none there."""
         try:
@@ -261,3 +284,12 @@ def _fit(body: str) -> str:
     tail = sep + marker if sep else ""
     note = "\n\n… (summary cut to fit GitHub's comment limit)\n\n"
     return (head if sep else body)[: MAX_COMMENT - len(tail) - len(note)] + note + tail
+
+
+def archive_link_allowed(link: str, api: str) -> bool:
+    """An archive link on the API's own host or its codeload host (`codeload.github.com` for
+    api.github.com, `codeload.HOST` for GitHub Enterprise), by the API's scheme."""
+    got, base = urlsplit(link), urlsplit(api)
+    host = base.hostname or ""
+    allowed = {host, "codeload." + host.removeprefix("api.")}
+    return got.scheme == base.scheme and got.hostname in allowed and got.port == base.port

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, BinaryIO
 
 import gitlab
 import requests
 from gitlab.exceptions import GitlabError
 
+from reviewbot.archive import copy_bounded
 from reviewbot.diff import ChangeSet, FileDiff, parse
 from reviewbot.errors import DiffError, ForgeError, Refused, Unavailable, UsageError, redact
 from reviewbot.findings import Finding
@@ -173,6 +174,14 @@ class GitLabForge:
             raise ForgeError(f"GitLab: reading {path} failed: {exc.response_code}",
                              status=exc.response_code) from None
         return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else None
+
+    def archive(self, sha: str, out: BinaryIO, max_bytes: int) -> None:
+        """The repository at `sha` as .tar.gz (`GET …/repository/archive.tar.gz?sha=`), written
+        to `out`; ArchiveTooLarge as soon as more than `max_bytes` came."""
+        chunks = call(lambda: self.project.repository_archive(
+            sha=sha, format="tar.gz", streamed=True, iterator=True, chunk_size=65536),
+            "downloading the repository archive")
+        call(lambda: copy_bounded(chunks, out, max_bytes), "downloading the repository archive")
 
     def target_file(self, path: str) -> str | None:
         """`path` as the target branch has it (diff_refs.start_sha): the maintainers' version,

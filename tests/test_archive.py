@@ -1,0 +1,116 @@
+"""A forge's archive is untrusted: hostile members never leave the tree, bombs stop at the bound,
+the per-SHA cache holds whole trees only and stays within its size."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+import threading
+from pathlib import Path
+
+import pytest
+
+from reviewbot.archive import ArchiveCache, ArchiveTooLarge, copy_bounded, unpack
+from reviewbot.tree import WorkingTree
+
+SHA = "a" * 40
+
+
+def _tar(path: Path, members: list[tuple[tarfile.TarInfo, bytes | None]]) -> Path:
+    with tarfile.open(path, "w:gz") as tar:
+        for info, data in members:
+            if data is not None:
+                info.size = len(data)
+            tar.addfile(info, io.BytesIO(data) if data is not None else None)
+    return path
+
+
+def _member(name: str, kind: bytes = tarfile.REGTYPE, link: str = "") -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type, info.linkname = kind, link
+    return info
+
+
+def test_only_regular_files_with_safe_names_reach_the_disk(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    archive = _tar(tmp_path / "a.tar.gz", [
+        (_member("top/src/ok.py"), b"def ok():\n    return 1\n"),
+        (_member("/etc/absolute"), b"x"),
+        (_member("top/../../escape.txt"), b"x"),
+        (_member("top/./dot.txt"), b"x"),
+        (_member("top/back\\slash.txt"), b"x"),
+        (_member("top/link", tarfile.SYMTYPE, str(outside)), None),
+        (_member("top/link/planted.txt"), b"into the link's target?"),
+        (_member("top/hard", tarfile.LNKTYPE, "/etc/passwd"), None),
+        (_member("top/dev", tarfile.CHRTYPE), None),
+        (_member("top/fifo", tarfile.FIFOTYPE), None),
+        (_member("top/src/ok.py"), b"a second member of the same name"),
+        (_member("no-top-dir.txt"), b"x"),
+    ])
+    dest = tmp_path / "tree"
+    unpack(archive, dest, 2**20)
+    files = sorted(str(p.relative_to(dest)) for p in dest.rglob("*") if p.is_file())
+    assert files == ["link/planted.txt", "src/ok.py"]  # `link` is a plain directory here
+    assert not any(p.is_symlink() for p in dest.rglob("*"))
+    assert list(outside.iterdir()) == [] and not (tmp_path / "escape.txt").exists()
+    assert WorkingTree(str(dest)).read("src/ok.py") == "def ok():\n    return 1\n"  # first kept
+
+
+def test_a_gzip_bomb_stops_at_the_bound(tmp_path: Path) -> None:
+    archive = _tar(tmp_path / "bomb.tar.gz", [(_member(f"top/zeros{i}"), b"\0" * 2**20)
+                                              for i in range(8)])
+    assert archive.stat().st_size < 100_000  # small packed, 8 MB unpacked
+    with pytest.raises(ArchiveTooLarge):
+        unpack(archive, tmp_path / "tree", 3 * 2**20)
+
+
+def test_a_download_stops_at_the_bound() -> None:
+    out = io.BytesIO()
+    with pytest.raises(ArchiveTooLarge):
+        copy_bounded(iter([b"x" * 1000] * 10), out, 5000)
+    assert len(out.getvalue()) <= 5000
+
+
+def _fill(files: dict[str, bytes]):  # type: ignore[no-untyped-def]
+    def fill(out: io.BufferedWriter) -> None:
+        with tarfile.open(fileobj=out, mode="w:gz") as tar:
+            for name, data in files.items():
+                info = tarfile.TarInfo(f"repo-sha/{name}")
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+    return fill
+
+
+def test_the_cache_keeps_whole_trees_within_its_size(tmp_path: Path) -> None:
+    cache = ArchiveCache(tmp_path / "cache", max_bytes=150_000)
+    first = cache.tree("1" * 40, _fill({"a.txt": b"a" * 100_000}), 2**20)
+    assert (first / "a.txt").stat().st_size == 100_000
+    again = cache.tree("1" * 40, lambda out: pytest.fail("downloaded twice"), 2**20)
+    assert again == first
+    second = cache.tree("2" * 40, _fill({"b.txt": b"b" * 100_000}), 2**20)
+    assert (second / "b.txt").is_file() and not first.exists()  # the older one made room
+    leftovers = [p.name for p in (tmp_path / "cache").iterdir() if p.name.startswith(".")]
+    assert leftovers == []
+
+
+def test_a_tree_too_large_is_not_kept(tmp_path: Path) -> None:
+    cache = ArchiveCache(tmp_path / "cache", max_bytes=2**30)
+    with pytest.raises(ArchiveTooLarge):
+        cache.tree(SHA, _fill({"big.bin": b"x" * 200_000}), 100_000)
+    assert list((tmp_path / "cache").iterdir()) == []
+
+
+def test_two_fills_of_one_sha_leave_one_whole_tree(tmp_path: Path) -> None:
+    cache = ArchiveCache(tmp_path / "cache", max_bytes=2**30)
+    files = {f"f{i}.txt": f"{i}\n".encode() * 1000 for i in range(50)}
+    roots: list[Path] = []
+    threads = [threading.Thread(target=lambda: roots.append(cache.tree(SHA, _fill(files), 2**24)))
+               for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert len(set(roots)) == 1 and len(roots) == 4
+    assert sorted(p.name for p in roots[0].iterdir() if not p.name.startswith(".")) == sorted(files)
+    assert [p.name for p in (tmp_path / "cache").iterdir()] == [SHA]
