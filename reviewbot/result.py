@@ -60,6 +60,8 @@ class Stats:
     changed_lines_cut: int = 0  # of those sent, lines longer than a request: shown cut short
     chars_cut: int = 0  # the characters of the cut lines that the model did not see
     chunks: int = 0
+    test_pairs: int = 0  # changed files reviewed with their changed tests (engine.units)
+    test_pairs_split: int = 0  # of those, pairs too large for one request: sent apart
     requests: int = 0
     prompt_tokens: int = 0
     cached_tokens: int = 0  # of prompt_tokens, from the prefix cache (if the server says)
@@ -97,6 +99,8 @@ class Stats:
             "changed_lines_cut": self.changed_lines_cut,
             "chars_cut": self.chars_cut,
             "chunks": self.chunks,
+            "test_pairs": self.test_pairs,
+            "test_pairs_split": self.test_pairs_split,
             "requests": self.requests,
             "prompt_tokens": self.prompt_tokens,
             "cached_tokens": self.cached_tokens,

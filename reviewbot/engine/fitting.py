@@ -16,6 +16,7 @@ from reviewbot.engine.packing import pack
 from reviewbot.engine.requests import Requests
 from reviewbot.engine.surroundings import definition_blocks, surrounding_blocks
 from reviewbot.engine.tokens import TokenCounter
+from reviewbot.engine.units import pairs, unit_order
 from reviewbot.errors import ContextTooSmall
 
 MAX_HEAD_FILES = 200  # files read for the code around the hunks, per review
@@ -57,8 +58,13 @@ class Fitting:
             return budget - fixed - header_cost(file) - 8
 
         reserve = self.requests.extra_output
-        pieces = make_pieces(changes, self.counter, room, settings.context_lines)
-        packed = pack(pieces, budget, fixed, header_cost, piece_cost, reserve)
+        tested, place = pairs(changes.files), unit_order(changes.files)
+
+        def repack(pieces: Sequence[Piece]) -> list[Chunk]:
+            return pack(pieces, budget, fixed, header_cost, piece_cost, reserve,
+                        lambda path: tested.get(path, path), place.__getitem__)
+
+        packed = repack(make_pieces(changes, self.counter, room, settings.context_lines))
         if not self.counter.exact:  # the same counter made the estimates: nothing to check
             return packed
         fitted: list[tuple[Piece, ...]] = []
@@ -66,7 +72,7 @@ class Fitting:
             leftovers: list[Piece] = []
             for chunk in packed:
                 fitted.append(self._fit(list(chunk.pieces), leftovers, context))
-            packed = pack(leftovers, budget, fixed, header_cost, piece_cost, reserve)
+            packed = repack(leftovers)
         return [Chunk.numbered(i, pieces) for i, pieces in enumerate(fitted, 1)]
 
     def _fit(self, kept: list[Piece], leftovers: list[Piece],

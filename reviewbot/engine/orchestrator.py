@@ -25,6 +25,7 @@ from reviewbot.engine.passes import Attempted, ChunkAnswer, Passes
 from reviewbot.engine.progress import ChunkProgress, NoProgress
 from reviewbot.engine.requests import Requests
 from reviewbot.engine.tokens import DegradingCounter, TokenCounter
+from reviewbot.engine.units import split_pairs
 from reviewbot.errors import ContextTooLong, redact
 from reviewbot.findings import Finding, Severity, merge, with_fingerprints
 from reviewbot.result import ReviewResult, Stats, unreviewed_error
@@ -74,6 +75,12 @@ class Engine:
         chunks = self.fitting.with_surroundings(self.fitting.chunks(reviewed, context), context, until) \
             if reviewed.files else []
         stats.chunks = len(chunks)
+        stats.test_pairs, stats.test_pairs_split = split_pairs(
+            reviewed.files, [{p.file.path for p in c.pieces} for c in chunks])
+        if stats.test_pairs_split:
+            stats.notes.append(f"{stats.test_pairs_split} of {stats.test_pairs} changed file(s) "
+                               "and their changed tests were too large for one request: "
+                               "reviewed in separate parts")
         self.progress.start(len(chunks))
         answers = self._answers(chunks, context, deadline, stats, route_key(reviewed, context))
         self.progress.close()

@@ -124,5 +124,6 @@ def test_the_code_around_a_hunk_comes_from_the_head_commit(env: Env) -> None:
     block = context.split("=== src/app.py lines ", 1)[1].split("\n=== ", 1)[0]
     first, last = map(int, block.split(" ", 1)[0].split("-"))
     assert block.split("\n")[1:] == ["|" + line for line in head[first - 1:last]]
-    reads = [r.path for r in env.gitlab.requests if "/repository/files/" in r.path]
-    assert any("app.py" in path and path.endswith("/raw") for path in reads), reads
+    # no clone here holds the head: the files came from the archive at the head commit
+    archives = [r.query for r in env.gitlab.requests if "/repository/archive" in r.path]
+    assert archives == [{"sha": [env.head]}], archives

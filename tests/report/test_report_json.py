@@ -15,7 +15,7 @@ FINDING = ["path", "line", "side", "end_line", "severity", "category", "title", 
            "suggestion", "fingerprint", "confidence", "held_back"]
 STATS = ["files_total", "files_reviewed", "files_skipped", "changed_lines", "changed_lines_sent",
          "changed_lines_cut", "chars_cut",
-         "chunks", "requests", "prompt_tokens", "cached_tokens", "completion_tokens", "tool_calls_invalid",
+         "chunks", "test_pairs", "test_pairs_split", "requests", "prompt_tokens", "cached_tokens", "completion_tokens", "tool_calls_invalid",
          "answers_unusable", "findings_reanchored", "candidates", "dropped", "verify_requests",
          "verify_failed",
          "wall_seconds", "complete", "errors", "notes"]
