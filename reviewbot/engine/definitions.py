@@ -1,7 +1,12 @@
 """Definitions from other files, targeted: for names that added lines call or construct and that
 the chunk does not define itself, their signature and the start of their body, found in the
-head tree with `git grep` (one call per review for every name) and cut at the definition's end
-with the same parser as the code around a hunk.
+head tree with one `git grep` per review for every name, then:
+- in a file a tree-sitter grammar covers (Python, JavaScript, TypeScript, Go, Rust, Java), by
+  its syntax tree: every function, method, class, struct, enum, trait, interface, type and
+  function-valued `const` whose name is one of them (Java methods, `const f = () =>`, Go
+  methods with receivers: what a line regexp misses);
+- elsewhere by a line regexp on the hit (`def`, `func`, `fn`, `class`, … NAME), cut at the
+  definition's end with the same parser as the code around a hunk.
 
 The head tree is a revision of a local clone or an unpacked archive of the forge's
 (reviewbot.headtree): the same search for `--git`, `--mr` and `--pr`.
@@ -13,8 +18,9 @@ import keyword
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
-from reviewbot.engine.surroundings import enclosing
+from reviewbot.engine.surroundings import enclosing, syntax_tree
 from reviewbot.tree import git_grep
 
 MAX_NAMES = 40  # per review: the names searched for
@@ -65,30 +71,84 @@ def defined_in(lines: Iterable[str]) -> set[str]:
 Reader = Callable[[str], "list[str] | None"]  # a head file's lines
 
 
-def git_finder(rev: str | None, cwd: str | None = None, no_index: bool = False
-               ) -> Callable[[list[str], Reader], list[Definition]]:
+def git_finder(rev: str | None, cwd: str | None = None, no_index: bool = False,
+               syntax: bool = True) -> Callable[[list[str], Reader], list[Definition]]:
     """Definitions of `names` at `rev` (None: the working tree; with `no_index`, every file
-    under `cwd`), by one `git grep`. The hits' text is only matched; what reaches the prompt is read again through `read` (the safe
-    reader of reviewbot.tree), so a name that poses as `path:line:` cannot point elsewhere."""
+    under `cwd`), by one `git grep` (with `syntax`, read by tree-sitter where a grammar covers
+    the file). The hits' text is only matched; what reaches the prompt is read again through
+    `read` (the safe reader of reviewbot.tree), so a name that poses as `path:line:` cannot
+    point elsewhere."""
     def find(names: list[str], read: Reader) -> list[Definition]:
-        patterns = [_DEFINES + re.escape(name) + r"\b" for name in names]
-        hits: dict[str, list[tuple[str, int]]] = {}
-        for where, line_no, text in git_grep(patterns, rev, cwd, no_index):
-            for name, pattern in zip(names, patterns):
-                if re.match(pattern, text):
-                    hits.setdefault(name, []).append((where, line_no))
-        out = []
-        for name in names:
-            places = hits.get(name, [])
-            if not 0 < len(places) <= MAX_HITS_PER_NAME:
+        if not names:
+            return []
+        places: dict[str, list[tuple[str, int, int]]] = {}
+        parsed: set[str] = set()
+        hits = list(git_grep([r"\b(" + "|".join(map(re.escape, names)) + r")\b"], rev, cwd,
+                             no_index))
+        for path in dict.fromkeys(p for p, _, _ in hits):
+            lines = read(path) if syntax and len(parsed) < MAX_PARSED_FILES else None
+            tree = syntax_tree(lines, path) if lines is not None else None
+            if tree is not None and lines is not None:
+                parsed.add(path)
+                for name, first, last in _named_definitions(tree, set(names)):
+                    places.setdefault(name, []).append((path, first, last))
+        for path, number, text in hits:  # files no grammar covers: the line regexp
+            if path in parsed:
                 continue
-            for path, number in places:
-                lines = read(path)
-                if lines is None or number > len(lines):
-                    continue
-                span = enclosing(lines, path, number, number)
-                last = span.last if span is not None and span.first == number else number
-                last = min(last, number + BODY_LINES - 1)
-                out.append(Definition(name, path, number, last, tuple(lines[number - 1:last])))
-        return out
+            for name in names:
+                if re.match(_DEFINES + re.escape(name) + r"\b", text):
+                    places.setdefault(name, []).append((path, number, 0))
+        return [d for name in names if 0 < len(places.get(name, [])) <= MAX_HITS_PER_NAME
+                for d in _bodies(name, places[name], read)]
     return find
+
+
+MAX_PARSED_FILES = 60  # per review: files with a hit read by their syntax tree
+MAX_NODES = 200_000  # per file: nodes walked
+# named definitions of the grammars in reviewbot.engine.surroundings
+_NAMED = frozenset({
+    "function_definition", "class_definition",  # Python
+    "function_declaration", "generator_function_declaration", "class_declaration",
+    "abstract_class_declaration", "method_definition", "interface_declaration",
+    "type_alias_declaration", "enum_declaration",  # JavaScript, TypeScript
+    "method_declaration", "type_spec",  # Go (function_declaration above)
+    "function_item", "struct_item", "enum_item", "trait_item", "type_item", "union_item",  # Rust
+    "constructor_declaration", "record_declaration",  # Java (class, method, enum, interface above)
+})
+_FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function"})
+
+
+def _named_definitions(tree: Any, names: set[str]) -> list[tuple[str, int, int]]:
+    """(name, first line, last line) of every definition of one of `names` in the tree."""
+    out: list[tuple[str, int, int]] = []
+    stack, walked = [tree.root_node], 0
+    while stack and walked < MAX_NODES:
+        node = stack.pop()
+        walked += 1
+        named = node.child_by_field_name("name") if node.type in _NAMED else None
+        if node.type == "variable_declarator":  # const f = () => …
+            value = node.child_by_field_name("value")
+            if value is not None and value.type in _FUNCTION_VALUES:
+                named = node.child_by_field_name("name")
+        if named is not None and named.text is not None:
+            name = named.text.decode("utf-8", "replace")
+            if name in names:
+                out.append((name, node.start_point[0] + 1, node.end_point[0] + 1))
+        stack.extend(reversed(node.children))
+    return out
+
+
+def _bodies(name: str, places: list[tuple[str, int, int]], read: Reader) -> list[Definition]:
+    """Each place's signature and first BODY_LINES lines (`last` 0: found by the regexp, cut
+    at the end the code-around parser gives)."""
+    out = []
+    for path, number, last in places:
+        lines = read(path)
+        if lines is None or number > len(lines):
+            continue
+        if not last:
+            span = enclosing(lines, path, number, number)
+            last = span.last if span is not None and span.first == number else number
+        last = min(last, number + BODY_LINES - 1)
+        out.append(Definition(name, path, number, last, tuple(lines[number - 1:last])))
+    return out

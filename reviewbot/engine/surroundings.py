@@ -73,10 +73,16 @@ MAX_SCAN = 2000  # lines looked at above and below a hunk by the indentation fal
 
 def enclosing(lines: list[str], path: str, first: int, last: int) -> Span | None:
     """The innermost definition around new-file lines first..last, or None."""
-    parser = _parser(_suffix(path))
-    if parser is not None:
-        return _by_tree(_parsed(parser, lines), lines, first, last)
+    tree = syntax_tree(lines, path)
+    if tree is not None:
+        return _by_tree(tree, lines, first, last)
     return _by_indentation(lines, first, last)
+
+
+def syntax_tree(lines: list[str], path: str) -> Any:
+    """The file's tree-sitter tree (parsed once per review), or None when no grammar covers it."""
+    parser = _parser(_suffix(path))
+    return _parsed(parser, lines) if parser is not None else None
 
 
 # the syntax trees of the head files in use: a review asks about every hunk of a file, and

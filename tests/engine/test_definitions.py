@@ -47,3 +47,30 @@ def test_a_git_review_shows_the_definition_a_change_calls(git_repo: GitRepo) -> 
            "|def normalize(value):" in user
     shown_rows = {int(m) for m in re.findall(r"^[-+](\d+) ", user, re.MULTILINE)}
     assert {r for lo, hi in row_ranges(body) for r in range(lo, hi + 1)} == shown_rows
+
+
+JAVA = ("package acme;\n\npublic class Store {\n    public static int scoreOf(String key) {\n"
+        "        return key.length();\n    }\n}\n")
+TS = "export const toSlug = (title: string): string =>\n  title.trim().toLowerCase();\n"
+GO = "package store\n\nfunc (s *Store) Flush(force bool) error {\n\treturn nil\n}\n"
+NOTES = "scoreOf(x) and toSlug(y) are mentioned here, and Flush(z), but not defined.\n"
+
+
+def test_a_syntax_tree_finds_what_a_line_regexp_misses(git_repo: GitRepo) -> None:
+    """Java methods, function-valued consts and Go methods by their grammar; a text file
+    that only mentions the names gives nothing."""
+    for path, text in [("src/Store.java", JAVA), ("web/slug.ts", TS), ("store/store.go", GO),
+                       ("NOTES.txt", NOTES)]:
+        git_repo.write(path, text)
+    git_repo.commit("base")
+
+    def read(path: str) -> list[str] | None:
+        return (git_repo.root / path).read_text().split("\n")
+
+    names = ["scoreOf", "toSlug", "Flush"]
+    found = git_finder("HEAD", str(git_repo.root))(names, read)
+    assert sorted((d.name, d.path, d.first, d.last) for d in found) == [
+        ("Flush", "store/store.go", 3, 5), ("scoreOf", "src/Store.java", 4, 6),
+        ("toSlug", "web/slug.ts", 1, 2)]
+    by_regexp = git_finder("HEAD", str(git_repo.root), syntax=False)(names, read)
+    assert [d.name for d in by_regexp] == ["Flush"]  # `func (s *Store) Flush(`
