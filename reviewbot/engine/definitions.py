@@ -83,8 +83,9 @@ def git_finder(rev: str | None, cwd: str | None = None, no_index: bool = False,
             return []
         places: dict[str, list[tuple[str, int, int]]] = {}
         parsed: set[str] = set()
-        hits = list(git_grep([r"\b(" + "|".join(map(re.escape, names)) + r")\b"], rev, cwd,
-                             no_index))
+        # sorted: a revision and an unpacked archive (`--no-index`) list files in other orders
+        hits = sorted(git_grep([r"\b(" + "|".join(map(re.escape, names)) + r")\b"], rev, cwd,
+                               no_index))
         for path in dict.fromkeys(p for p, _, _ in hits):
             lines = read(path) if syntax and len(parsed) < MAX_PARSED_FILES else None
             tree = syntax_tree(lines, path) if lines is not None else None
