@@ -162,6 +162,9 @@ def server_up(url: str) -> bool:
         return False
 
 
+STARTED: list[int] = []  # the vLLM sessions this process started: only these are stopped
+
+
 def start_server(payload: Path, port: int, max_len: int, log_path: Path, limit: float,
                  extra: tuple[str, ...] = ()) -> dict[str, Any]:
     url = f"http://127.0.0.1:{port}"
@@ -176,6 +179,7 @@ def start_server(payload: Path, port: int, max_len: int, log_path: Path, limit: 
         proc = subprocess.Popen(argv, stdout=fh, stderr=subprocess.STDOUT, env=env,
                                 start_new_session=True, cwd="/tmp")
     (payload / "vllm.pid").write_text(str(proc.pid))
+    STARTED.append(proc.pid)
     while time.monotonic() - t0 < limit:
         if proc.poll() is not None:
             raise RuntimeError(f"vLLM exited with {proc.returncode} during startup; see vllm.log")
@@ -628,11 +632,12 @@ def main() -> int:
             lines = vlog.read_text(errors="replace").splitlines()
             (OUT / "vllm_log_tail.txt").write_text("\n".join(lines[-600:]) + "\n")
             (OUT / "vllm_log_head.txt").write_text("\n".join(lines[:400]) + "\n")
-        pid_file = args.payload / "vllm.pid"
-        if not args.keep_server and pid_file.exists():
+        # never the pid file's process: a --preflight (or a run reusing a server) that ends
+        # while another call's server is starting must leave it alone
+        for pid in [] if args.keep_server else STARTED:
             try:
-                os.killpg(int(pid_file.read_text()), signal.SIGTERM)
-            except (ProcessLookupError, ValueError):
+                os.killpg(pid, signal.SIGTERM)
+            except ProcessLookupError:
                 pass
     return 0 if "fatal" not in RESULT else 1
 

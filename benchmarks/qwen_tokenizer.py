@@ -67,6 +67,9 @@ PAD = "<|endoftext|>"
 
 # Qwen2.5's ChatML template with hermes-style tools (what vLLM's `hermes` parser reads): the
 # same one the project's tiny model uses.
+# the project's own root on the path: run as `python benchmarks/qwen_tokenizer.py` from a fresh
+# venv, without PYTHONPATH (the trap of the last GPU session)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from reviewbot.server.tinymodel import CHAT_TEMPLATE
 
 # ---------------------------------------------------------------- reading the quicktok data

@@ -199,3 +199,17 @@ def test_mr_prompts_carry_the_same_context_as_git(tmp_path: Path, where: str) ->
     assert "|def normalize(text):" in git[0] and "> Prefer explicit names." in git[0]
     assert _context_part(mr[0]) == _context_part(git[0])
     assert "> Prefer explicit names." in mr[0]  # AGENTS.md from the target in both
+
+
+def test_pr_prompts_carry_the_same_context_as_git(tmp_path: Path) -> None:
+    fake, head = _github(tmp_path)
+    base = fake.pulls[7].base
+    git = _review(fake.repo.path, ["--git", f"{base}..{head}"], tmp_path / "c1")
+    with Server(fake):
+        pr = _review(tmp_path, ["--pr", "7", "--repo", fake.full_name, "--github-url",
+                                fake.base_url, "--github-token", fake.token, "--mode", "full",
+                                "--dry-run"], tmp_path / "c2")
+    assert fake.codeload_auth == [""]  # the head tree came from the archive
+    assert len(git) == len(pr) == 1
+    assert "(definition of normalize, head, not in the diff)" in git[0]
+    assert _context_part(pr[0]) == _context_part(git[0])
