@@ -62,7 +62,7 @@ class Context:
     intent: Intent = Intent()
     agents_md: str = ""  # the repository's AGENTS.md: the target branch's in forge mode
     files: HeadFiles | None = None
-    definitions: Finder | None = None  # reviewbot.engine.definitions.git_finder for --git
+    definitions: Finder | None = None  # reviewbot.engine.definitions.git_finder on the head tree
     guidance: tuple[Rule, ...] = ()  # the project's learnings (reviewbot.conversation)
     notes: tuple[str, ...] = ()  # for the summary: context that could not be gathered, and why
 
