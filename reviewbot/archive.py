@@ -20,6 +20,7 @@ import tarfile
 import tempfile
 import threading
 import time
+import zlib
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, BinaryIO
@@ -50,6 +51,13 @@ def unpack(archive: str | Path, dest: Path, max_bytes: int) -> int:
     safe names (see the module's doc). Returns the bytes written; ArchiveTooLarge beyond
     `max_bytes`; tarfile.TarError for a broken archive."""
     dest.mkdir(parents=True)
+    try:
+        return _unpack(archive, dest, max_bytes)
+    except (EOFError, zlib.error) as exc:  # cut short or corrupt: as broken as a bad header
+        raise tarfile.ReadError(f"broken archive: {exc}") from None
+
+
+def _unpack(archive: str | Path, dest: Path, max_bytes: int) -> int:
     written = 0
     with tarfile.open(archive, mode="r:gz") as tar:
         for count, member in enumerate(tar):

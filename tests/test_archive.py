@@ -114,3 +114,13 @@ def test_two_fills_of_one_sha_leave_one_whole_tree(tmp_path: Path) -> None:
     assert len(set(roots)) == 1 and len(roots) == 4
     assert sorted(p.name for p in roots[0].iterdir() if not p.name.startswith(".")) == sorted(files)
     assert [p.name for p in (tmp_path / "cache").iterdir()] == [SHA]
+
+
+@pytest.mark.parametrize("keep", [0.5, 0.01])
+def test_an_archive_cut_short_is_a_broken_archive(tmp_path: Path, keep: float) -> None:
+    import os
+    whole = _tar(tmp_path / "a.tar.gz", [(_member("top/a.bin"), os.urandom(300_000))]).read_bytes()
+    cut = tmp_path / "cut.tar.gz"
+    cut.write_bytes(whole[:max(12, int(len(whole) * keep))])
+    with pytest.raises(tarfile.ReadError):
+        unpack(cut, tmp_path / "tree", 2**30)

@@ -120,6 +120,18 @@ def test_a_hostile_gitlab_archive_cannot_plant_files_outside(tmp_path: Path) -> 
     assert not list(tmp_path.rglob("planted"))
 
 
+def test_an_archive_cut_short_leaves_the_forge_files_and_a_note(tmp_path: Path) -> None:
+    repo = Repo(tmp_path / "repo")
+    base, head = _history(repo)
+    with FakeGitLab(repo, base=base, head=head, token=TOKEN) as state:
+        whole = repo.archive(head, "p-x/")
+        state.archive = whole[:len(whole) // 2]  # a dropped connection, or a hostile server
+        tree = _trees(tmp_path, tmp_path).at(_gitlab(state.url), head)
+    assert tree.source == "forge files" and "could not be read" in tree.note
+    assert tree.files is not None and tree.files("src/app.py") == APP_NEW
+    assert [p.name for p in (tmp_path / "cache").iterdir()] == []  # nothing half kept
+
+
 def _github(tmp_path: Path) -> tuple[FakeGitHub, str]:
     repo = GitRepo(tmp_path / "gh")
     repo.write("src/util.py", UTIL)
