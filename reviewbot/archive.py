@@ -9,7 +9,8 @@ regular files reach the disk, each written fresh (O_EXCL, O_NOFOLLOW) under a ne
   bound), a file over reviewbot.tree's MAX_FILE_BYTES is left out, and so is any member past
   MAX_MEMBERS;
 - the cache unpacks into a temporary directory and renames it into place, so a reader never
-  sees half an archive, and it drops the least recently used trees beyond its size.
+  sees half an archive, and it drops the least recently used trees beyond its size; a commit
+  whose archive was over the bound is remembered (a small marker), not downloaded again.
 """
 
 from __future__ import annotations
@@ -116,13 +117,20 @@ class ArchiveCache:
         if done.is_file():
             os.utime(done)  # recently used
             return self.root / sha
+        too_large = self.root / f".too-large-{sha}"  # holds the bound it was over
+        if _size(too_large) >= max_bytes:  # the listener's next review of this head: no download
+            raise ArchiveTooLarge(f"the archive is larger than {max_bytes // 2**20} MB")
         self.root.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=self.root, prefix=".fill-") as work:
             packed = Path(work) / "archive.tar.gz"
-            with packed.open("wb") as out:
-                fill(out)
-            unpacked = Path(work) / "tree"
-            size = unpack(packed, unpacked, max_bytes)
+            try:
+                with packed.open("wb") as out:
+                    fill(out)
+                unpacked = Path(work) / "tree"
+                size = unpack(packed, unpacked, max_bytes)
+            except ArchiveTooLarge:
+                too_large.write_text(str(max_bytes))
+                raise
             (unpacked / _DONE).write_text(str(size))
             try:
                 os.rename(unpacked, self.root / sha)

@@ -98,7 +98,11 @@ def test_a_tree_too_large_is_not_kept(tmp_path: Path) -> None:
     cache = ArchiveCache(tmp_path / "cache", max_bytes=2**30)
     with pytest.raises(ArchiveTooLarge):
         cache.tree(SHA, _fill({"big.bin": b"x" * 200_000}), 100_000)
-    assert list((tmp_path / "cache").iterdir()) == []
+    assert [p.name for p in (tmp_path / "cache").iterdir()] == [f".too-large-{SHA}"]
+    with pytest.raises(ArchiveTooLarge):  # remembered: not downloaded again
+        cache.tree(SHA, lambda out: pytest.fail("downloaded again"), 100_000)
+    bigger = cache.tree(SHA, _fill({"big.bin": b"x" * 200_000}), 2**20)  # a larger bound tries
+    assert (bigger / "big.bin").stat().st_size == 200_000
 
 
 def test_two_fills_of_one_sha_leave_one_whole_tree(tmp_path: Path) -> None:
