@@ -97,3 +97,38 @@ def test_a_state_is_logged_when_it_changes_not_after_every_probe(
     lines = [r.getMessage() for r in caplog.records]
     assert lines == ["i0: starting", "i0: ready", "i0: unhealthy (timeout)", "i0: ready"]
     assert seen == ["starting", "ready", "unhealthy", "ready"]
+
+
+def test_warm_up_sends_one_forced_call_per_size_within_the_context() -> None:
+    import httpx
+
+    from reviewbot.server.supervise.canary import warm_up
+    from tests.fake_openai import FakeOpenAI, Reply
+
+    seen: list[dict[str, object]] = []
+
+    def script(body: dict[str, object], attempt: int) -> Reply:
+        seen.append(body)
+        return Reply(tool_args={"ok": True})
+
+    with FakeOpenAI(script, max_model_len=100_000) as server, httpx.Client() as client:
+        root = server.base_url.removesuffix("/v1")
+        took = warm_up(client, root, "fake", (16384, 0, 2048, 200_000), 20_000, 10)
+    assert sorted(took, key=int) == ["2048", "16384", "18000"]  # 0 dropped, 200K capped
+    assert all(isinstance(s, float) for s in took.values())
+    lengths = [len(b["messages"][0]["content"]) for b in seen]  # type: ignore[index]
+    assert lengths == sorted(lengths) and len(seen) == 3
+    assert all(b["tool_choice"] == {"type": "function", "function": {"name": "canary"}}
+               for b in seen)
+
+
+def test_a_failed_warm_up_call_is_reported_not_raised() -> None:
+    import httpx
+
+    from reviewbot.server.supervise.canary import warm_up
+    from tests.fake_openai import FakeOpenAI, Reply
+
+    with FakeOpenAI(lambda body, n: Reply(status=500), max_model_len=100_000) as server, \
+            httpx.Client() as client:
+        took = warm_up(client, server.base_url.removesuffix("/v1"), "fake", (1024,), 8192, 5)
+    assert took == {"1024": None}

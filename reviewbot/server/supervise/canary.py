@@ -31,6 +31,10 @@ CANARY_TOOL = {
 }
 # A random-weight model may pad whitespace up to max_tokens: keep the call short and bounded.
 CANARY_MAX_TOKENS = 24
+# Prompt sizes a review sends (its units are 16K-64K tokens): vLLM compiles its MoE and grammar
+# kernels during the first real requests of each shape (1.5-2 s once on the H200), so a new
+# server takes one forced call of each before it is ready, and a review never pays for it.
+WARM_UP_TOKENS = (2048, 16384, 49152)
 
 # Current names first, then names of older releases (gpu_cache_usage_perc until 0.11).
 _KV_USAGE = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
@@ -67,6 +71,34 @@ def _post(client: httpx.Client, url: str, body: dict[str, object], deadline: flo
     return data
 
 
+def _tool_call(client: httpx.Client, root_url: str, model: str, content: str,
+               deadline: float) -> dict:  # type: ignore[type-arg]
+    return _post(client, f"{root_url}/v1/chat/completions", {
+        "model": model,
+        "messages": [{"role": "user", "content": content}],
+        "tools": [CANARY_TOOL],
+        "tool_choice": {"type": "function", "function": {"name": "canary"}},
+        "max_tokens": CANARY_MAX_TOKENS,
+    }, deadline)
+
+
+def warm_up(client: httpx.Client, root_url: str, model: str, sizes: tuple[int, ...],
+            max_model_len: int, timeout: float) -> dict[str, float | None]:
+    """One forced tool call per prompt size (about `size` tokens, within the context), each
+    within `timeout`: seconds per size, None where it failed (the server is ready all the same:
+    its canary passed; the first review then pays the compile)."""
+    out: dict[str, float | None] = {}
+    for size in sorted({min(s, int(max_model_len * 0.9)) for s in sizes if s > 0}):
+        start = time.monotonic()
+        try:  # "x = 1\n" is about four tokens in the common code tokenizers
+            _tool_call(client, root_url, model, "Warm-up, call the tool.\n" + "x = 1\n" * (size // 4),
+                       start + timeout)
+            out[str(size)] = round(time.monotonic() - start, 3)
+        except (httpx.HTTPError, ValueError):
+            out[str(size)] = None
+    return out
+
+
 def run_canary(client: httpx.Client, root_url: str, model: str, timeout: float) -> CanaryResult:
     """One completion token and one forced tool call, within `timeout` seconds in all."""
     start = time.monotonic()
@@ -74,13 +106,7 @@ def run_canary(client: httpx.Client, root_url: str, model: str, timeout: float) 
     try:
         _post(client, f"{root_url}/v1/completions",
               {"model": model, "prompt": "ping", "max_tokens": 1}, deadline)
-        data = _post(client, f"{root_url}/v1/chat/completions", {
-            "model": model,
-            "messages": [{"role": "user", "content": "Health check: call the tool."}],
-            "tools": [CANARY_TOOL],
-            "tool_choice": {"type": "function", "function": {"name": "canary"}},
-            "max_tokens": CANARY_MAX_TOKENS,
-        }, deadline)
+        data = _tool_call(client, root_url, model, "Health check: call the tool.", deadline)
     except httpx.HTTPStatusError as exc:
         return CanaryResult(False, time.monotonic() - start,
                             f"HTTP {exc.response.status_code} from {exc.request.url.path}")

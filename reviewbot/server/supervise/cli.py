@@ -17,6 +17,7 @@ import httpx
 from reviewbot.errors import BackendUnreachable, LaunchError, UsageError
 from reviewbot.server.process.launcher import LaunchSpec, check_port_free, find_vllm_python
 from reviewbot.server.supervise import preflight
+from reviewbot.server.supervise.canary import WARM_UP_TOKENS
 from reviewbot.server.supervise.specs import Nginx, gpu_specs, nginx_for
 from reviewbot.server.supervise.status_app import Metrics, StatusServer, build_app
 from reviewbot.server.supervise.supervisor import Supervisor, SupervisorSettings
@@ -77,12 +78,16 @@ def _verify_model(model_dir: Path) -> None:
 @click.option("--drain-timeout", type=float, default=30.0, show_default=True)
 @click.option("--stop-grace", type=float, default=20.0, show_default=True,
               help="Seconds between SIGTERM and SIGKILL.")
+@click.option("--warm-up-tokens", default=",".join(map(str, WARM_UP_TOKENS)), show_default=True,
+              help="Prompt sizes of the forced tool calls sent before an instance is ready "
+                   "(after every start), so that no review pays the kernels' compile; '' for none.")
 @click.argument("extra", nargs=-1, type=click.UNPROCESSED)
 def up(gpus: str, model_dir: Path, port: int, state_dir: Path, served_model_name: str | None,
        max_model_len: int, status_port: int, vllm_python: str | None, startup_timeout: float,
        canary_interval: float, canary_timeout: float, canary_failures: int,
        backoff_initial: float, backoff_max: float, crashloop_after: int,
-       drain_timeout: float, stop_grace: float, extra: tuple[str, ...]) -> None:
+       drain_timeout: float, stop_grace: float, warm_up_tokens: str,
+       extra: tuple[str, ...]) -> None:
     """Launch vLLM and keep it serving until SIGTERM/SIGINT. Extra vLLM flags go after `--`."""
     state_dir = state_dir.resolve()
     _setup_logging(state_dir)
@@ -111,8 +116,20 @@ def up(gpus: str, model_dir: Path, port: int, state_dir: Path, served_model_name
         canary_failures=canary_failures, backoff_initial_s=backoff_initial,
         backoff_max_s=backoff_max, crashloop_after=crashloop_after,
         drain_timeout_s=drain_timeout, stop_grace_s=stop_grace, vllm_python=python,
+        warm_up_tokens=_sizes(warm_up_tokens),
     )
     sys.exit(_run(specs, settings, status_port, lb))
+
+
+def _sizes(text: str) -> tuple[int, ...]:
+    try:
+        sizes = tuple(int(part) for part in text.replace(" ", "").split(",") if part)
+    except ValueError:
+        raise click.BadParameter("a comma-separated list of token counts",
+                                 param_hint="--warm-up-tokens") from None
+    if any(size < 0 for size in sizes):
+        raise click.BadParameter("token counts are not negative", param_hint="--warm-up-tokens")
+    return sizes
 
 
 def _run(specs: dict[str, LaunchSpec], settings: SupervisorSettings, status_port: int,

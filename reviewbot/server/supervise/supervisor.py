@@ -26,7 +26,13 @@ import httpx
 
 from reviewbot.errors import LaunchError, UsageError
 from reviewbot.server.process.launcher import LaunchSpec, VllmProcess
-from reviewbot.server.supervise.canary import EngineLoad, fetch_load, run_canary
+from reviewbot.server.supervise.canary import (
+    WARM_UP_TOKENS,
+    EngineLoad,
+    fetch_load,
+    run_canary,
+    warm_up,
+)
 
 log = logging.getLogger("reviewbot.supervisor")
 
@@ -55,6 +61,8 @@ class SupervisorSettings:
     stop_grace_s: float = 20.0
     poll_s: float = 0.5  # how often a dead process is noticed
     vllm_python: str | None = None
+    warm_up_tokens: tuple[int, ...] = WARM_UP_TOKENS  # one forced call each before ready
+    warm_up_timeout_s: float = 120.0  # per call
 
 
 @dataclass
@@ -73,6 +81,7 @@ class InstanceStatus:
     last_log_lines: list[str] = field(default_factory=list)
     canary_latency_s: float | None = None
     canary_tool_call_parsed: bool | None = None
+    warm_up_s: dict[str, float | None] = field(default_factory=dict)  # prompt tokens -> s
     load: EngineLoad | None = None
     next_start_at: float | None = None
 
@@ -92,6 +101,7 @@ class InstanceStatus:
             "last_log_lines": list(self.last_log_lines),
             "canary_latency_s": self.canary_latency_s,
             "canary_tool_call_parsed": self.canary_tool_call_parsed,
+            "warm_up_s": dict(self.warm_up_s),
             "kv_cache_usage": load.kv_cache_usage,
             "requests_running": load.requests_running,
             "requests_waiting": load.requests_waiting,
@@ -203,9 +213,12 @@ class Instance:
                     f"not ready within {self.settings.startup_timeout_s:g} s")
             result = run_canary(client, self.spec.root_url, self.spec.served_model_name,
                                 self.settings.canary_timeout_s)
-            if result.ok:
+            if result.ok:  # warmed first, after every start: no review pays the compile
+                warmed = warm_up(client, self.spec.root_url, self.spec.served_model_name,
+                                 self.settings.warm_up_tokens, self.spec.max_model_len,
+                                 self.settings.warm_up_timeout_s)
                 self.ever_ready = True
-                self._set(state="ready", ready_since=time.time(), last_error="",
+                self._set(state="ready", ready_since=time.time(), last_error="", warm_up_s=warmed,
                           canary_latency_s=round(result.latency_s, 3),
                           canary_tool_call_parsed=result.tool_call_parsed)
                 self.events.canary(self.name, True, result.latency_s)
