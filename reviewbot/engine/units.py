@@ -40,7 +40,7 @@ def family(path: str) -> str:
 def subject_of(path: str) -> str | None:
     """The name of the code a test file tests (None: not a test by its name or directory)."""
     directory, base = posixpath.split(path)
-    stem = base.split(".", 1)[0] if family(path) == "js" else posixpath.splitext(base)[0]
+    stem = _stem(path)
     full = posixpath.splitext(base)[0]  # foo.test for foo.test.ts
     for pattern in _TEST_NAMES:
         if m := pattern.fullmatch(full) or pattern.fullmatch(stem):
