@@ -108,3 +108,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "vllm_server" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.vllm)
+
+
+from tests.postgres_support import postgres_admin_url, postgres_url, queue_url  # noqa: F401

@@ -4,27 +4,30 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from pathlib import Path
 
 import click
 
 from reviewbot.commands.review import emit
 from reviewbot.conversation.learnings import Learning, LearningStore, export_toml
+from reviewbot.db import sqlite_path
 from reviewbot.errors import UsageError
 
-_DEFAULT_DB = Path(".reviewbot-state/webhook.sqlite")  # the listener's default --db
+_DEFAULT_DB = ".reviewbot-state/webhook.sqlite"  # the listener's default --db
 
 
 def _options(command: Callable[..., None]) -> Callable[..., None]:
     command = click.option("--project", required=True,
                            help="The project's numeric id (as the listener keeps it).")(command)
-    return click.option("--db", type=click.Path(path_type=Path), default=_DEFAULT_DB,
-                        show_default=True, help="The listener's database.")(command)
+    return click.option("--db", default=_DEFAULT_DB, show_default=True,
+                        envvar="REVIEWBOT_QUEUE_URL",
+                        help="The listener's database: its SQLite file or its postgresql:// "
+                             "URL (also $REVIEWBOT_QUEUE_URL).")(command)
 
 
-def _store(db: Path) -> LearningStore:
-    if not db.is_file():
-        raise UsageError(f"no database at {db} (pass the listener's --db)")
+def _store(db: str) -> LearningStore:
+    path = sqlite_path(db)
+    if path is not None and not path.is_file():
+        raise UsageError(f"no database at {path} (pass the listener's --db)")
     return LearningStore.open(db)
 
 
@@ -42,7 +45,7 @@ def learnings_group() -> None:
 @_options
 @click.option("--output", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True)
-def list_learnings(project: str, db: Path, fmt: str) -> None:
+def list_learnings(project: str, db: str, fmt: str) -> None:
     """Every learning of the project, newest first."""
     found = _store(db).list(project)
     if fmt == "json":
@@ -54,7 +57,7 @@ def list_learnings(project: str, db: Path, fmt: str) -> None:
 @learnings_group.command()
 @_options
 @click.argument("learning_id", type=int)
-def show(project: str, db: Path, learning_id: int) -> None:
+def show(project: str, db: str, learning_id: int) -> None:
     """One learning, as JSON."""
     found = _store(db).get(project, learning_id)
     if found is None:
@@ -65,7 +68,7 @@ def show(project: str, db: Path, learning_id: int) -> None:
 @learnings_group.command()
 @_options
 @click.argument("learning_id", type=int)
-def rm(project: str, db: Path, learning_id: int) -> None:
+def rm(project: str, db: str, learning_id: int) -> None:
     """Forget one learning: later reviews no longer see it."""
     if not _store(db).remove(project, learning_id):
         raise UsageError(f"project {project} has no learning {learning_id}")
@@ -74,6 +77,6 @@ def rm(project: str, db: Path, learning_id: int) -> None:
 
 @learnings_group.command()
 @_options
-def export(project: str, db: Path) -> None:
+def export(project: str, db: str) -> None:
     """The project's learnings as `[[rules]]` for a .reviewbot.toml (CI-only teams)."""
     emit(export_toml(_store(db).list(project)), None)

@@ -4,7 +4,6 @@ event (from a laptop, a CI job or a test)."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import click
 
@@ -23,10 +22,11 @@ from reviewbot.engine.passes import Passes
 @click.option("--gitlab-url", help="GitLab URL (default: $CI_SERVER_URL or https://gitlab.com).")
 @click.option("--gitlab-token", help="GitLab token (default: $REVIEWBOT_GITLAB_TOKEN, $GITLAB_TOKEN).")
 @click.option("--ca-file", help="A CA bundle to verify TLS with (a private CA).")
-@click.option("--db", type=click.Path(path_type=Path),
-              help="Keep dismissals as learnings in this database (the listener's --db).")
+@click.option("--db", metavar="PATH|URL",
+              help="Keep dismissals as learnings in this database (the listener's --db or "
+                   "its postgresql:// queue URL).")
 @engine_options
-def reply(mr: int, project: str | None, note_id: int, db: Path | None, config_path: str | None,
+def reply(mr: int, project: str | None, note_id: int, db: str | None, config_path: str | None,
           **flags: object) -> None:
     """Answer a note addressed to the bot, or run the command it gives. Prints what was done
     as JSON; exit 0 when done (or when the note was not for the bot), 3 when no usable

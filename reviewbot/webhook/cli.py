@@ -16,7 +16,12 @@ from reviewbot.webhook.settings import resolve_settings
 @click.option("--host", default=None, help="Address to listen on [default: 127.0.0.1].")
 @click.option("--port", type=int, default=None, help="Port to listen on [default: 8080].")
 @click.option("--db", type=click.Path(path_type=Path), default=None,
-              help="Queue database [default: .reviewbot-state/webhook.sqlite].")
+              help="Queue database, a SQLite file for one listener process "
+                   "[default: .reviewbot-state/webhook.sqlite].")
+@click.option("--queue-url", default=None, metavar="URL",
+              help="Queue database by URL: sqlite:///PATH, or postgresql://USER@HOST/DB for "
+                   "any number of listener replicas (also $REVIEWBOT_QUEUE_URL; put the "
+                   "password in $PGPASSWORD or ~/.pgpass rather than in the URL).")
 @click.option("--workers", type=int, default=None,
               help="Reviews at once against the backend [default: 2].")
 @click.option("--per-forge", type=int, default=None, help="Reviews at once per forge [default: 2].")
@@ -42,6 +47,7 @@ def webhook(
     host: str | None,
     port: int | None,
     db: Path | None,
+    queue_url: str | None,
     workers: int | None,
     per_forge: int | None,
     allow: tuple[str, ...],
@@ -66,6 +72,7 @@ def webhook(
         host=host,
         port=port,
         db=db,
+        queue_url=queue_url,
         workers=workers,
         per_forge=per_forge,
         allow=allow,
@@ -84,8 +91,8 @@ def webhook(
     # the review settings, once, from the CLI's own resolver (REVIEWBOT_*, .reviewbot.toml)
     review_settings = config.resolve({}, os.environ)
     config.check_paths(review_settings)
-    queue = JobQueue.open(settings.db_path)
-    review = load_runner(settings.runner, review_settings, settings.db_path)
+    queue = JobQueue.open(settings.database_url, settings.lease_s)
+    review = load_runner(settings.runner, review_settings, queue.db)
     try:
         app = create_app(settings, queue, review)
         uvicorn.Server(server_config(app, settings, settings.host, settings.port,

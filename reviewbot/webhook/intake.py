@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import json
 import logging
-import sqlite3
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+from reviewbot.db import DatabaseError
 from reviewbot.errors import MalformedPayload
 from reviewbot.forges.base import ForgeName
 from reviewbot.webhook.auth import github_signature_ok, gitlab_token_ok
@@ -125,7 +125,7 @@ class Intake:
             return self._ignore(forge, "forge_not_allowed", "forge URL not allowed")
         try:
             queued = self._queue.enqueue(accepted.request)
-        except sqlite3.Error as exc:
+        except DatabaseError as exc:
             log.error("cannot enqueue: %s", exc)
             return self._reject(forge, 503, "queue_unavailable", "queue unavailable, retry later")
         if not queued.created:

@@ -75,6 +75,8 @@ class JobRecord:
     superseded_by: int | None
     started_at: float | None
     finished_at: float | None
+    worker: str | None = None  # the process that ran it last (host:pid:tag)
+    lease_until: float | None = None  # while set, `worker` holds the job (and its change)
 
     def to_json(self) -> dict[str, object]:
         j = self.job
@@ -94,4 +96,6 @@ class JobRecord:
             "superseded_by": self.superseded_by,
             "started_at": self.started_at,
             "finished_at": self.finished_at,
+            "worker": self.worker,
+            "lease_until": self.lease_until,
         }

@@ -10,7 +10,6 @@ from __future__ import annotations
 import importlib
 import threading
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from reviewbot.config import Settings
@@ -21,6 +20,7 @@ from reviewbot.webhook.jobs import Job, Outcome, ReviewRunner
 
 if TYPE_CHECKING:
     from reviewbot.conversation.learnings import LearningStore
+    from reviewbot.db import Database
     from reviewbot.engine.passes import Passes
 
 
@@ -83,13 +83,13 @@ class ForgeRunner:
         return Outcome.done(f"review exit code {code}")
 
 
-def load_runner(spec: str | None, settings: Settings, db: Path | None = None) -> ReviewRunner:
-    """`None` → a `ForgeRunner` (the project's learnings in `db`, beside the queue);
+def load_runner(spec: str | None, settings: Settings, db: Database | None = None) -> ReviewRunner:
+    """`None` → a `ForgeRunner` (the project's learnings in `db`, the queue's database);
     `"module:function"` → that function (tests/benchmarks)."""
     if spec is None:
         from reviewbot.conversation.learnings import LearningStore
 
-        return ForgeRunner(settings, learnings=LearningStore.open(db) if db else None)
+        return ForgeRunner(settings, learnings=LearningStore(db) if db else None)
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
         raise UsageError(f"--runner must look like module:function, got {spec!r}")

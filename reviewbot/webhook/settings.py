@@ -11,6 +11,9 @@ Environment keys:
     REVIEWBOT_WEBHOOK_RUNNER         test hook: "module:function" replacing the review runner
     REVIEWBOT_WEBHOOK_HEADER_TIMEOUT seconds a client has to send its request headers (10)
     REVIEWBOT_WEBHOOK_BODY_TIMEOUT   seconds a client has to send the body (30)
+    REVIEWBOT_QUEUE_URL              the queue database: sqlite:///PATH or postgresql://… (--db
+                                     and --queue-url win; default: the SQLite file of --db)
+    REVIEWBOT_WEBHOOK_LEASE          seconds a worker's claim on a job lasts unless renewed (30)
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reviewbot.errors import UsageError, register_secret
+from reviewbot.errors import UsageError, register_secret, register_url
 
 MIB = 1024 * 1024
 PUBLIC_FORGES = ("https://gitlab.com", "https://api.github.com")
@@ -32,6 +35,8 @@ class WebhookSettings:
     host: str = "127.0.0.1"
     port: int = 8080
     db_path: Path = Path(".reviewbot-state/webhook.sqlite")
+    queue_url: str | None = field(default=None, repr=False)  # None: the SQLite file db_path
+    lease_s: float = 30.0  # a job whose worker stops renewing its lease this long is taken over
     workers: int = 2  # concurrent reviews against the backend (the one vLLM server)
     per_forge: int = 2  # concurrent reviews against one forge
     allow: tuple[str, ...] = ()  # empty: every project whose hook authenticates
@@ -53,6 +58,10 @@ class WebhookSettings:
     header_timeout_s: float = 10.0
     body_timeout_s: float = 30.0
     runner: str | None = None  # "module:function"; None means the real review
+
+    @property
+    def database_url(self) -> str:
+        return self.queue_url or f"sqlite:///{self.db_path}"
 
     def forge_allowed(self, base_url: str) -> bool:
         wanted = base_url.rstrip("/").lower()
@@ -102,6 +111,22 @@ def _positive(name: str, value: float) -> None:
         raise UsageError(f"{name} must be positive, got {value}")
 
 
+def _queue_url(db: Path | None, queue_url: str | None, env: Mapping[str, str]) -> str | None:
+    if db is not None and queue_url:
+        raise UsageError("give --db (a SQLite file) or --queue-url, not both")
+    url = queue_url or (None if db is not None else env.get("REVIEWBOT_QUEUE_URL")) or None
+    if url is not None and not url.startswith(("sqlite:///", "postgresql://", "postgres://")):
+        raise UsageError("the queue URL must be sqlite:///PATH or postgresql://USER@HOST/DB")
+    if url is not None and url.startswith("sqlite:///"):
+        _check_db_dir(Path(url.removeprefix("sqlite:///")))
+    return url
+
+
+def _check_db_dir(db: Path) -> None:
+    if not db.parent.is_dir():  # a typo must not grow a directory tree
+        raise UsageError(f"--db {db}: the directory {db.parent} does not exist")
+
+
 def _check(s: WebhookSettings, db: Path | None) -> None:
     for name, value in (
         ("--workers", s.workers),
@@ -111,8 +136,8 @@ def _check(s: WebhookSettings, db: Path | None) -> None:
         ("--max-attempts", s.max_attempts),
     ):
         _positive(name, value)
-    if db is not None and not db.parent.is_dir():  # a typo must not grow a directory tree
-        raise UsageError(f"--db {db}: the directory {db.parent} does not exist")
+    if db is not None:
+        _check_db_dir(db)
     for url in s.forge_urls:
         if not url.startswith(("https://", "http://")):
             raise UsageError(f"forge URL must start with https:// or http://, got {url!r}")
@@ -131,6 +156,7 @@ def resolve_settings(
     host: str | None = None,
     port: int | None = None,
     db: Path | None = None,
+    queue_url: str | None = None,
     workers: int | None = None,
     per_forge: int | None = None,
     allow: Sequence[str] = (),
@@ -147,6 +173,8 @@ def resolve_settings(
         host=host or d.host,
         port=d.port if port is None else port,
         db_path=db or d.db_path,
+        queue_url=_queue_url(db, queue_url, env),
+        lease_s=_seconds(env, "REVIEWBOT_WEBHOOK_LEASE", d.lease_s),
         workers=d.workers if workers is None else workers,
         per_forge=d.per_forge if per_forge is None else per_forge,
         allow=tuple(allow) or _split(env.get("REVIEWBOT_WEBHOOK_ALLOW")),
@@ -166,4 +194,5 @@ def resolve_settings(
     _check(s, db)
     for secret in (s.gitlab_secret, s.github_secret, s.admin_token):
         register_secret(secret)
+    register_url(s.queue_url)  # its password
     return s

@@ -4,12 +4,16 @@ Concurrency is bounded twice: `workers` reviews at once in total (they all hit t
 vLLM backend) and `per_forge` at once per forge (forge API rate limits). A runner that
 raises a retryable error (BackendError, ForgeError without a 4xx status, OSError) is
 retried after `backoff_s * 2**(attempt-1)` seconds (capped) until `max_attempts`.
+
+The dispatcher also renews the leases of the jobs it runs (every third of the lease) and
+returns to the queue the jobs of processes that stopped renewing theirs. Where several
+replicas share the queue (PostgreSQL), a watcher thread wakes the dispatcher when another
+replica queued a job and cancels a review that another replica's event superseded.
 """
 
 from __future__ import annotations
 
 import logging
-import sqlite3
 import threading
 import time
 import traceback
@@ -18,6 +22,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 
+from reviewbot.db import DatabaseError
 from reviewbot.errors import BackendError, ForgeError, IncompleteReview, ReviewbotError, redact
 from reviewbot.webhook.jobs import Job, Outcome, ReviewRunner
 from reviewbot.webhook.metrics import Metrics
@@ -65,9 +70,9 @@ class WorkerPool:
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._running: dict[int, tuple[Job, threading.Event, Future[Outcome]]] = {}
-        self._early_cancels: set[int] = set()
         self._executor: ThreadPoolExecutor | None = None
         self._dispatcher: threading.Thread | None = None
+        self._watcher: threading.Thread | None = None
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -79,6 +84,11 @@ class WorkerPool:
         self._executor = ThreadPoolExecutor(self._limits.workers, thread_name_prefix="review")
         self._dispatcher = threading.Thread(target=self._dispatch, name="dispatch", daemon=True)
         self._dispatcher.start()
+        if self._queue.db.shared:
+            self._watcher = threading.Thread(
+                target=self._queue.watch, args=(self.wake, self.cancel, self._stopping),
+                name="watch", daemon=True)
+            self._watcher.start()
 
     def stop(self) -> None:
         """Stop claiming, cancel running reviews, wait `shutdown_grace_s` for them to return.
@@ -90,6 +100,8 @@ class WorkerPool:
         self._wake.set()
         if self._dispatcher is not None:
             self._dispatcher.join()
+        if self._watcher is not None:
+            self._watcher.join(2.0)
         deadline = time.monotonic() + self._limits.shutdown_grace_s
         with self._settled:
             for _, cancel, _ in self._running.values():
@@ -107,13 +119,13 @@ class WorkerPool:
             self._wake.set()
 
     def cancel(self, job_ids: tuple[int, ...]) -> None:
-        """Set the cancel event of these jobs (superseded while running)."""
+        """Set the cancel event of these jobs where they run here (superseded while running,
+        or their lease was lost). Claims happen under the same lock, so a job claimed here is
+        in `_running` by the time anyone can ask to cancel it."""
         with self._lock:
             for job_id in job_ids:
                 entry = self._running.get(job_id)
-                if entry is None:  # claimed but not launched yet
-                    self._early_cancels.add(job_id)
-                else:
+                if entry is not None:
                     entry[1].set()
 
     # -- dispatching ---------------------------------------------------------------------
@@ -129,30 +141,48 @@ class WorkerPool:
 
     def _dispatch(self) -> None:
         """Claim and launch jobs until stopped; database errors are logged and retried."""
-        last_checkpoint = time.monotonic()
+        last_checkpoint = last_beat = time.monotonic()
+        beat_every = self._queue.lease_s / 3
         while not self._stopping.is_set():
             self._wake.clear()
             try:
                 if time.monotonic() - last_checkpoint >= CHECKPOINT_EVERY_S:
                     self._queue.checkpoint()
                     last_checkpoint = time.monotonic()
+                if time.monotonic() - last_beat >= beat_every:
+                    self._keep_leases()
+                    last_beat = time.monotonic()
                 self._dispatch_once()
-            except sqlite3.Error as exc:
+            except DatabaseError as exc:
                 log.error("queue database error in the dispatcher: %s", exc)
                 self._wake.wait(1.0)
+
+    def _keep_leases(self) -> None:
+        with self._lock:
+            mine = tuple(self._running)
+        lost = self._queue.heartbeat(mine, now=self._clock())
+        if lost:
+            log.warning("job(s) %s no longer run here (superseded or taken over): stopping them",
+                        ", ".join(map(str, lost)))
+            self.cancel(lost)
+        requeued, failed = self._queue.expire(self._limits.max_attempts, now=self._clock())
+        if requeued or failed:
+            log.warning("lease ran out (process gone): %d job(s) requeued, %d failed",
+                        requeued, failed)
 
     def _dispatch_once(self) -> None:
         saturated = False
         while not self._stopping.is_set():
-            with self._lock:
+            with self._lock:  # held over the claim: see `cancel`
                 saturated = len(self._running) >= self._limits.workers
-                busy = self._busy_forges()
-            if saturated:
-                break
-            job = self._queue.claim(busy, now=self._clock())
-            if job is None:
-                break
-            self._launch(job)
+                if saturated:
+                    break
+                job = self._queue.claim(self._busy_forges(), now=self._clock())
+                if job is None:
+                    break
+                future = self._launch(job)
+            # outside the lock: a future already done runs its callback here, and it locks
+            future.add_done_callback(partial(self._settle, job))
         self._wake.wait(1.0 if saturated else self._idle_timeout())
 
     def _idle_timeout(self) -> float:
@@ -160,16 +190,13 @@ class WorkerPool:
         due = self._queue.next_due()
         return 1.0 if due is None else min(1.0, max(0.01, due - self._clock()))
 
-    def _launch(self, job: Job) -> None:
+    def _launch(self, job: Job) -> Future[Outcome]:
+        """Called with `_lock` held."""
         assert self._executor is not None
         cancel = threading.Event()
-        with self._lock:
-            if job.id in self._early_cancels:
-                self._early_cancels.discard(job.id)
-                cancel.set()
-            future = self._executor.submit(self._runner, job, cancel)
-            self._running[job.id] = (job, cancel, future)
-        future.add_done_callback(partial(self._settle, job))
+        future = self._executor.submit(self._runner, job, cancel)
+        self._running[job.id] = (job, cancel, future)
+        return future
 
     # -- outcomes ------------------------------------------------------------------------
 
@@ -184,7 +211,8 @@ class WorkerPool:
                 self._settle_outcome(job, future.result(), cancel)
             else:
                 self._settle_error(job, exc)
-        except sqlite3.Error as exc:  # the row stays `running`; the next start requeues it
+            self._queue.release(job.id)  # a superseded review holds its change until here
+        except DatabaseError as exc:  # the row stays `running` until its lease runs out
             log.error("cannot record the outcome of job %d: %s", job.id, exc)
         finally:
             with self._settled:

@@ -19,7 +19,6 @@ from reviewbot.webhook.events import (
     parse_github,
 )
 from reviewbot.webhook.jobs import QueuedRequest
-from reviewbot.webhook.queue import JobQueue
 from reviewbot.webhook.ratelimit import RateLimiter
 from reviewbot.webhook.settings import WebhookSettings, resolve_settings
 
@@ -104,63 +103,6 @@ def test_rate_limiter_refills_and_forgets() -> None:
     for source in ("b", "c", "d"):
         limiter.allow(source)
     assert len(limiter._buckets) <= 3
-
-
-def _req(number: int = 1, delivery: str = "d", sha: str = "s") -> QueuedRequest:
-    return QueuedRequest("gitlab", "42", number, sha, "https://gitlab.example.com", delivery)
-
-
-def test_queue_state_machine(tmp_path: Path) -> None:
-    q = JobQueue.open(tmp_path / "q.sqlite")
-    first = q.enqueue(_req(delivery="d1", sha="s1"))
-    assert first.created and q.enqueue(_req(delivery="d1", sha="s1")) == type(first)(first.job_id, False)
-    job = q.claim()
-    assert job is not None and job.id == first.job_id
-    second = q.enqueue(_req(delivery="d2", sha="s2"))
-    third = q.enqueue(_req(delivery="d3", sha="s3"))
-    assert second.superseded_running == (first.job_id,)
-    assert third.superseded_queued == (second.job_id,)
-    assert not q.finish(first.job_id, "done")  # superseded while running: stays superseded
-    other = q.enqueue(_req(number=2, delivery="d4"))
-    assert other.superseded_running == other.superseded_queued == ()
-    assert q.claim(busy_forges=frozenset({"gitlab"})) is None
-    running = q.claim()
-    assert running is not None and running.id == third.job_id
-    q.close()
-    reopened = JobQueue.open(tmp_path / "q.sqlite")
-    assert reopened.recover(max_attempts=3) == (1, 0)
-    record = reopened.get(third.job_id)
-    assert record is not None and (record.state, record.attempts) == ("queued", 1)
-    assert reopened.counts() == {"queued": 2, "running": 0, "done": 0, "failed": 0, "superseded": 2}
-    reopened.close()
-
-
-def test_queue_is_owned_by_one_process(tmp_path: Path) -> None:
-    q = JobQueue.open(tmp_path / "q.sqlite")
-    with pytest.raises(UsageError, match="in use"):
-        JobQueue.open(tmp_path / "q.sqlite")
-    q.close()
-
-
-def test_requeue_for_retry_respects_not_before(tmp_path: Path) -> None:
-    q = JobQueue.open(tmp_path / "q.sqlite")
-    job_id = q.enqueue(_req(), now=100.0).job_id
-    assert q.claim(now=100.0) is not None
-    assert q.requeue(job_id, not_before=160.0, reason="attempt 1 failed")
-    assert q.claim(now=150.0) is None and q.next_due() == 160.0
-    assert q.claim(now=160.0) is not None and q.attempts(job_id) == 2
-    q.close()
-
-
-def test_recovery_fails_a_job_that_died_on_its_last_attempt(tmp_path: Path) -> None:
-    q = JobQueue.open(tmp_path / "q.sqlite")
-    job_id = q.enqueue(_req()).job_id
-    for _ in range(2):
-        assert q.claim() is not None
-        assert q.recover(max_attempts=2) == ((1, 0) if q.attempts(job_id) < 2 else (0, 1))
-    record = q.get(job_id)
-    assert record is not None and record.state == "failed" and "last attempt" in record.reason
-    q.close()
 
 
 def test_a_db_in_a_missing_directory_is_refused(tmp_path: Path) -> None:

@@ -110,7 +110,7 @@ class ThreadServer:
     """`create_app` served by uvicorn on a thread, on a free loopback port."""
 
     def __init__(self, settings: WebhookSettings, runner: ReviewRunner) -> None:
-        self.queue = JobQueue.open(settings.db_path)
+        self.queue = JobQueue.open(settings.database_url, settings.lease_s)
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         config = server_config(create_app(settings, self.queue, runner), settings, "127.0.0.1",
