@@ -102,7 +102,11 @@ def open_database(url: str, exclusive: bool = False) -> Database:
 
         return SqliteDatabase.open(path, exclusive)
     if url.startswith(("postgresql://", "postgres://")):
-        from reviewbot.db.postgres import PostgresDatabase
+        try:
+            from reviewbot.db.postgres import PostgresDatabase
+        except ImportError:
+            raise UsageError("a PostgreSQL queue needs psycopg: pip install 'reviewbot[postgres]'"
+                             ) from None
 
         return PostgresDatabase.open(url)
     raise UsageError(f"queue URL must be sqlite:///PATH or postgresql://…, got {display(url)!r}")

@@ -132,10 +132,11 @@ class ThreadServer:
 @contextmanager
 def webhook_process(
     db: Path, env: Mapping[str, str], *args: str, port: int | None = None,
-    runner: str | None = "tests.webhook.recording_runner:run",
+    runner: str | None = "tests.webhook.recording_runner:run", queue_url: str | None = None,
 ) -> Iterator[WebhookProcess]:
-    """`runner` None: the production runner (the real engine and forges)."""
-    proc = WebhookProcess(db, env, args, port or free_port(), runner)
+    """`runner` None: the production runner (the real engine and forges). `queue_url`: the
+    queue there instead of the SQLite file `db` (which then only names the log)."""
+    proc = WebhookProcess(db, env, args, port or free_port(), runner, queue_url)
     try:
         proc.start()
         yield proc
@@ -147,11 +148,13 @@ class WebhookProcess:
     """A real `reviewbot webhook` process (test runner from this directory)."""
 
     def __init__(self, db: Path, env: Mapping[str, str], args: tuple[str, ...], port: int,
-                 runner: str | None = "tests.webhook.recording_runner:run") -> None:
+                 runner: str | None = "tests.webhook.recording_runner:run",
+                 queue_url: str | None = None) -> None:
         self.port = port
         self.url = f"http://127.0.0.1:{port}"
+        queue = ("--queue-url", queue_url) if queue_url else ("--db", str(db))
         self.cmd = [str(REVIEWBOT), "webhook", "--host", "127.0.0.1", "--port", str(port),
-                    "--db", str(db), *(("--runner", runner) if runner else ()), "--log-level",
+                    *queue, *(("--runner", runner) if runner else ()), "--log-level",
                     "warning", *args]
         self.env = {
             **os.environ,
