@@ -8,12 +8,23 @@ reports latency percentiles of the answers. Bounded: at most --requests requests
 --max-seconds seconds of sending; every request must be answered 202.
 
     .venv/bin/python benchmarks/webhook_ack.py --requests 2000 --rate 200 --max-seconds 10
+
+With --postgres ADMIN_URL the queue is a fresh database on that server (dropped afterwards)
+and --listeners N processes share it, the load spread over them round-robin as a load
+balancer would; the run then also reports how fast the jobs drain (jobs per second through
+the stand-in reviews). --takeover measures instead how long a job held by a listener killed
+with SIGKILL waits before another replica runs it (the lease is --lease seconds).
+
+    PG=$(scripts/postgres.sh start /tmp/bench-pg 55433)
+    .venv/bin/python benchmarks/webhook_ack.py --postgres "$PG" --listeners 2 --requests 2000
+    .venv/bin/python benchmarks/webhook_ack.py --postgres "$PG" --takeover --lease 5
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import hashlib
 import hmac
 import json
@@ -24,7 +35,10 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
@@ -71,6 +85,21 @@ def request_for(i: int) -> tuple[str, dict[str, str], bytes]:
     return "/webhook/github", headers, body
 
 
+@contextlib.contextmanager
+def fresh_database(admin_url: str) -> Iterator[str]:
+    import psycopg
+    from psycopg import sql
+
+    name = f"bench_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    try:
+        yield urlunsplit(urlsplit(admin_url)._replace(path=f"/{name}"))
+    finally:
+        with psycopg.connect(admin_url, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
 class RawClient:
     """A minimal HTTP/1.1 client over asyncio streams, so the load generator itself uses
     little of the two CPUs it shares with the listener (httpx costs about 1 ms/request)."""
@@ -113,15 +142,15 @@ class RawClient:
             writer.close()
 
 
-async def load(port: int, requests: int, rate: float, max_seconds: float, keepalive: bool
-               ) -> tuple[list[float], dict[int | str, int], float, float]:
+async def load(ports: list[int], requests: int, rate: float, max_seconds: float,
+               keepalive: bool) -> tuple[list[float], dict[int | str, int], float, float]:
     prepared = [request_for(i) for i in range(requests)]
     latencies: list[float] = []
     statuses: dict[int | str, int] = {}
     lag = 0.0
-    client = RawClient(port, keepalive)
+    clients = [RawClient(port, keepalive) for port in ports]
 
-    async def one(path: str, headers: dict[str, str], body: bytes) -> None:
+    async def one(client: RawClient, path: str, headers: dict[str, str], body: bytes) -> None:
         start = time.perf_counter()
         code: int | str
         try:
@@ -141,10 +170,12 @@ async def load(port: int, requests: int, rate: float, max_seconds: float, keepal
         if delay > 0:
             await asyncio.sleep(delay)
         lag = max(lag, time.perf_counter() - due)
-        tasks.append(asyncio.create_task(one(path, headers, body)))
+        client = clients[i % len(clients)]  # round-robin, as a load balancer
+        tasks.append(asyncio.create_task(one(client, path, headers, body)))
     await asyncio.wait_for(asyncio.gather(*tasks), timeout=30)
     elapsed = time.perf_counter() - t0
-    client.close()
+    for client in clients:
+        client.close()
     return latencies, statuses, elapsed, lag
 
 
@@ -190,7 +221,7 @@ def control_run(args: argparse.Namespace) -> str:
             except OSError:
                 time.sleep(0.05)
         latencies, statuses, _, lag = asyncio.run(
-            load(port, args.requests, args.rate, args.max_seconds, not args.no_keepalive))
+            load([port], args.requests, args.rate, args.max_seconds, not args.no_keepalive))
     finally:
         proc.kill()
         proc.wait(timeout=10)
@@ -222,14 +253,16 @@ def loadavg() -> str:
     return Path("/proc/loadavg").read_text().split(" ", 1)[0]
 
 
-def start_server(db: Path, port: int, workers: int, review_seconds: float) -> subprocess.Popen[bytes]:
+def start_server(queue: str, port: int, workers: int, review_seconds: float,
+                 lease: float = 30.0) -> subprocess.Popen[bytes]:
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent),
            "REVIEWBOT_GITLAB_WEBHOOK_SECRET": GITLAB_SECRET,
            "REVIEWBOT_GITHUB_WEBHOOK_SECRET": GITHUB_SECRET, "REVIEWBOT_ADMIN_TOKEN": ADMIN_TOKEN,
            "REVIEWBOT_WEBHOOK_FORGE_URLS": "https://gitlab.example.com",
+           "REVIEWBOT_QUEUE_URL": queue, "REVIEWBOT_WEBHOOK_LEASE": str(lease),
            "BENCH_REVIEW_SECONDS": str(review_seconds)}
     cmd = [str(Path(sys.executable).parent / "reviewbot"), "webhook", "--host", "127.0.0.1",
-           "--port", str(port), "--db", str(db), "--workers", str(workers),
+           "--port", str(port), "--workers", str(workers),
            "--rate-limit", "100000", "--runner", "webhook_ack:stand_in_runner",
            "--log-level", "warning"]
     proc = subprocess.Popen(cmd, env=env)
@@ -246,6 +279,65 @@ def start_server(db: Path, port: int, workers: int, review_seconds: float) -> su
     raise SystemExit("reviewbot webhook did not become healthy in 20 s")
 
 
+def stop(procs: list[subprocess.Popen[bytes]]) -> None:
+    for proc in procs:
+        proc.terminate()
+    for proc in procs:
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def counts_at(url: str) -> dict[str, int]:
+    return httpx.get(f"{url}/jobs?limit=1", timeout=10,
+                     headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}).json()["counts"]
+
+
+def drain(url: str, t0: float, limit_s: float = 120.0) -> float:
+    """Seconds from the first request until no job is queued or running (bounded)."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        counts = counts_at(url)
+        if counts["queued"] == counts["running"] == 0:
+            return time.perf_counter() - t0
+        time.sleep(0.05)
+    raise SystemExit(f"jobs not drained within {limit_s:g} s")
+
+
+def takeover(queue: str, lease: float) -> None:
+    """One job held by a listener that is then killed: seconds until another replica runs it."""
+    ports = [free_port(), free_port()]
+    procs = [start_server(queue, p, 1, 3600.0, lease) for p in ports]
+    try:
+        path, headers, body = request_for(1)
+        with httpx.Client(base_url=f"http://127.0.0.1:{ports[0]}", timeout=10) as c:
+            job_id = c.post(path, content=body, headers=headers).json()["job_id"]
+            admin = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+            deadline = time.monotonic() + 20
+            while (job := c.get(f"/jobs/{job_id}", headers=admin).json())["state"] != "running":
+                if time.monotonic() > deadline:
+                    raise SystemExit("the job was not claimed")
+                time.sleep(0.02)
+        holder = procs[0] if f":{procs[0].pid}:" in job["worker"] else procs[1]
+        other = ports[1] if holder is procs[0] else ports[0]
+        holder.kill()
+        killed = time.perf_counter()
+        with httpx.Client(base_url=f"http://127.0.0.1:{other}", timeout=10) as c:
+            deadline = time.monotonic() + 10 * lease + 10
+            while True:
+                job = c.get(f"/jobs/{job_id}", headers=admin).json()
+                if job["state"] == "running" and f":{holder.pid}:" not in job["worker"]:
+                    break
+                if time.monotonic() > deadline:
+                    raise SystemExit("no replica took the job over")
+                time.sleep(0.02)
+        print(f"lease {lease:g} s: the killed listener's job ran again on the other replica"
+              f" {time.perf_counter() - killed:.2f} s after the kill (attempt {job['attempts']})")
+    finally:
+        stop(procs)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=2000)
@@ -260,38 +352,61 @@ def main() -> None:
                              " over other work on a shared machine (systemd Nice=/CPUWeight=)")
     parser.add_argument("--control", action="store_true",
                         help="afterwards, send the same load to a do-nothing responder")
+    parser.add_argument("--postgres", metavar="ADMIN_URL",
+                        help="queue in a fresh database on this PostgreSQL server")
+    parser.add_argument("--listeners", type=int, default=1,
+                        help="listener processes on the one queue (needs --postgres)")
+    parser.add_argument("--takeover", action="store_true",
+                        help="measure how long a killed listener's job waits (needs --postgres)")
+    parser.add_argument("--lease", type=float, default=30.0, help="seconds (--takeover)")
     args = parser.parse_args()
+    if (args.listeners > 1 or args.takeover) and not args.postgres:
+        raise SystemExit("several listeners share a queue only on PostgreSQL: give --postgres")
     if args.nice is not None:
         os.setpriority(os.PRIO_PROCESS, 0, args.nice)  # inherited by the listener
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    with tempfile.TemporaryDirectory() as tmp:
-        proc = start_server(Path(tmp) / "queue.sqlite", port, args.workers, args.review_seconds)
-        try:
-            load_before, cpu_before = loadavg(), cpu_seconds(proc.pid)
-            latencies, statuses, elapsed, lag = asyncio.run(
-                load(port, args.requests, args.rate, args.max_seconds, not args.no_keepalive))
-            load_after, cpu_used = loadavg(), cpu_seconds(proc.pid) - cpu_before
-            server_side = server_ack_buckets(url)
-            counts = httpx.get(f"{url}/jobs?limit=1", timeout=10,
-                               headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}).json()["counts"]
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+    with contextlib.ExitStack() as stack:
+        if args.postgres:
+            queue = stack.enter_context(fresh_database(args.postgres))
+        else:
+            queue = "sqlite:///" + str(Path(stack.enter_context(tempfile.TemporaryDirectory()))
+                                       / "queue.sqlite")
+        if args.takeover:
+            takeover(queue, args.lease)
+            return
+        run(args, queue)
+
+
+def run(args: argparse.Namespace, queue: str) -> None:
+    ports = [free_port() for _ in range(args.listeners)]
+    url = f"http://127.0.0.1:{ports[0]}"
+    procs = [start_server(queue, port, args.workers, args.review_seconds) for port in ports]
+    try:
+        load_before, cpu_before = loadavg(), sum(cpu_seconds(p.pid) for p in procs)
+        t0 = time.perf_counter()
+        latencies, statuses, elapsed, lag = asyncio.run(
+            load(ports, args.requests, args.rate, args.max_seconds, not args.no_keepalive))
+        load_after = loadavg()
+        cpu_used = sum(cpu_seconds(p.pid) for p in procs) - cpu_before
+        server_side = server_ack_buckets(url)
+        drained = drain(url, t0)
+        counts = counts_at(url)
+    finally:
+        stop(procs)
     ms = [x * 1000 for x in latencies]
+    backend = "PostgreSQL" if queue.startswith("postgres") else "SQLite"
+    print(f"queue: {backend}, {args.listeners} listener process(es) x {args.workers} workers")
     print(f"requests {len(ms)} in {elapsed:.2f} s ({len(ms) / elapsed:.0f}/s), statuses {statuses},"
           f" keep-alive {'off' if args.no_keepalive else 'on'}, max send lag {lag * 1000:.1f} ms")
     print(f"ack latency ms: p50 {percentile(ms, .50):.2f}  p95 {percentile(ms, .95):.2f}"
           f"  p99 {percentile(ms, .99):.2f}  max {max(ms):.2f}")
     print(f"server-side enqueue time (body read to job committed): {server_side}")
-    print(f"listener CPU: {cpu_used:.2f} s for {len(ms)} requests"
+    print(f"listeners' CPU: {cpu_used:.2f} s for {len(ms)} requests"
           f" ({1000 * cpu_used / max(1, len(ms)):.2f} ms/request, workers included)")
     print(f"niceness of listener and generator: {os.getpriority(os.PRIO_PROCESS, 0)}")
     print(f"1-min load average before/after: {load_before}/{load_after} on {os.cpu_count()} CPUs")
     print(f"jobs in the queue database: {sum(counts.values())} {counts}")
+    print(f"drained {counts['done']} jobs ({args.review_seconds:g} s stand-in reviews) in"
+          f" {drained:.2f} s from the first request: {counts['done'] / drained:.1f} jobs/s")
     if args.control:
         print(control_run(args))
     if set(statuses) != {202}:

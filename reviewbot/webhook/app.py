@@ -162,7 +162,10 @@ async def healthz(request: Request) -> Response:
 
 async def readyz(request: Request) -> Response:
     parts = _parts(request)
-    ok, checks = await readiness(parts.queue, parts.settings.backend_url, parts.pool.alive())
+    # ?for=intake: can this replica take events (a load balancer's probe)? A vLLM outage must
+    # not take every listener out of service: the events would be refused, not queued.
+    backend = None if request.query_params.get("for") == "intake" else parts.settings.backend_url
+    ok, checks = await readiness(parts.queue, backend, parts.pool.alive())
     return JSONResponse({"ready": ok, "checks": checks}, status_code=200 if ok else 503)
 
 

@@ -162,7 +162,7 @@ class WorkerPool:
             mine = tuple(self._running)
         lost = self._queue.heartbeat(mine, now=self._clock())
         if lost:
-            log.warning("job(s) %s no longer run here (superseded or taken over): stopping them",
+            log.info("job(s) %s no longer run here (superseded or taken over): stopping them",
                         ", ".join(map(str, lost)))
             self.cancel(lost)
         requeued, failed = self._queue.expire(self._limits.max_attempts, now=self._clock())

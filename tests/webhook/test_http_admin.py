@@ -111,5 +111,8 @@ def test_readyz_checks_database_and_backend(
     with ThreadServer(down, runner) as srv, httpx.Client(base_url=srv.url) as c:
         r = c.get("/readyz")
         assert r.status_code == 503 and r.json()["checks"]["backend"].startswith("backend unreachable")
+        # a load balancer asks whether the replica takes events: a vLLM outage must not refuse them
+        r = c.get("/readyz?for=intake")
+        assert r.status_code == 200 and r.json()["checks"]["backend"].startswith("not configured")
     with ThreadServer(unset, runner) as srv, httpx.Client(base_url=srv.url) as c:
         assert c.get("/readyz").status_code == 200
