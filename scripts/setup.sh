@@ -2,13 +2,15 @@
 # Idempotent set-up on a fresh Debian/Ubuntu machine with Python >= 3.11:
 #   .venv       reviewbot with its test extras (no torch: what a CI job installs)
 #   .venv-vllm  the CPU build of vLLM, for the demo and the tests only
-# System packages (git, nginx, haproxy, postgresql) are installed when missing and we are root.
+# System packages (git, nginx, haproxy, postgresql, buildah, debootstrap) are installed when
+# missing and we are root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 
 need=()
-for bin in git nginx haproxy; do command -v "$bin" >/dev/null || need+=("$bin"); done
+# buildah and debootstrap: the container image test builds the image on a Debian base made here
+for bin in git nginx haproxy buildah debootstrap; do command -v "$bin" >/dev/null || need+=("$bin"); done
 # the PostgreSQL server (tests start their own, on a private port: scripts/postgres.sh)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
 if ((${#need[@]})); then

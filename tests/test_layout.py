@@ -129,3 +129,14 @@ def test_no_function_is_longer_than_60_lines() -> None:
                   if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
                   and node.end_lineno is not None and node.end_lineno - node.lineno >= 60)
     assert long == []
+
+
+def test_every_package_is_in_the_wheel() -> None:
+    """pyproject lists packages by hand: one left out installs from a checkout (editable) and
+    fails from the wheel (the container image found reviewbot.conversation missing)."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+                 ["packages"])
+    found = {".".join(p.parent.relative_to(ROOT).parts) for p in PACKAGE.rglob("__init__.py")}
+    assert found - listed == set()
