@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -23,7 +23,6 @@ from urllib.parse import urlsplit, urlunsplit
 from reviewbot.errors import ReviewbotError, UsageError, register_url
 
 Dialect = Literal["sqlite", "postgres"]
-Row = tuple[Any, ...]
 
 
 class DatabaseError(ReviewbotError):
@@ -116,6 +115,3 @@ def in_clause(values: Sequence[object]) -> str:
     """`(?, ?, ?)` for `IN`; never empty (callers skip empty lists)."""
     return "(" + ", ".join("?" * len(values)) + ")"
 
-
-def rows(cursor: Cursor) -> Iterator[Row]:
-    yield from (tuple(r) for r in cursor.fetchall())
