@@ -5,6 +5,7 @@ removed and exported through the CLI."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -75,3 +76,19 @@ def test_a_dismissal_is_learned_applied_to_its_project_only_and_removable(
     assert _cli("rm", "--project", "43", str(learning["id"]), "--db", str(db)).returncode == 2
     assert _cli("rm", "--project", "42", str(learning["id"]), "--db", str(db)).returncode == 0
     assert not any(title in p for p in _prompts(env.gitlab.url, "42", store))
+
+
+def test_the_cli_reads_and_removes_learnings_in_a_postgresql_queue(postgres_url: str) -> None:
+    store = LearningStore.open(postgres_url)
+    kept = store.add("42", "Retries here are deliberate.", ("src/*",), "style", "alice", "n1")
+    listed = _cli("list", "--project", "42", "--db", postgres_url, "--output", "json")
+    assert listed.returncode == 0, listed.stderr
+    assert [x["text"] for x in json.loads(listed.stdout)] == ["Retries here are deliberate."]
+    # the listener's $REVIEWBOT_QUEUE_URL names it too
+    gone = subprocess.run([sys.executable, "-m", "reviewbot", "learnings", "rm", "--project",
+                           "42", str(kept)], capture_output=True, text=True,
+                          env={**os.environ, "REVIEWBOT_QUEUE_URL": postgres_url})
+    assert gone.returncode == 0, gone.stderr
+    assert store.list("42") == []
+    password = postgres_url.split("//", 1)[1].split("@", 1)[0].split(":", 1)[1]
+    assert password not in listed.stdout + listed.stderr + gone.stdout + gone.stderr

@@ -4,6 +4,7 @@ job is left leased."""
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from collections import Counter
 from pathlib import Path
@@ -101,3 +102,26 @@ def test_two_listeners_on_one_postgres_through_a_kill_9(tmp_path: Path, postgres
     password = urlsplit(postgres_url).password or ""
     for log in (tmp_path / "a.log", tmp_path / "b.log"):
         assert password not in log.read_text()
+
+
+def test_a_push_to_one_replica_stops_the_review_running_on_another(
+        tmp_path: Path, postgres_url: str) -> None:
+    """b starts only after a runs the first review, so the cancel can reach a only through the
+    database's notification (or, failing that, a's next heartbeat)."""
+    reviews, gate = tmp_path / "reviews.sqlite", tmp_path / "gate"
+    env = {"RECORDING_DB": str(reviews), "RECORDING_GATE": str(gate)}
+    with contextlib.ExitStack() as stack:
+        a = stack.enter_context(webhook_process(tmp_path / "a", env, queue_url=postgres_url))
+        headers, body = gitlab_event(sha="1" * 40)
+        assert httpx.post(f"{a.url}/webhook/gitlab", content=body, headers=headers).status_code == 202
+        wait_for(lambda: len(recorded(reviews, "start")) == 1)  # on a, blocked on the gate
+        b = stack.enter_context(webhook_process(tmp_path / "b", env, queue_url=postgres_url))
+        headers, body = gitlab_event(sha="2" * 40)
+        assert httpx.post(f"{b.url}/webhook/gitlab", content=body, headers=headers).status_code == 202
+        # stopped, then the next: within 5 s, before a's first heartbeat (10 s) could tell it
+        wait_for(lambda: len(recorded(reviews, "start")) == 2, timeout=5)
+        gate.touch()
+        wait_for(lambda: httpx.get(f"{a.url}/jobs", headers=ADMIN).json()["counts"]["done"] == 1)
+        counts = httpx.get(f"{b.url}/jobs", headers=ADMIN).json()["counts"]
+    assert [r[4] for r in recorded(reviews)] == ["2" * 40]  # the superseded review posted nothing
+    assert (counts["done"], counts["superseded"], counts["running"]) == (1, 1, 0)
