@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -20,6 +19,9 @@ from reviewbot.db import Cursor, Database, DatabaseError, Tx, display
 log = logging.getLogger("reviewbot.db")
 POOL_SIZE = 10  # intake threads + dispatcher + outcomes + the heartbeat
 CONNECT_TIMEOUT_S = 10.0
+# How long a request waits for a connection: under a forge's webhook timeout (GitLab: 10 s),
+# so an outage is answered 503 (and redelivered) rather than dropped by the forge.
+CHECKOUT_TIMEOUT_S = 3.0
 
 
 class _PgTx:
@@ -49,7 +51,9 @@ class PostgresDatabase(Database):
         pool: ConnectionPool[Any] = ConnectionPool(
             url, min_size=1, max_size=POOL_SIZE, open=False, name="reviewbot",
             kwargs={"autocommit": True, "connect_timeout": int(CONNECT_TIMEOUT_S)},
-            timeout=CONNECT_TIMEOUT_S)
+            # a connection broken by a server restart or failover is replaced before use,
+            # rather than failing the request that drew it (one round trip per checkout)
+            check=ConnectionPool.check_connection, timeout=CHECKOUT_TIMEOUT_S)
         try:
             pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
         except (PoolTimeout, psycopg.Error) as exc:
@@ -100,4 +104,4 @@ class PostgresDatabase(Database):
                 stop.wait(1.0)
             except Exception:  # a bug in `on` must not end the wake-ups silently
                 log.exception("notification handler failed")
-                time.sleep(0.1)
+                stop.wait(0.1)

@@ -163,7 +163,7 @@ class WorkerPool:
         lost = self._queue.heartbeat(mine, now=self._clock())
         if lost:
             log.info("job(s) %s no longer run here (superseded or taken over): stopping them",
-                        ", ".join(map(str, lost)))
+                     ", ".join(map(str, lost)))
             self.cancel(lost)
         requeued, failed = self._queue.expire(self._limits.max_attempts, now=self._clock())
         if requeued or failed:

@@ -4,11 +4,15 @@ at once."""
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
+import subprocess
+import tempfile
 import threading
 import time
 from collections import Counter
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import psycopg
 import pytest
@@ -19,7 +23,9 @@ from reviewbot.db.schema import MIGRATIONS, migrate, version
 from reviewbot.errors import UsageError
 from reviewbot.webhook.jobs import QueuedRequest
 from reviewbot.webhook.queue import JobQueue
+from tests.webhook.webhook_support import free_port
 
+ROOT = Path(__file__).resolve().parents[2]
 FAR = 4e9  # a `now` after every lease (the year 2096)
 
 
@@ -288,3 +294,30 @@ def test_an_unreachable_database_is_one_line_without_the_password() -> None:
     message = str(caught.value)
     assert "hunter2-secret" not in message and "\n" not in message
     assert "127.0.0.1:9" in message
+
+
+def test_a_database_restart_costs_no_event_once_it_is_back(tmp_path: Path) -> None:
+    """A private server, stopped and started under an open queue: while it is down an enqueue
+    fails as one redacted line (the listener answers 503: the forge retries); once it is back
+    the pool replaces its broken connections and nothing committed is lost."""
+    script, where = str(ROOT / "scripts/postgres.sh"), Path(tempfile.mkdtemp(prefix="rb-pg-"))
+    started = subprocess.run([script, "start", str(where), str(free_port())],
+                             capture_output=True, text=True)
+    if started.returncode == 2 and "no PostgreSQL server installed" in started.stderr:
+        pytest.skip("no PostgreSQL server is installed here")
+    assert started.returncode == 0, started.stderr
+    url, port = started.stdout.strip(), started.stdout.strip().rsplit(":", 1)[1].split("/")[0]
+    try:
+        q = JobQueue.open(url)
+        q.enqueue(_req(delivery="before"))
+        subprocess.run([script, "stop", str(where)], check=True)
+        with pytest.raises(DatabaseError) as down:
+            q.enqueue(_req(number=2, delivery="during"))
+        assert (urlsplit(url).password or "?") not in str(down.value)
+        subprocess.run([script, "start", str(where), port], check=True, capture_output=True)
+        q.enqueue(_req(number=3, delivery="after"))
+        assert sorted(r.job.delivery_id for r in q.list()) == ["after", "before"]
+        q.close()
+    finally:
+        subprocess.run([script, "stop", str(where)], capture_output=True)
+        shutil.rmtree(where, ignore_errors=True)
