@@ -14,7 +14,7 @@ import psycopg
 from psycopg import sql
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from reviewbot.db import Cursor, Database, DatabaseError, Tx, display
+from reviewbot.db.base import Cursor, Database, DatabaseError, Tx, display
 
 log = logging.getLogger("reviewbot.db")
 POOL_SIZE = 10  # intake threads + dispatcher + outcomes + the heartbeat

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from reviewbot.db import Database, DatabaseError, Tx
+from reviewbot.db.base import Database, DatabaseError, Tx
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
-from reviewbot.db import Cursor, Database, DatabaseError, Tx
+from reviewbot.db.base import Cursor, Database, DatabaseError, Tx
 from reviewbot.errors import UsageError
 
 
