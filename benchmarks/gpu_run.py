@@ -64,6 +64,7 @@ def serve_args(model: str, port: int, max_len: int) -> list[str]:
         "--served-model-name", SERVED, "--enable-auto-tool-choice",
         "--tool-call-parser", "qwen3_coder", "--gpu-memory-utilization", "0.9",
         "--structured-outputs-config", '{"backend": "xgrammar", "disable_any_whitespace": true}',
+        "--enable-prompt-tokens-details",  # usage.prompt_tokens_details.cached_tokens
     ]
 
 
@@ -382,7 +383,7 @@ def bot_run(url: str, raw: bytes, concurrency: int, **extra: object) -> dict[str
         "concurrency": concurrency, "cache_reset": reset, "wall_s": round(wall, 3),
         "client_cpu_s": round(cpu, 3), "client_cpu_share": round(cpu / wall, 4),
         "chunks": s.chunks, "requests": s.requests, "prompt_tokens": s.prompt_tokens,
-        "completion_tokens": s.completion_tokens,
+        "cached_tokens": s.cached_tokens, "completion_tokens": s.completion_tokens,
         "tokens_per_s": round((s.prompt_tokens + s.completion_tokens) / wall, 1),
         "completion_tokens_per_s": round(s.completion_tokens / wall, 1),
         "reviews_per_hour": round(3600 / wall, 1), "complete": s.complete,
@@ -391,8 +392,9 @@ def bot_run(url: str, raw: bytes, concurrency: int, **extra: object) -> dict[str
     }
 
 
-def replay(url: str, raw: bytes) -> dict[str, Any]:
-    """The review's exact requests, all at once, against the same server."""
+def replay(url: str, raw: bytes, **extra: object) -> dict[str, Any]:
+    """The review's exact requests, all at once, against the same server (`extra`: the
+    settings of the review it replays, such as chunk_tokens)."""
     import openai
 
     from reviewbot import diff
@@ -400,7 +402,7 @@ def replay(url: str, raw: bytes) -> dict[str, Any]:
     from reviewbot.engine import filters
     from reviewbot.engine.build import make_engine
 
-    settings = settings_for(url, 8)
+    settings = settings_for(url, 8, **extra)
     engine = make_engine(settings)
     reviewed, _ = filters.split(diff.parse(raw), settings.exclude)
     t_chunk = time.monotonic()
@@ -417,7 +419,9 @@ def replay(url: str, raw: bytes) -> dict[str, Any]:
             tool_choice={"type": "function", "function": {"name": "report_findings"}},
             max_tokens=settings.max_output_tokens, temperature=settings.temperature)
         u = r.usage
+        details = getattr(u, "prompt_tokens_details", None)
         return {"s": round(time.monotonic() - t, 3), "prompt": u.prompt_tokens if u else 0,
+                "cached": int(getattr(details, "cached_tokens", 0) or 0),
                 "completion": u.completion_tokens if u else 0,
                 "finish": r.choices[0].finish_reason,
                 "tool_calls": len(r.choices[0].message.tool_calls or [])}
@@ -433,7 +437,8 @@ def replay(url: str, raw: bytes) -> dict[str, Any]:
     return {
         "requests": len(requests), "concurrency": len(requests), "cache_reset": reset,
         "wall_s": round(wall, 3), "chunking_s": round(chunk_s, 3),
-        "prompt_tokens": prompt, "completion_tokens": completion,
+        "prompt_tokens": prompt, "cached_tokens": sum(p["cached"] for p in per),
+        "completion_tokens": completion,
         "tokens_per_s": round((prompt + completion) / wall, 1),
         "completion_tokens_per_s": round(completion / wall, 1),
         "finish_reasons": [p["finish"] for p in per], "per_request": per,

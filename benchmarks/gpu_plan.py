@@ -1,0 +1,165 @@
+"""A sweep that fits the device's 30 minutes: vLLM started once, then a plan of runs read from a
+file that later calls extend, without restarting the server (issue 25, item 5).
+
+Runs ON the device machine, like benchmarks/gpu_run.py (whose pieces it uses), after the payload
+is unpacked to --payload:
+
+    python3 benchmarks/gpu_plan.py --payload /tmp/payload --plan /tmp/plan.jsonl --out $OUT
+
+The plan is JSON lines, one run each, done in file order:
+
+    {"id": "64k", "kind": "bot", "diff": "release", "concurrency": 32, "temperature": 0,
+     "settings": {"chunk_tokens": 65536, "verify": false}, "estimate_s": 40}
+    {"id": "64k-replay", "kind": "replay", "diff": "release", "temperature": 0,
+     "settings": {"chunk_tokens": 65536}}
+    {"id": "batch32k", "kind": "server", "args": ["--max-num-batched-tokens", "32768"]}
+
+`kind` is bot (one review, through the engine), replay (the same review's exact requests all at
+once: the ceiling) or server (restart vLLM with these extra flags; later runs use it). A run's
+result is appended to --results (on the device, default PLAN.results.jsonl) and every call copies
+all results so far to $OUT/results.jsonl: a later call that appends runs to the plan does only
+those. The plan is read again after every run, so a call may also add runs while one is going.
+No run starts that would cross --deadline seconds after the start (estimate_s, or 1.3 x the
+longest run of the same diff so far); the next call goes on where this one stopped. The server
+is left running in its own session for the next call (its pid in PAYLOAD/vllm.pid).
+
+With --url, a server already running is used (the CPU test of this driver: tests/test_gpu_plan.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import gpu_run  # the benchmark's pieces, beside this file
+
+KINDS = ("bot", "replay", "server")
+
+
+def read_plan(path: Path) -> list[dict[str, Any]]:
+    """The runs of the plan; a line that is not a run is reported, not fatal (the file is
+    written by hand between calls)."""
+    runs, seen = [], set()
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        try:
+            run = json.loads(line)
+            assert isinstance(run, dict) and isinstance(run.get("id"), str)
+            assert run.get("kind") in KINDS and run["id"] not in seen
+        except (ValueError, AssertionError):
+            gpu_run.log(f"plan line {number} ignored: not a run with a new id and a kind of"
+                        f" {', '.join(KINDS)}")
+            continue
+        seen.add(run["id"])
+        runs.append(run)
+    return runs
+
+
+def done_ids(results: Path) -> set[str]:
+    if not results.exists():
+        return set()
+    return {json.loads(line)["id"] for line in results.read_text().splitlines() if line.strip()}
+
+
+def restart(payload: Path, port: int, max_len: int, extra: list[str], limit: float) -> dict[str, Any]:
+    """A `server` run: stop the server of the pid file (started by an earlier run of this
+    driver, in its own session) and start one with `extra` flags."""
+    pid_file = payload / "vllm.pid"
+    if pid_file.exists():
+        pid = int(pid_file.read_text())
+        try:
+            os.killpg(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        deadline = time.monotonic() + 60
+        while gpu_run.server_up(f"http://127.0.0.1:{port}") and time.monotonic() < deadline:
+            time.sleep(1)
+    server = gpu_run.start_server(payload, port, max_len, payload / "vllm.log", limit,
+                                  tuple(extra))
+    return {"server": server, "warmup": gpu_run.warmup(f"http://127.0.0.1:{port}")}
+
+
+def one(run: dict[str, Any], url: str, diffs: Path, args: argparse.Namespace) -> dict[str, Any]:
+    gpu_run.TEMPERATURE = run.get("temperature")
+    settings = run.get("settings", {})
+    if run["kind"] == "server":
+        return restart(args.payload, args.port, args.max_model_len, list(run.get("args", [])),
+                       args.startup_limit)
+    name = run["diff"]
+    raw = (Path(name) if name.endswith(".diff") else diffs / f"{name}.diff").read_bytes()
+    if run["kind"] == "bot":
+        return gpu_run.bot_run(url, raw, int(run.get("concurrency", 32)), **settings)
+    return gpu_run.replay(url, raw, **settings)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--payload", type=Path, default=Path("/tmp/payload"))
+    ap.add_argument("--plan", type=Path, required=True)
+    ap.add_argument("--results", type=Path, default=None)
+    ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "/tmp/gpu-plan-out")))
+    ap.add_argument("--port", type=int, default=8011)
+    ap.add_argument("--max-model-len", type=int, default=65536)
+    ap.add_argument("--startup-limit", type=float, default=420)
+    ap.add_argument("--deadline", type=float, default=540)
+    ap.add_argument("--url", help="a server already running (no install, no start)")
+    ap.add_argument("--served-name", default=gpu_run.SERVED)
+    args = ap.parse_args()
+    begin = time.monotonic()
+    gpu_run.SERVED = args.served_name
+    results = args.results or args.plan.with_name(args.plan.name + ".results.jsonl")
+    args.out.mkdir(parents=True, exist_ok=True)
+    url = args.url or f"http://127.0.0.1:{args.port}"
+    if not args.url:
+        gpu_run.install(args.payload)
+        if not gpu_run.server_up(url):
+            gpu_run.log("server", gpu_run.start_server(args.payload, args.port,
+                                                       args.max_model_len,
+                                                       args.payload / "vllm.log",
+                                                       args.startup_limit))
+            gpu_run.log("warmup", gpu_run.warmup(url))
+    took: dict[str, float] = {}
+    skipped: list[str] = []
+    while True:
+        finished = done_ids(results)
+        pending = [r for r in read_plan(args.plan) if r["id"] not in finished
+                   and r["id"] not in skipped]
+        if not pending:
+            break
+        run = pending[0]
+        guess = float(run.get("estimate_s") or 1.3 * took.get(run.get("diff", ""), 60.0))
+        if time.monotonic() - begin + guess > args.deadline:
+            gpu_run.log(f"{run['id']}: left for the next call (about {guess:.0f} s)")
+            skipped.append(run["id"])
+            continue
+        t = time.monotonic()
+        try:
+            body = one(run, url, args.payload / "diffs", args)
+        except Exception:  # noqa: BLE001 - record it and go on: a partial sweep beats none
+            body = {"error": traceback.format_exc()}
+        took[run.get("diff", "")] = max(took.get(run.get("diff", ""), 0.0), time.monotonic() - t)
+        line = {"id": run["id"], "run": run, "seconds": round(time.monotonic() - t, 2), **body}
+        with results.open("a") as fh:
+            fh.write(json.dumps(line, default=str) + "\n")
+        gpu_run.log(run["id"], {k: v for k, v in body.items()
+                                if k not in ("stats", "metrics", "per_request")})
+    (args.out / "results.jsonl").write_text(results.read_text() if results.exists() else "")
+    (args.out / "left.json").write_text(json.dumps(skipped) + "\n")
+    vlog = args.payload / "vllm.log"
+    if vlog.exists():
+        lines = vlog.read_text(errors="replace").splitlines()
+        (args.out / "vllm_log_tail.txt").write_text("\n".join(lines[-300:]) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,50 @@
+"""The GPU sweep driver (benchmarks/gpu_plan.py), run here against the real vLLM CPU server:
+a call does the plan's runs, a later call does only the runs added since, and a line that is
+not a run is ignored."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import VllmServer
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = str(ROOT / "reviewbot/data/sample.diff")
+
+
+def _call(server: VllmServer, plan: Path, out: Path) -> list[dict[str, object]]:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks/gpu_plan.py"), "--plan", str(plan), "--out",
+         str(out), "--url", server.root_url, "--served-name", server.model],
+        capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+
+
+def test_a_later_call_does_only_the_runs_added_to_the_plan(
+        tmp_path: Path, vllm_server: VllmServer) -> None:
+    plan = tmp_path / "plan.jsonl"
+    small = {"max_context": 8192, "chunk_tokens": 2048}
+    plan.write_text(
+        json.dumps({"id": "bot-2k", "kind": "bot", "diff": SAMPLE, "concurrency": 4,
+                    "temperature": 0, "settings": small}) + "\n"
+        + "not a run\n"
+        + json.dumps({"id": "replay-2k", "kind": "replay", "diff": SAMPLE, "temperature": 0,
+                      "settings": small}) + "\n")
+    first = _call(vllm_server, plan, tmp_path / "out1")
+    assert [r["id"] for r in first] == ["bot-2k", "replay-2k"]
+    bot, ceiling = first
+    assert "error" not in bot and bot["complete"] is True, bot.get("error")
+    assert "error" not in ceiling and ceiling["requests"] == bot["chunks"], ceiling.get("error")
+    assert {"prompt_tokens", "cached_tokens", "completion_tokens"} <= bot.keys() & ceiling.keys()
+    with plan.open("a") as fh:
+        fh.write(json.dumps({"id": "bot-4k-verify", "kind": "bot", "diff": SAMPLE,
+                             "temperature": 0, "settings": {**small, "chunk_tokens": 4096,
+                                                             "verify": True}}) + "\n")
+    second = _call(vllm_server, plan, tmp_path / "out2")
+    assert [r["id"] for r in second] == ["bot-2k", "replay-2k", "bot-4k-verify"]
+    assert second[:2] == first  # not run again
+    assert second[2].get("complete") is True, second[2].get("error")
