@@ -111,3 +111,19 @@ def test_a_db_in_a_missing_directory_is_refused(tmp_path: Path) -> None:
         resolve_settings(env, db=tmp_path / "no" / "such" / "q.sqlite")
     assert not (tmp_path / "no").exists()
     assert resolve_settings(env, db=tmp_path / "q.sqlite").db_path == tmp_path / "q.sqlite"
+
+
+def test_the_queue_is_named_by_one_flag_and_its_password_is_secret(tmp_path: Path) -> None:
+    env = {"REVIEWBOT_GITLAB_WEBHOOK_SECRET": "s3cret-1234"}
+    with pytest.raises(UsageError, match="not both"):
+        resolve_settings(env, db=tmp_path / "q.sqlite", queue_url="postgresql://h/db")
+    with pytest.raises(UsageError, match="must be sqlite"):
+        resolve_settings(env, queue_url="mysql://h/db")
+    from_env = resolve_settings({**env, "REVIEWBOT_QUEUE_URL": "postgresql://bot:pw-9876@h/db"})
+    assert from_env.database_url == "postgresql://bot:pw-9876@h/db"
+    assert "pw-9876" not in repr(from_env) and redact("pw-9876 at h") == "*** at h"
+    # a flag wins over the variable; the SQLite default is unchanged
+    flagged = resolve_settings({**env, "REVIEWBOT_QUEUE_URL": "postgresql://h/db"},
+                               db=tmp_path / "q.sqlite")
+    assert flagged.database_url == f"sqlite:///{tmp_path / 'q.sqlite'}"
+    assert resolve_settings(env).database_url == "sqlite:///.reviewbot-state/webhook.sqlite"
