@@ -127,6 +127,11 @@ def main() -> int:
                                                        args.payload / "vllm.log",
                                                        args.startup_limit))
             gpu_run.log("warmup", gpu_run.warmup(url))
+    import openai  # importable only after install(): the payload's site packages
+
+    from reviewbot.errors import ReviewbotError
+
+    expected = (openai.APIError, ReviewbotError, OSError, RuntimeError, ValueError, ImportError)
     took: dict[str, float] = {}
     skipped: list[str] = []
     while True:
@@ -144,8 +149,10 @@ def main() -> int:
         t = time.monotonic()
         try:
             body = one(run, url, args.payload / "diffs", args)
-        except Exception:  # noqa: BLE001 - record it and go on: a partial sweep beats none
-            body = {"error": traceback.format_exc()}
+        # what a run can meet: the server's errors, a file, a missing module; recorded, and the
+        # sweep goes on (a partial sweep beats none). Anything else is a bug: it ends the call.
+        except expected as exc:
+            body = {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
         took[run.get("diff", "")] = max(took.get(run.get("diff", ""), 0.0), time.monotonic() - t)
         line = {"id": run["id"], "run": run, "seconds": round(time.monotonic() - t, 2), **body}
         with results.open("a") as fh:
