@@ -292,13 +292,13 @@ def measure(source: str, raw: bytes, tokenizer: tuple[str, str], context: int, o
         wall.append(time.perf_counter() - w0)
     counter = engine.counter
     sizes = [counter.count_request(m, t) for m, t in
-             (engine.requests.request(c, len(chunks), Context(Intent("Release"))) for c in chunks)]
-    empty_messages, empty_tools = engine.requests.request(Chunk(0, ()), 1, "Release")
+             (engine.requests.request(c, Context(Intent("Release"))) for c in chunks)]
+    empty_messages, empty_tools = engine.requests.request(Chunk(0, ()), Context(Intent("Release")))
     fixed = counter.count_request(empty_messages, empty_tools)
     empty_tool = empty_tools[-1]  # the finding tool: the one with per-chunk rows
     diff_tokens = sum(p.tokens for c in chunks for p in c.pieces)
     base_tool = counter.count_texts([json.dumps(empty_tool, ensure_ascii=False)])[0]
-    anchors = sum(counter.count_texts([json.dumps(engine.requests.request(c, len(chunks), Context(Intent("Release")))[1][-1],
+    anchors = sum(counter.count_texts([json.dumps(engine.requests.request(c, Context(Intent("Release")))[1][-1],
                                                   ensure_ascii=False)])[0] - base_tool
                   for c in chunks)
     headers = sum(counter.count_texts([file_header(f) + "\n"])[0]

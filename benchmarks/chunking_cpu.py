@@ -29,7 +29,7 @@ def main(path: str) -> None:
     reviewed, _ = filters.split(diff.parse(raw), settings.exclude)
     chunks = engine.fitting.chunks(reviewed, Context())
     for chunk in chunks:
-        engine.requests.request(chunk, len(chunks), Context())
+        engine.requests.request(chunk, Context())
     cpu = time.process_time() - started
     print(f"cpu {cpu:.3f} s, {cpu / (len(raw) / 2**20):.3f} s/MB, {len(chunks)} chunks")
 

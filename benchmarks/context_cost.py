@@ -44,7 +44,7 @@ def main() -> None:
         chunks = engine.fitting.chunks(changes, Context())
         plain = sum(engine.fitting.exact(c.pieces, Context()) for c in chunks)
         around = engine.fitting.with_surroundings(chunks, context)
-        richer = sum(engine.counter.count_request(*engine.requests.request(c, len(around), Context()))
+        richer = sum(engine.counter.count_request(*engine.requests.request(c, Context()))
                      for c in around)
         added = [ln.text for f in changes.files for h in f.hunks for ln in h.lines
                  if ln.kind == "+"]

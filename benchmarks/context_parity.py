@@ -137,8 +137,8 @@ def _compare(spec: str, root: str, base: str, head: str, scratch: Path) -> dict[
         by_mr = prompts(e, mr_changes, remote)
 
     def tail(c: Chunk) -> str:
-        user = e.requests.messages(c, len(by_git), Context())[1]["content"]
-        return user[user.index("Review part"):]
+        user = e.requests.messages(c, Context())[1]["content"]
+        return user[user.index("\nReview ") + 1:]
 
     return {
         "change": spec, "files": len(changes.files), "changed_lines": changes.changed_lines,

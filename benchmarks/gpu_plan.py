@@ -13,9 +13,14 @@ The plan is JSON lines, one run each, done in file order:
     {"id": "64k-replay", "kind": "replay", "diff": "release", "temperature": 0,
      "settings": {"chunk_tokens": 65536}}
     {"id": "batch32k", "kind": "server", "args": ["--max-num-batched-tokens", "32768"]}
+    {"id": "mix", "kind": "parallel", "reviews": [["mid", 8], ["small", 4]], "temperature": 0}
 
 `kind` is bot (one review, through the engine), replay (the same review's exact requests all at
-once: the ceiling) or server (restart vLLM with these extra flags; later runs use it). A run's
+once: the ceiling), parallel (several reviews at once, `reviews`: [diff, how many] pairs, each
+with its own engine at `concurrency` 8 and `settings`) or server (restart vLLM with these extra
+flags; later runs use it). After every start the server is warmed as `reviewbot server up`
+warms it (one forced tool call per --warm-up-tokens size), so a plan's first run measures what
+a first review after `server up` meets. A run's
 result is appended to --results (on the device, default PLAN.results.jsonl) and every call copies
 all results so far to $OUT/results.jsonl: a later call that appends runs to the plan does only
 those. The plan is read again after every run, so a call may also add runs while one is going.
@@ -41,7 +46,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import gpu_run  # the benchmark's pieces, beside this file
 
-KINDS = ("bot", "replay", "server")
+KINDS = ("bot", "replay", "parallel", "server")
 
 
 def read_plan(path: Path) -> list[dict[str, Any]]:
@@ -70,7 +75,17 @@ def done_ids(results: Path) -> set[str]:
     return {json.loads(line)["id"] for line in results.read_text().splitlines() if line.strip()}
 
 
-def restart(payload: Path, port: int, max_len: int, extra: list[str], limit: float) -> dict[str, Any]:
+def warm(url: str, sizes: tuple[int, ...], max_len: int) -> dict[str, Any]:
+    """The warm-up of `reviewbot server up` (reviewbot.server.supervise.canary.warm_up)."""
+    import httpx
+
+    from reviewbot.server.supervise.canary import warm_up
+    with httpx.Client() as client:
+        return {"sizes": warm_up(client, url, gpu_run.SERVED, sizes, max_len, 300.0)}
+
+
+def restart(payload: Path, port: int, max_len: int, extra: list[str], limit: float,
+            sizes: tuple[int, ...]) -> dict[str, Any]:
     """A `server` run: stop the server of the pid file (started by an earlier run of this
     driver, in its own session) and start one with `extra` flags."""
     pid_file = payload / "vllm.pid"
@@ -85,7 +100,7 @@ def restart(payload: Path, port: int, max_len: int, extra: list[str], limit: flo
             time.sleep(1)
     server = gpu_run.start_server(payload, port, max_len, payload / "vllm.log", limit,
                                   tuple(extra))
-    return {"server": server, "warmup": gpu_run.warmup(f"http://127.0.0.1:{port}")}
+    return {"server": server, "warmup": warm(f"http://127.0.0.1:{port}", sizes, max_len)}
 
 
 def one(run: dict[str, Any], url: str, diffs: Path, args: argparse.Namespace) -> dict[str, Any]:
@@ -93,9 +108,15 @@ def one(run: dict[str, Any], url: str, diffs: Path, args: argparse.Namespace) ->
     settings = run.get("settings", {})
     if run["kind"] == "server":
         return restart(args.payload, args.port, args.max_model_len, list(run.get("args", [])),
-                       args.startup_limit)
-    name = run["diff"]
-    raw = (Path(name) if name.endswith(".diff") else diffs / f"{name}.diff").read_bytes()
+                       args.startup_limit, args.warm_up_tokens)
+
+    def read(name: str) -> bytes:
+        return (Path(name) if name.endswith(".diff") else diffs / f"{name}.diff").read_bytes()
+
+    if run["kind"] == "parallel":
+        reviews = [(name, read(name)) for name, n in run["reviews"] for _ in range(int(n))]
+        return gpu_run.reviews_at_once(url, reviews, int(run.get("concurrency", 8)), **settings)
+    raw = read(run["diff"])
     if run["kind"] == "bot":
         return gpu_run.bot_run(url, raw, int(run.get("concurrency", 32)), **settings)
     return gpu_run.replay(url, raw, **settings)
@@ -113,6 +134,8 @@ def main() -> int:
     ap.add_argument("--deadline", type=float, default=540)
     ap.add_argument("--url", help="a server already running (no install, no start)")
     ap.add_argument("--served-name", default=gpu_run.SERVED)
+    ap.add_argument("--warm-up-tokens", type=lambda v: tuple(int(x) for x in v.split(",")),
+                    default=None, help="prompt sizes of the warm-up calls (default: server up's)")
     args = ap.parse_args()
     begin = time.monotonic()
     gpu_run.SERVED = args.served_name
@@ -121,12 +144,15 @@ def main() -> int:
     url = args.url or f"http://127.0.0.1:{args.port}"
     if not args.url:
         gpu_run.install(args.payload)
-        if not gpu_run.server_up(url):
-            gpu_run.log("server", gpu_run.start_server(args.payload, args.port,
-                                                       args.max_model_len,
-                                                       args.payload / "vllm.log",
-                                                       args.startup_limit))
-            gpu_run.log("warmup", gpu_run.warmup(url))
+    gpu_run.reviewbot_importable()
+    from reviewbot.server.supervise.canary import WARM_UP_TOKENS
+    args.warm_up_tokens = args.warm_up_tokens or WARM_UP_TOKENS
+    if not args.url and not gpu_run.server_up(url):
+        gpu_run.log("server", gpu_run.start_server(args.payload, args.port,
+                                                   args.max_model_len,
+                                                   args.payload / "vllm.log",
+                                                   args.startup_limit))
+        gpu_run.log("warmup", warm(url, args.warm_up_tokens, args.max_model_len))
     import openai  # importable only after install(): the payload's site packages
 
     from reviewbot.errors import ReviewbotError

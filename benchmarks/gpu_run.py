@@ -327,7 +327,7 @@ def passes(url: str, raw: bytes, candidates: int = 8) -> dict[str, Any]:
             raise PassFailed(f"{name}: {exc}") from None
 
     def finding(chunk: Any, n: int = 1) -> tuple[Any, Any, Any]:
-        messages, tools = engine.requests.request(chunk, len(chunks), Context())
+        messages, tools = engine.requests.request(chunk, Context())
         return messages, tools, call(messages, tools, "report_findings",
                                      engine.requests.output_tokens(chunk.changed_lines), n)
 
@@ -372,6 +372,14 @@ def bot_run(url: str, raw: bytes, concurrency: int, **extra: object) -> dict[str
 
     changes = diff.parse(raw)
     engine = make_engine(settings_for(url, concurrency, **extra))
+    sends: list[float] = []  # when each request left: the first shows what packing held back
+    call_tool = engine.client.call_tool
+
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        sends.append(time.monotonic())
+        return call_tool(*args, **kwargs)
+
+    engine.client.call_tool = timed  # type: ignore[method-assign]
     reset = reset_cache(url)
     m0 = metrics(url)
     c0, t0 = time.process_time(), time.monotonic()
@@ -381,6 +389,8 @@ def bot_run(url: str, raw: bytes, concurrency: int, **extra: object) -> dict[str
     s = result.stats
     return {
         "concurrency": concurrency, "cache_reset": reset, "wall_s": round(wall, 3),
+        "first_send_s": round(min(sends) - t0, 3) if sends else None,
+        "last_send_s": round(max(sends) - t0, 3) if sends else None,
         "client_cpu_s": round(cpu, 3), "client_cpu_share": round(cpu / wall, 4),
         "chunks": s.chunks, "requests": s.requests, "prompt_tokens": s.prompt_tokens,
         "cached_tokens": s.cached_tokens, "completion_tokens": s.completion_tokens,
@@ -408,7 +418,7 @@ def replay(url: str, raw: bytes, **extra: object) -> dict[str, Any]:
     t_chunk = time.monotonic()
     chunks = engine.fitting.chunks(reviewed, Context())
     chunk_s = time.monotonic() - t_chunk
-    requests = [engine.requests.request(c, len(chunks), Context()) for c in chunks]
+    requests = [engine.requests.request(c, Context()) for c in chunks]
     client = openai.OpenAI(base_url=url + "/v1", api_key="EMPTY", timeout=600, max_retries=0)
 
     def one(req: tuple[list[dict[str, Any]], list[dict[str, Any]]]) -> dict[str, Any]:
@@ -447,24 +457,31 @@ def replay(url: str, raw: bytes, **extra: object) -> dict[str, Any]:
 
 
 def parallel(url: str, name: str, raw: bytes, n: int) -> dict[str, Any]:
-    """n reviews of the same diff at once (each with its own engine, concurrency 8), each with a
+    """n reviews of the same diff at once (`reviews_at_once`)."""
+    return {"diff": name, **reviews_at_once(url, [(name, raw)] * n)}
+
+
+def reviews_at_once(url: str, reviews: list[tuple[str, bytes]], concurrency: int = 8,
+                    **extra: object) -> dict[str, Any]:
+    """Several reviews at once, each with its own engine (`concurrency`, `extra` settings) and a
     distinct title, which is the first line of every user prompt: the reviews share only the
     system prompt and tool prefix, as different merge requests would."""
     from reviewbot import diff
     from reviewbot.context import Context, Intent
     from reviewbot.engine.build import make_engine
 
-    changes = diff.parse(raw)
-    engines = [make_engine(settings_for(url, 8)) for _ in range(n)]
-    results: list[Any] = [None] * n
+    changes = [diff.parse(raw) for _, raw in reviews]
+    engines = [make_engine(settings_for(url, concurrency, **extra)) for _ in reviews]
+    results: list[Any] = [None] * len(reviews)
 
     def one(i: int) -> None:
-        results[i] = engines[i].review(changes, Context(Intent(f"parallel review {i} of {name}")))
+        results[i] = engines[i].review(changes[i], Context(Intent(
+            f"review {i} of {len(reviews)} at once: {reviews[i][0]}")))
 
     reset = reset_cache(url)
     m0 = metrics(url)
     t0 = time.monotonic()
-    threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(len(reviews))]
     for t in threads:
         t.start()
     for t in threads:
@@ -473,11 +490,15 @@ def parallel(url: str, name: str, raw: bytes, n: int) -> dict[str, Any]:
     m1 = metrics(url)
     prompt = sum(r.stats.prompt_tokens for r in results)
     completion = sum(r.stats.completion_tokens for r in results)
-    return {"diff": name, "kind": "parallel", "parallel_reviews": n, "cache_reset": reset,
-            "wall_s": round(wall, 2), "reviews_per_hour": round(n * 3600 / wall, 1),
+    return {"kind": "parallel", "parallel_reviews": len(reviews), "cache_reset": reset,
+            "diffs": [name for name, _ in reviews],
+            "wall_s": round(wall, 2), "reviews_per_hour": round(len(reviews) * 3600 / wall, 1),
             "complete": [r.stats.complete for r in results],
             "per_review_wall": [round(r.stats.wall_seconds, 1) for r in results],
+            "slowest_s": round(max(r.stats.wall_seconds for r in results), 2),
             "prompt_tokens": prompt, "completion_tokens": completion,
+            "cached_tokens": sum(r.stats.cached_tokens for r in results),
+            "chunks": [r.stats.chunks for r in results],
             "tokens_per_s": round((prompt + completion) / wall, 1), "metrics": delta(m0, m1)}
 
 

@@ -72,7 +72,7 @@ def main() -> None:
     with httpx.Client(timeout=120) as http:
         ids = []
         for chunk in chunks:
-            messages, tool_list = engine.requests.request(chunk, len(chunks), Context(Intent("Make the handlers robust")))
+            messages, tool_list = engine.requests.request(chunk, Context(Intent("Make the handlers robust")))
             r = http.post(f"{root}/tokenize", json={"model": engine.model, "messages": messages,
                                                     "tools": tool_list,
                                                     "add_generation_prompt": True})

@@ -66,10 +66,10 @@ def main() -> int:
     diff_all = sum(counter.count_texts(list(per_file.values())))
     diff_reviewed = sum(counter.count_texts([t for p, t in per_file.items() if p in paths]))
     prompt = 0
-    fixed = engine.counter.count_request(*engine.requests.request(chunks[0].__class__(0, ()), 1,
-                                                         Context()))
+    fixed = engine.counter.count_request(*engine.requests.request(chunks[0].__class__(0, ()),
+                                                                             Context()))
     for chunk in chunks:
-        prompt += engine.counter.count_request(*engine.requests.request(chunk, len(chunks), Context()))
+        prompt += engine.counter.count_request(*engine.requests.request(chunk, Context()))
     labels = [line for c in chunks for p in c.pieces for line in p.text.split("\n")
               if re.match(r"^[+\-]\d+ ", line)]
     label_tokens = sum(counter.count_texts([re.match(r"^[+\-]\d+ ", ln).group(0)  # type: ignore[union-attr]

@@ -67,7 +67,7 @@ def main() -> None:
         for layout in ("$defs at the end (reviewbot)", "inline, anchor first"):
             ids = []
             for chunk in chunks:
-                messages, tool_list = engine.requests.request(chunk, len(chunks), Context(Intent("Make the handlers robust")))
+                messages, tool_list = engine.requests.request(chunk, Context(Intent("Make the handlers robust")))
                 if layout.startswith("inline"):
                     tool_list = [inline(t) for t in tool_list]
                 r = http.post(f"{engine.client.root_url}/tokenize", json={

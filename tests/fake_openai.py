@@ -61,6 +61,8 @@ class FakeOpenAI:
         self.tokenize_429_skip = 0  # … after letting this many through
         self.tokenize_status = 429  # the status of those answers (502: a restart behind a balancer)
         self.tokenize_count = True  # False: answer 200 without `count` (after the probe too)
+        self.count_delay = 0.0  # seconds each /tokenize of a whole request takes
+        self.events: list[tuple[str, float]] = []  # ("count" | "chat", monotonic time), in order
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -132,6 +134,10 @@ class FakeOpenAI:
                         self._send(fake.tokenize_status, {"error": "unavailable"},
                                    {"Retry-After": "0"})
                         return
+                    if "messages" in body:
+                        time.sleep(fake.count_delay)
+                        with fake._lock:
+                            fake.events.append(("count", time.monotonic()))
                     n = request_tokens(body) if "messages" in body else count(body["prompt"])
                     answer = {"count": n, "max_model_len": fake.max_model_len, "tokens": []}
                     if not fake.tokenize_count and fake.tokenize_calls > 1:
@@ -145,6 +151,7 @@ class FakeOpenAI:
             def _chat(self, body: dict[str, Any]) -> None:
                 with fake._lock:
                     fake.requests.append(body)
+                    fake.events.append(("chat", time.monotonic()))
                     attempt = len(fake.requests)
                 prompt = request_tokens(body)
                 limit = fake.max_model_len

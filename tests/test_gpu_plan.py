@@ -44,7 +44,12 @@ def test_a_later_call_does_only_the_runs_added_to_the_plan(
         fh.write(json.dumps({"id": "bot-4k-verify", "kind": "bot", "diff": SAMPLE,
                              "temperature": 0, "settings": {**small, "chunk_tokens": 4096,
                                                              "verify": True}}) + "\n")
+        fh.write(json.dumps({"id": "two-at-once", "kind": "parallel", "reviews": [[SAMPLE, 2]],
+                             "temperature": 0, "settings": small}) + "\n")
     second = _call(vllm_server, plan, tmp_path / "out2")
-    assert [r["id"] for r in second] == ["bot-2k", "replay-2k", "bot-4k-verify"]
+    assert [r["id"] for r in second] == ["bot-2k", "replay-2k", "bot-4k-verify", "two-at-once"]
     assert second[:2] == first  # not run again
     assert second[2].get("complete") is True, second[2].get("error")
+    assert second[3].get("complete") == [True, True], second[3].get("error")
+    assert second[3]["parallel_reviews"] == 2 and second[3]["slowest_s"] <= second[3]["wall_s"]
+    assert 0 < bot["first_send_s"] <= bot["last_send_s"] <= bot["wall_s"]

@@ -69,6 +69,9 @@ class Chunk:
     index: int
     pieces: tuple[Piece, ...]
     around: str = ""  # code around its hunks, outside the diff (Engine.surroundings)
+    # the whole change in one request; else its prompt says "part i", never "of N": a part is
+    # sent as soon as it is counted, before the number of parts is known
+    whole: bool = False
 
     @property
     def changed_lines(self) -> int:

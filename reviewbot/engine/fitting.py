@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 from reviewbot.context import Context
@@ -23,6 +24,27 @@ MAX_HEAD_FILES = 200  # files read for the code around the hunks, per review
 FRAMING = 64  # tokens of a section's own framing
 
 
+FIT_AHEAD = 4  # chunks whose exact counts are asked at once, ahead of the one being sent
+
+
+@dataclass
+class Fitted:
+    """A change's chunks, each yielded as soon as its exact count is in, so that its request can
+    go out while later ones are still counted. `estimate` is how many the estimates packed (a
+    progress bar's first total: the exact counts may move a piece or two into one more)."""
+
+    estimate: int
+    chunks: Generator[Chunk, None, None]
+    pieces: list[Piece]  # all of them, in the estimates' chunk order
+
+
+def _none() -> Generator[Chunk, None, None]:
+    yield from ()
+
+
+NOTHING = Fitted(0, _none(), [])  # nothing to review (closing it again is a no-op)
+
+
 @dataclass
 class Fitting:
     requests: Requests
@@ -30,10 +52,21 @@ class Fitting:
 
     def exact(self, pieces: Sequence[Piece], context: Context) -> int:
         return self.counter.count_request(
-            *self.requests.request(Chunk.numbered(0, pieces), 1, context))
+            *self.requests.request(Chunk.numbered(0, pieces), context))
 
     def chunks(self, changes: ChangeSet, context: Context) -> list[Chunk]:
-        """Pack with per-part estimates, then check every chunk's exact count and repair."""
+        return list(self.fitted(changes, context).chunks)
+
+    def stream(self, changes: ChangeSet, context: Context,
+               until: float = math.inf) -> Fitted:
+        """`fitted`, each chunk with the code around it (`with_surroundings`) as it comes."""
+        fitted = self.fitted(changes, context)
+        surround = self._surrounder(fitted.pieces, context, until)
+        return replace(fitted, chunks=(surround(c) for c in fitted.chunks))
+
+    def fitted(self, changes: ChangeSet, context: Context) -> Fitted:
+        """Pack with per-part estimates, then check every chunk's exact count and repair (what
+        the check moves out is packed again after the rest)."""
         budget, settings = self.requests.budget, self.requests.settings
         fixed = self.exact((), context)
         if fixed + FRAMING > budget:
@@ -65,19 +98,35 @@ class Fitting:
                         lambda path: tested.get(path, path), place.__getitem__)
 
         packed = repack(make_pieces(changes, self.counter, room, settings.context_lines))
+        pieces = [p for c in packed for p in c.pieces]
         if not self.counter.exact:  # the same counter made the estimates: nothing to check
-            return packed
-        fitted: list[tuple[Piece, ...]] = []
-        while packed:
-            leftovers: list[Piece] = []
-            for chunk in packed:
-                fitted.append(self._fit(list(chunk.pieces), leftovers, context))
-            packed = repack(leftovers)
-        return [Chunk.numbered(i, pieces) for i, pieces in enumerate(fitted, 1)]
+            one = len(packed) == 1
+            return Fitted(len(packed), (replace(c, whole=one) for c in packed), pieces)
+        return Fitted(len(packed), self._checked(packed, repack, context), pieces)
 
-    def _fit(self, kept: list[Piece], leftovers: list[Piece],
-             context: Context) -> tuple[Piece, ...]:
-        """`kept` cut to its exact budget; what does not fit goes to the front of `leftovers`."""
+    def _checked(self, packed: list[Chunk], repack: Callable[[Sequence[Piece]], list[Chunk]],
+                 context: Context) -> Generator[Chunk, None, None]:
+        """The packed chunks cut to their exact budgets, in order, FIT_AHEAD counted at once;
+        the pieces cut off are packed again and follow."""
+        pool = ThreadPoolExecutor(max_workers=FIT_AHEAD, thread_name_prefix="fit")
+        index = 0
+        try:
+            while packed:
+                fits = [pool.submit(self._fit, list(c.pieces), context) for c in packed]
+                leftovers: list[Piece] = []
+                for fit in fits:
+                    kept, left = fit.result()
+                    leftovers += left
+                    index += 1
+                    whole = index == 1 and len(packed) == 1 and not left
+                    yield replace(Chunk.numbered(index, kept), whole=whole)
+                packed = repack(leftovers)
+        finally:  # a review that stops taking chunks (its deadline) leaves none being counted
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    def _fit(self, kept: list[Piece], context: Context) -> tuple[list[Piece], list[Piece]]:
+        """`kept` cut to its exact budget, and what did not fit (in order)."""
+        leftovers: list[Piece] = []
         while (over := self.exact(kept, context) - self.requests.budget
                + self.requests.extra_output(sum(p.owned for p in kept))) > 0:
             if len(kept) > 1:  # the estimate let one piece too many in: move it on
@@ -86,31 +135,41 @@ class Fitting:
                 parts = split(kept[0], self.counter, kept[0].tokens - over - 32,
                               self.requests.settings.context_lines)
                 kept, leftovers[:0] = parts[:1], parts[1:]
-        return tuple(kept)
+        return kept, leftovers
 
     def with_surroundings(self, chunks: list[Chunk], context: Context,
                           until: float = math.inf) -> list[Chunk]:
-        """Each chunk with the code around its hunks, as much as its budget still holds after
-        the diff and the intent (the diff always comes first: coverage does not depend on it).
-        Context is gathered until the monotonic time `until`; chunks after it go without."""
+        """Each chunk with the code around its hunks (`_surrounder`)."""
+        return list(map(self._surrounder([p for c in chunks for p in c.pieces], context, until),
+                        chunks))
+
+    def _surrounder(self, pieces: list[Piece], context: Context,
+                    until: float) -> Callable[[Chunk], Chunk]:
+        """A chunk with the code around its hunks, as much as its budget still holds after the
+        diff and the intent (the diff always comes first: coverage does not depend on it).
+        Context is gathered until the monotonic time `until`; chunks after it go without. The
+        definitions the change's added lines call (`pieces`: all of the review's) are looked up
+        once, for the first chunk."""
         settings = self.requests.settings
-        if context.files is None or not chunks or (
+        if context.files is None or (
                 settings.surrounding_lines == 0 and settings.max_enclosing_lines == 0):
-            return chunks
+            return lambda chunk: chunk
         head = _head_reader(context, until)
-        found = _definitions(chunks, context, head)
-        out = []
-        for chunk in chunks:
+        found: list[list[Definition]] = []
+
+        def surround(chunk: Chunk) -> Chunk:
             if time.monotonic() > until:
-                out.append(chunk)
-                continue
+                return chunk
+            if not found:
+                found.append(_definitions(pieces, context, head))
             blocks = surrounding_blocks(chunk, head, settings.surrounding_lines,
                                         settings.max_enclosing_lines)
-            blocks += definition_blocks(chunk, found)  # after the code around: less relevant
+            blocks += definition_blocks(chunk, found[0])  # after the code around: less relevant
             room = (self.requests.budget - self.exact(chunk.pieces, context)
                     - self.requests.extra_output(chunk.changed_lines) - FRAMING)
-            out.append(replace(chunk, around="\n".join(self._within(blocks, room))))
-        return out
+            return replace(chunk, around="\n".join(self._within(blocks, room)))
+
+        return surround
 
     def _within(self, blocks: list[str], room: int) -> list[str]:
         kept, used = [], 0
@@ -136,12 +195,12 @@ def _head_reader(context: Context, until: float) -> Callable[[str], list[str] | 
     return head
 
 
-def _definitions(chunks: list[Chunk], context: Context,
+def _definitions(pieces: list[Piece], context: Context,
                  head: Callable[[str], list[str] | None]) -> list[Definition]:
-    """Definitions of the names the chunks' added lines call, found once per review."""
+    """Definitions of the names the change's added lines call, found once per review."""
     if context.definitions is None:
         return []
-    added = [ln.text for c in chunks for p in c.pieces for ln in p.lines if ln.kind == "+"]
-    shown = [ln.text for c in chunks for p in c.pieces for ln in p.lines if ln.kind != "-"]
+    added = [ln.text for p in pieces for ln in p.lines if ln.kind == "+"]
+    shown = [ln.text for p in pieces for ln in p.lines if ln.kind != "-"]
     found: list[Definition] = context.definitions(called_names(added, defined_in(shown)), head)
     return found

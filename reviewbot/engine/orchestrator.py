@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import Counter
+from collections.abc import Generator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -18,7 +19,7 @@ from reviewbot.context import Context
 from reviewbot.diff import ChangeSet, check_size
 from reviewbot.engine import filters
 from reviewbot.engine.chunking import Chunk
-from reviewbot.engine.fitting import Fitting
+from reviewbot.engine.fitting import NOTHING, Fitting
 from reviewbot.engine.llm import ModelClient
 from reviewbot.engine.noise import Floor, triage
 from reviewbot.engine.passes import Attempted, ChunkAnswer, Passes
@@ -72,17 +73,16 @@ class Engine:
             stats.errors += unreviewed_error([s for s in skipped if s.source])
         # context is worth a share of the time, never the review: the diff goes out regardless
         until = started + self.settings.review_timeout * CONTEXT_SHARE
-        chunks = self.fitting.with_surroundings(self.fitting.chunks(reviewed, context), context, until) \
-            if reviewed.files else []
-        stats.chunks = len(chunks)
+        fitted = self.fitting.stream(reviewed, context, until) if reviewed.files else NOTHING
+        self.progress.start(fitted.estimate)
+        answers, chunks = self._answers(fitted.chunks, context, deadline, stats,
+                                        route_key(reviewed, context))
         stats.test_pairs, stats.test_pairs_split = split_pairs(
             reviewed.files, [{p.file.path for p in c.pieces} for c in chunks])
         if stats.test_pairs_split:
             stats.notes.append(f"{stats.test_pairs_split} of {stats.test_pairs} changed file(s) "
                                "and their changed tests were too large for one request: "
                                "reviewed in separate parts")
-        self.progress.start(len(chunks))
-        answers = self._answers(chunks, context, deadline, stats, route_key(reviewed, context))
         self.progress.close()
         merged = merge(with_fingerprints([f for a in answers for f in a.findings], reviewed))
         dropped = [replace(d, finding=with_fingerprints([d.finding], reviewed)[0])
@@ -110,26 +110,44 @@ class Engine:
         return Floor(Severity.parse(s.inline_min_severity), s.max_inline_comments,
                      s.min_confidence)
 
-    def _answers(self, chunks: list[Chunk], context: Context, deadline: float,
-                 stats: Stats, route: str = "") -> list[ChunkAnswer]:
-        """Every chunk asked at once (`concurrency` in flight); a chunk the server finds too
-        long is split in two and asked again. Counts go into `stats` as answers arrive."""
-        total = len(chunks)
+    def _answers(self, chunks: Generator[Chunk, None, None], context: Context, deadline: float,
+                 stats: Stats, route: str = "") -> tuple[list[ChunkAnswer], list[Chunk]]:
+        """Each chunk asked as soon as it is fitted (`concurrency` in flight), while the next
+        ones are counted; a chunk the server finds too long is split in two and asked again.
+        Counts go into `stats` as answers arrive. The answers, and the chunks sent."""
         out: list[ChunkAnswer] = []
+        sent: list[Chunk] = []
         pool = ThreadPoolExecutor(max_workers=self.settings.concurrency)
 
         def submit(chunk: Chunk, depth: int) -> Future[Attempted]:
-            return pool.submit(self.passes.find, chunk, depth, total, context, deadline, route)
+            stats.chunks += 1
+            return pool.submit(self.passes.find, chunk, depth, context, deadline, route)
 
-        pending = {submit(c, 0) for c in chunks}
+        pending: set[Future[Attempted]] = set()
+        feeding = True
         try:
-            while pending:
-                done, pending = wait(pending, timeout=max(deadline - time.monotonic(), 0),
-                                     return_when=FIRST_COMPLETED)
-                if not done:
-                    stats.errors.append(
-                        f"review_timeout ({self.settings.review_timeout:g} s) reached with "
-                        f"{len(pending)} request(s) unanswered")
+            while True:
+                if feeding and time.monotonic() >= deadline:
+                    feeding = False
+                    stats.errors.append(f"review_timeout ({self.settings.review_timeout:g} s) "
+                                        "reached before every part of the change was sent")
+                if feeding:  # fit the next chunk, and take whatever has come back meanwhile
+                    chunk = next(chunks, None)
+                    feeding = chunk is not None
+                    if chunk is not None:
+                        sent.append(chunk)
+                        pending.add(submit(chunk, 0))
+                    done = {f for f in pending if f.done()}
+                    pending -= done
+                elif pending:
+                    done, pending = wait(pending, timeout=max(deadline - time.monotonic(), 0),
+                                         return_when=FIRST_COMPLETED)
+                    if not done:
+                        stats.errors.append(
+                            f"review_timeout ({self.settings.review_timeout:g} s) reached with "
+                            f"{len(pending)} request(s) unanswered")
+                        break
+                else:
                     break
                 for a in (future.result() for future in done):
                     stats.requests += a.attempts
@@ -137,7 +155,7 @@ class Engine:
                     if isinstance(a.outcome, ContextTooLong) and len(a.chunk.pieces) > 1 \
                             and a.depth < MAX_RESPLITS:
                         half = len(a.chunk.pieces) // 2
-                        stats.chunks += 1
+                        stats.chunks -= 1  # the halves count, not what they replace
                         pending |= {submit(Chunk(a.chunk.index, part), a.depth + 1)
                                     for part in (a.chunk.pieces[:half], a.chunk.pieces[half:])}
                         continue
@@ -150,7 +168,8 @@ class Engine:
         finally:
             # a thread still waiting ends at the deadline it carries; nothing waits for it here
             pool.shutdown(wait=False, cancel_futures=True)
-        return out
+            chunks.close()  # nor for a chunk being counted
+        return out, sent
 
 
 def _count(stats: Stats, chunk: Chunk, answer: ChunkAnswer) -> None:

@@ -84,12 +84,12 @@ class Passes:
         return lambda: self.client.call_tool(self.model, messages, tool_list, name, max_tokens,
                                              temperature, n=n, route=route)
 
-    def find(self, chunk: Chunk, depth: int, total: int, context: Context,
+    def find(self, chunk: Chunk, depth: int, context: Context,
              deadline: float, route: str = "") -> Attempted:
         """One chunk: the finding pass (an unusable answer is asked for again, up to
         ANSWER_ATTEMPTS), agreement across samples, then the verification pass."""
         settings = self.requests.settings
-        messages, tool_list = self.requests.request(chunk, total, context)
+        messages, tool_list = self.requests.request(chunk, context)
         answer = ChunkAnswer()
         cap = self.requests.cap(chunk)
         problem, unusable, requests = "the review deadline passed", 0, 0

@@ -51,7 +51,7 @@ class Requests:
         return templates.render("system.j2", self.settings.prompts_dir,
                                 categories=list(self.settings.categories))
 
-    def messages(self, chunk: Chunk, total: int, context: Context) -> Messages:
+    def messages(self, chunk: Chunk, context: Context) -> Messages:
         files = ["\n".join([file_header(f)] + [p.text for p in pieces])
                  for f, pieces in chunk.by_file()]
         context = context.capped()
@@ -64,16 +64,16 @@ class Requests:
             agents_md=quoted(context.agents_md) if context.agents_md else "",
             rules=[quoted(r.text) for r in applicable(self.settings.rules + context.guidance,
                                                       paths)],
-            index=chunk.index, total=total, files=files, around=chunk.around)
+            index=chunk.index, whole=chunk.whole, files=files, around=chunk.around)
         return [{"role": "system", "content": self.system_prompt}, {"role": "user", "content": user}]
 
-    def request(self, chunk: Chunk, total: int, context: Context) -> tuple[Messages, Tools]:
+    def request(self, chunk: Chunk, context: Context) -> tuple[Messages, Tools]:
         """The finding pass's messages and the tools both passes send (without verification,
         only the finding tool: no second pass shares the prefix)."""
         report = tools.report_tool(chunk, self.cap(chunk), self.settings.categories)
         if not self.settings.verify:
-            return self.messages(chunk, total, context), [report]
-        return self.messages(chunk, total, context), [
+            return self.messages(chunk, context), [report]
+        return self.messages(chunk, context), [
             tools.verify_tool(self.settings.max_findings_per_chunk), report]
 
     def verify_messages(self, chunk: Chunk, messages: Messages,

@@ -226,9 +226,9 @@ def engine(counter: TokenCounter, context: int, **settings: object) -> Engine:
                   counter=counter, model="test-model", context=context)
 
 
-def request_tokens(e: Engine, chunk: Chunk, total: int, title: str = "Add things") -> int:
+def request_tokens(e: Engine, chunk: Chunk, title: str = "Add things") -> int:
     """The chunk's prompt tokens plus the answer's room beyond max_output_tokens."""
-    messages, tool_list = e.requests.request(chunk, total, Context(Intent(title)))
+    messages, tool_list = e.requests.request(chunk, Context(Intent(title)))
     extra = e.requests.output_tokens(chunk.changed_lines) - e.settings.max_output_tokens
     return e.counter.count_request(messages, tool_list) + extra
 
@@ -243,7 +243,7 @@ def chunked(changes: ChangeSet, counter: TokenCounter, context: int) -> tuple[En
         e = engine(counter, context)
         reviewed, _ = filters.split(changes)
         chunks = e.fitting.chunks(reviewed, Context(Intent("Add things")))
-        _CHUNKED[key] = e, chunks, [request_tokens(e, c, len(chunks)) for c in chunks]
+        _CHUNKED[key] = e, chunks, [request_tokens(e, c) for c in chunks]
     return _CHUNKED[key]
 
 
@@ -265,7 +265,7 @@ def test_engine_chunk_count_is_within_ten_percent_of_the_minimum(
         many_files: ChangeSet, counter: TokenCounter, context: int) -> None:
     e, chunks, sizes = chunked(many_files, counter, context)
     # the fewest chunks that can carry these prompt tokens, the fixed part paid once per chunk
-    fixed = request_tokens(e, Chunk(0, ()), 1)
+    fixed = request_tokens(e, Chunk(0, ()))
     content = sum(sizes) - fixed * len(chunks)
     minimum = math.ceil(content / (e.requests.budget - fixed))
     assert len(chunks) <= math.floor(1.1 * minimum) + 1, (
@@ -278,7 +278,7 @@ def test_every_chunk_shows_the_file_header_with_each_file(counter: TokenCounter)
     chunks = e.fitting.chunks(changes, Context(Intent("")))
     assert len(chunks) > 2
     for chunk in chunks:
-        user = e.requests.messages(chunk, len(chunks), Context(Intent("")))[1]["content"]
+        user = e.requests.messages(chunk, Context(Intent("")))[1]["content"]
         for file, pieces in chunk.by_file():
             assert file_header(file) in user
             for piece in pieces:
@@ -292,7 +292,7 @@ def test_system_prompt_and_tool_prefix_are_identical_across_chunks(
     assert len(chunks) > 2
     systems, prefixes = set(), set()
     for chunk in chunks:
-        messages, tool_list = e.requests.request(chunk, len(chunks), Context(Intent("t")))
+        messages, tool_list = e.requests.request(chunk, Context(Intent("t")))
         systems.add(messages[0]["content"])
         text = json.dumps(tool_list)
         # the per-chunk part is the findings cap and the rows, at the very end of the tools
@@ -316,7 +316,7 @@ def test_a_split_hunk_of_a_long_path_still_fits_the_context(counter: TokenCounte
     changes = new_file_diff(LONG_PATH, lines)
     e = engine(counter, context)
     chunks = e.fitting.chunks(changes, Context(Intent("Add integration tests")))
-    sizes = [request_tokens(e, c, len(chunks), "Add integration tests") for c in chunks]
+    sizes = [request_tokens(e, c, "Add integration tests") for c in chunks]
     assert max(sizes) + e.settings.max_output_tokens <= context, (max(sizes), context)
     assert sum(c.changed_lines for c in chunks) == 1200
 
@@ -345,7 +345,7 @@ def test_chunk_tokens_makes_smaller_review_units_within_the_same_context(
     big, small = whole.fitting.chunks(many_files, Context()), units.fitting.chunks(many_files, Context())
     assert len(small) > len(big)
     assert sum(c.changed_lines for c in small) == many_files.changed_lines
-    assert all(request_tokens(units, c, len(small), title="") <= 3000 for c in small)
+    assert all(request_tokens(units, c, title="") <= 3000 for c in small)
 
 
 def test_a_removed_line_of_digits_cannot_pose_as_a_row(counter: TokenCounter) -> None:

@@ -55,7 +55,7 @@ def test_messages_and_tool_schema_are_as_recorded() -> None:
     engine = Engine(settings, ModelClient(settings.base_url, None, 10, 0), EstimateTokenCounter(),
                     "tiny", 65536)
     (chunk,) = engine.fitting.chunks(parse(DIFF), INTENT)
-    messages, tool_list = engine.requests.request(chunk, 1, INTENT)
+    messages, tool_list = engine.requests.request(chunk, INTENT)
     _check("system.txt", messages[0]["content"])
     _check("user.txt", messages[1]["content"])
     # not sorted: the order is part of the contract (shared parts first, per-chunk $defs last)

@@ -91,7 +91,7 @@ def test_a_file_name_cannot_close_the_diff_frame_or_forge_rows() -> None:
         engine = make_engine(resolve({"base_url": server.base_url, "max_output_tokens": 256},
                                      env={}))
         (chunk,) = engine.fitting.chunks(changes, Context(Intent("")))
-        user = engine.requests.request(chunk, 1, Context(Intent("")))[0][-1]["content"]
+        user = engine.requests.request(chunk, Context(Intent("")))[0][-1]["content"]
     assert user.count("\n</diff>") == 1 and user.count("\n=== ") == 1
     assert not any(line.startswith("+99|") for line in user.split("\n"))
     assert "<|im_start|>" not in user and "<|im_end|>" not in user

@@ -257,7 +257,7 @@ def test_engine_requests_fit_the_context_and_cover_every_changed_line(
     chunks = engine.fitting.chunks(changes, Context(Intent("title")))
     assert sum(c.changed_lines for c in chunks) == changes.changed_lines
     for chunk in chunks:
-        messages, tool_list = engine.requests.request(chunk, len(chunks), Context(Intent("title")))
+        messages, tool_list = engine.requests.request(chunk, Context(Intent("title")))
         size = counter.count_request(messages, tool_list)
         assert size + engine.requests.output_tokens(chunk.changed_lines) <= context
 

@@ -75,7 +75,7 @@ def test_counts_match_the_servers_own_prompt_tokens(vllm_server) -> None:
     changes, _ = filters.split(parse(big_diff(files=4)))
     chunks = engine.fitting.chunks(changes, Context(Intent("")))
     for chunk in chunks[:3]:
-        messages, tool_list = engine.requests.request(chunk, len(chunks), Context(Intent("")))
+        messages, tool_list = engine.requests.request(chunk, Context(Intent("")))
         counted = engine.counter.count_request(messages, tool_list)
         reply = engine.client.call_tool(engine.model, messages, tool_list, "report_findings", 16,
                                         0.0)
@@ -89,7 +89,7 @@ def one_chunk(vllm_server):  # type: ignore[no-untyped-def]
                                  env={}, config_path="/dev/null"))
     changes, _ = filters.split(parse(big_diff(files=1, funcs=2)))
     (chunk,) = engine.fitting.chunks(changes, Context())
-    return (engine, chunk, *engine.requests.request(chunk, 1, Context()))
+    return (engine, chunk, *engine.requests.request(chunk, Context()))
 
 
 def test_guided_tool_call_is_valid_json_for_the_schema(vllm_server) -> None:
@@ -170,7 +170,7 @@ def test_special_tokens_in_the_diff_never_reach_the_template_as_control_tokens(v
                        env={}, config_path="/dev/null")
     engine = make_engine(settings)
     (chunk,) = engine.fitting.chunks(parse(hostile), Context(Intent("title <|im_start|>")))
-    messages, _ = engine.requests.request(chunk, 1, Context(Intent("title <|im_start|>")))
+    messages, _ = engine.requests.request(chunk, Context(Intent("title <|im_start|>")))
     with httpx.Client(timeout=60) as http:
         def ids(body: dict) -> list[int]:
             r = http.post(f"{vllm_server.root_url}/tokenize", json={"model": vllm_server.model, **body})

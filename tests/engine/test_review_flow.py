@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from dataclasses import replace
 
 import pytest
@@ -200,6 +201,46 @@ def test_timeout_makes_an_incomplete_review() -> None:
         result = engine_for(server, retries=0, request_timeout=0.3).review(parse(make_diff(files=1)))
     assert not result.complete
     assert "Timeout" in result.stats.errors[0]
+
+
+def test_the_first_part_is_sent_while_later_parts_are_still_counted() -> None:
+    """A request goes out as soon as its chunk's exact count is in: with counting slowed down,
+    answers come back before the last chunk is counted, and coverage stays 100%."""
+    with FakeOpenAI(good, max_model_len=2600) as server:
+        server.count_delay = 0.3
+        engine = engine_for(server)
+        result = engine.review(parse(make_diff(files=30, hunks=3, lines=8)))
+        events = list(server.events)
+    assert result.stats.complete, result.stats.errors
+    assert result.stats.changed_lines_sent == result.stats.changed_lines
+    chats = [t for kind, t in events if kind == "chat"]
+    counts = [t for kind, t in events if kind == "count"]
+    assert result.stats.chunks == len(chats) >= 8
+    assert sum(t > chats[0] for t in counts) >= 2, "the first part waited for every count"
+    users = [b["messages"][-1]["content"] for b in server.requests]
+    assert all(re.search(r"^Review part \d+ of this change \(", u, re.MULTILINE) for u in users)
+    assert sorted(int(re.search(r"Review part (\d+)", u).group(1)) for u in users) \
+        == list(range(1, len(users) + 1))
+
+
+def test_a_change_in_one_request_is_the_whole_change() -> None:
+    with FakeOpenAI(good, max_model_len=8000) as server:
+        engine_for(server).review(parse(make_diff(files=2)))
+    (body,) = server.requests
+    assert body["messages"][-1]["content"].startswith("Review this change (2 files).")
+
+
+def test_a_deadline_reached_while_parts_are_counted_sends_no_more() -> None:
+    with FakeOpenAI(good, max_model_len=2600) as server:
+        server.count_delay = 0.4
+        started = time.monotonic()
+        result = engine_for(server, review_timeout=2).review(
+            parse(make_diff(files=30, hunks=3, lines=8)))
+        chats = [t for kind, t in server.events if kind == "chat"]
+    assert not result.complete
+    assert any("before every part of the change was sent" in e for e in result.stats.errors)
+    assert result.stats.changed_lines_sent < result.stats.changed_lines
+    assert all(t < started + 2.2 for t in chats), "a part went out after the deadline"
 
 
 def test_context_length_400_resplits_the_chunk() -> None:

@@ -72,15 +72,15 @@ def _chunk(path: str) -> Chunk:
 
 def test_a_rule_is_shown_only_with_the_files_it_matches() -> None:
     e = _engine(rules=(Rule(("src/**/*.py",), "Return types are annotated."),))
-    code = e.requests.messages(_chunk("src/api/app.py"), 2, Context())[1]["content"]
-    docs = e.requests.messages(_chunk("docs/guide.md"), 2, Context())[1]["content"]
+    code = e.requests.messages(_chunk("src/api/app.py"), Context())[1]["content"]
+    docs = e.requests.messages(_chunk("docs/guide.md"), Context())[1]["content"]
     assert "> Return types are annotated." in code and "Return types" not in docs
 
 
 def test_categories_shape_the_schema_the_prompt_and_the_parser() -> None:
     narrow = _engine(categories=("bug", "security"))
     chunk = _chunk("src/api/app.py")
-    _, tool_list = narrow.requests.request(chunk, 1, Context())
+    _, tool_list = narrow.requests.request(chunk, Context())
     finding = tool_list[-1]["function"]["parameters"]["$defs"]["finding"]
     assert finding["properties"]["category"]["enum"] == ["bug", "security"]
     assert "nothing about style, naming or formatting" in narrow.requests.system_prompt

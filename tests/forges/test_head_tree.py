@@ -192,7 +192,7 @@ def _review(cwd: Path, args: list[str], cache: Path) -> list[str]:
 def _context_part(user: str) -> str:
     """What the head tree decides: the diff, the code around it and the definitions (the
     intent before it differs by source: commit messages or the merge request's words)."""
-    return user[user.index("Review part"):]
+    return user[user.index("\nReview ") + 1:]
 
 
 @pytest.mark.parametrize("where", ["laptop", "clone"])
