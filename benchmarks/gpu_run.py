@@ -399,6 +399,7 @@ def bot_run(url: str, raw: bytes, concurrency: int, **extra: object) -> dict[str
         "reviews_per_hour": round(3600 / wall, 1), "complete": s.complete,
         "findings": len(result.findings), "stats": s.to_dict(), "metrics": delta(m0, m1),
         "context": engine.context, "budget": engine.requests.budget,
+        "engine_concurrency": engine.settings.concurrency, "kv_tokens": engine.client.kv_tokens(),
     }
 
 

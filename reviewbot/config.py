@@ -50,7 +50,7 @@ class Settings:
     model: str | None = field(default=None, metadata=_env("REVIEWBOT_MODEL"))
     api_key: str | None = field(default=None, metadata=_env("REVIEWBOT_API_KEY"))
     max_context: int = 65536
-    chunk_tokens: int = 0  # target prompt tokens of one review unit; 0: as many as the context holds
+    chunk_tokens: int = 24_576  # prompt tokens of one review unit (measured best on the H200: docs/performance.md); 0: as many as the context holds
     max_output_tokens: int = 2048  # room for max_findings_per_chunk findings; a cut call loses them
     concurrency: int = 0  # requests in flight; 0: as many full chunks as the server's KV cache holds
     request_timeout: float = 300.0  # wall-clock seconds per request, however the bytes trickle

@@ -35,7 +35,7 @@ def counter_for(settings: Settings, client: ModelClient, model: str,
 
 
 FALLBACK_CONCURRENCY = 8  # when the server does not say how much it holds
-MAX_CONCURRENCY = 32
+MAX_CONCURRENCY = 64  # at 16K units a 1 MB change is 34 chunks: at 32, two waited for a slot
 
 
 def concurrency_for(settings: Settings, kv_tokens: int | None, chunk_tokens: int) -> int:

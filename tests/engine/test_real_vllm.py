@@ -18,7 +18,7 @@ from reviewbot.config import resolve
 from reviewbot.context import Context, Intent
 from reviewbot.diff import parse
 from reviewbot.engine import filters
-from reviewbot.engine.build import make_engine
+from reviewbot.engine.build import MAX_CONCURRENCY, make_engine
 
 pytestmark = pytest.mark.vllm
 
@@ -214,7 +214,7 @@ def test_the_servers_kv_cache_sizes_the_concurrency(vllm_server) -> None:
     engine = make_engine(settings)
     kv = engine.client.kv_tokens()
     assert kv is not None and kv >= 65536  # vLLM's cache_config_info on /metrics
-    assert engine.settings.concurrency == min(32, kv // 65536 + 1)
+    assert engine.settings.concurrency == min(MAX_CONCURRENCY, kv // 65536 + 1)
 
 
 def test_the_reply_tool_is_guided_to_a_verdict_the_parser_accepts(vllm_server) -> None:
