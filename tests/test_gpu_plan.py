@@ -53,3 +53,16 @@ def test_a_later_call_does_only_the_runs_added_to_the_plan(
     assert second[3].get("complete") == [True, True], second[3].get("error")
     assert second[3]["parallel_reviews"] == 2 and second[3]["slowest_s"] <= second[3]["wall_s"]
     assert 0 < bot["first_send_s"] <= bot["last_send_s"] <= bot["wall_s"]
+
+
+def test_runs_after_a_server_restart_left_for_later_wait_for_it(
+        tmp_path: Path, vllm_server: VllmServer) -> None:
+    """A restart that does not fit this call ends it: the runs after it are measured on the
+    restarted server in a later call, never on this one."""
+    plan = tmp_path / "plan.jsonl"
+    plan.write_text(
+        json.dumps({"id": "restart", "kind": "server", "args": ["--max-num-batched-tokens",
+                                                               "4096"], "estimate_s": 10**6})
+        + "\n" + json.dumps({"id": "after", "kind": "bot", "diff": SAMPLE, "temperature": 0,
+                             "estimate_s": 1}) + "\n")
+    assert _call(vllm_server, plan, tmp_path / "out") == []
