@@ -214,7 +214,8 @@ def test_the_servers_kv_cache_sizes_the_concurrency(vllm_server) -> None:
     engine = make_engine(settings)
     kv = engine.client.kv_tokens()
     assert kv is not None and kv >= 65536  # vLLM's cache_config_info on /metrics
-    assert engine.settings.concurrency == min(MAX_CONCURRENCY, kv // 65536 + 1)
+    unit = min(engine.context, settings.chunk_tokens + settings.max_output_tokens)
+    assert engine.settings.concurrency == min(MAX_CONCURRENCY, kv // unit + 1)
 
 
 def test_the_reply_tool_is_guided_to_a_verdict_the_parser_accepts(vllm_server) -> None:

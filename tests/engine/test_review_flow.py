@@ -314,23 +314,25 @@ def test_a_change_beyond_max_diff_mb_is_refused_before_any_request() -> None:
 
 
 def test_concurrency_follows_the_servers_kv_cache() -> None:
-    from reviewbot.engine.build import concurrency_for
+    from reviewbot.engine.build import MAX_CONCURRENCY, concurrency_for
 
     auto = resolve({"concurrency": 0}, env={})
     # the H200 of docs/performance.md: 731,920 KV tokens hold 11 full 64K chunks, plus one queued
     assert concurrency_for(auto, 731_920, 65536) == 12
     assert concurrency_for(auto, 731_920, 32768 + 2048) == 22
     assert concurrency_for(auto, 50_000, 65536) == 2  # a small card: one running, one queued
-    assert concurrency_for(auto, 10**9, 4096) == 32  # bounded
+    assert concurrency_for(auto, 10**9, 4096) == MAX_CONCURRENCY == 64  # bounded
     assert concurrency_for(auto, None, 65536) == 8  # the server does not say
     assert concurrency_for(resolve({"concurrency": 5}, env={}), 731_920, 65536) == 5
     with FakeOpenAI(good) as server:  # no /metrics: the fallback
         assert engine_for(server).settings.concurrency == 8
 
 
+# 731,920 KV tokens hold 29 units of the default 24K prompt + engine_for's 256-token answer,
+# plus one queued
 @pytest.mark.parametrize("metrics, expected", [
-    (b'vllm:cache_config_info{block_size="16",kv_cache_size_tokens="731920"} 1.0\n', 12),
-    (b'vllm:cache_config_info{block_size="16",num_gpu_blocks="45745"} 1.0\n', 12),
+    (b'vllm:cache_config_info{block_size="16",kv_cache_size_tokens="731920"} 1.0\n', 30),
+    (b'vllm:cache_config_info{block_size="16",num_gpu_blocks="45745"} 1.0\n', 30),
     # hostile or broken answers: the fallback, never a crash or a runaway pool
     (b'vllm:cache_config_info{kv_cache_size_tokens="99999999999999999999999"} 1.0\n', 8),
     (b'vllm:cache_config_info{kv_cache_size_tokens="-5"} 1.0\n', 8),
