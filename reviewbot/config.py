@@ -57,7 +57,7 @@ class Settings:
     review_timeout: float = 1800.0  # wall-clock seconds per review; then it is incomplete
     max_diff_mb: float = 32.0  # a larger change is refused at once (exit 2), never left running
     retries: int = 4
-    tokenizer: str | None = None  # a tokenizer.json used when the server has no /tokenize
+    tokenizer: str | None = None  # a tokenizer.json: counts when the server has no /tokenize, else texts
     temperature: float = 0.1
     # what to review and how
     exclude: tuple[str, ...] = ()

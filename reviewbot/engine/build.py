@@ -19,19 +19,35 @@ from reviewbot.engine.tokens import (
     LocalTokenCounter,
     TokenCounter,
 )
+from reviewbot.errors import BackendError
 
 
 def counter_for(settings: Settings, client: ModelClient, model: str,
                 http: httpx.Client) -> TokenCounter:
-    """The most exact counter available: the server's /tokenize, a tokenizer.json, an estimate."""
+    """The most exact counter available: the server's /tokenize (with texts counted by the
+    tokenizer.json when there is one: the same counts, sooner), a tokenizer.json, an estimate."""
     # /tokenize is outside vLLM's /v1, but a load balancer in front may still want the key
     headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else {}
     vllm = VllmTokenCounter.probe(client.root_url, model, http, headers)
+    local = LocalTokenCounter(settings.tokenizer) if settings.tokenizer else None
     if vllm is not None:
-        return DegradingCounter(vllm)
-    if settings.tokenizer:
-        return LocalTokenCounter(settings.tokenizer)
-    return EstimateTokenCounter()
+        return DegradingCounter(vllm, texts=local if local and same_counts(vllm, local) else None)
+    return local or EstimateTokenCounter()
+
+
+# code-like text with what tokenizers treat differently: indentation, tabs, digits, unicode
+PROBE = ("def f(x: int) -> str:\n    return f'{x:>8}'  # naïve — ok ✓\n"
+         "\t\tif a != b and c <= 0x1F:  pass\n+12 added\n-removed\n 中文 “quoted”\n") * 3
+
+
+def same_counts(server: TokenCounter, local: TokenCounter) -> bool:
+    """Whether the tokenizer.json counts as the server does (another model's would not):
+    otherwise the server counts everything, as without one."""
+    probes = [PROBE, PROBE[:97], PROBE.upper()]
+    try:
+        return server.count_texts(probes) == local.count_texts(probes)
+    except BackendError:
+        return False
 
 
 FALLBACK_CONCURRENCY = 8  # when the server does not say how much it holds

@@ -121,9 +121,14 @@ class DegradingCounter:
 
     MARGIN = 1.25
 
-    def __init__(self, primary: TokenCounter, fallback: TokenCounter | None = None) -> None:
+    def __init__(self, primary: TokenCounter, fallback: TokenCounter | None = None,
+                 texts: TokenCounter | None = None) -> None:
         self._primary = primary
         self._fallback = fallback or EstimateTokenCounter()
+        # a local copy of the served tokenizer counts texts (the pieces of the diff) without a
+        # round trip: the first request of a big change waits for no /tokenize of all of it.
+        # Requests are still counted by the server, so a chunk's exact check stays exact.
+        self._texts = texts
         self.problem: str | None = None
 
     @property
@@ -144,6 +149,8 @@ class DegradingCounter:
                             else f"an unusable answer ({type(exc).__name__})")
 
     def count_texts(self, texts: Sequence[str]) -> list[int]:
+        if self._texts is not None and self.problem is None:
+            return self._texts.count_texts(texts)
         if self.problem is None:
             try:
                 return self._primary.count_texts(texts)

@@ -6,6 +6,7 @@ import json
 import re
 import time
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -345,3 +346,36 @@ def test_a_servers_metrics_answer_is_read_as_untrusted(metrics: bytes, expected:
     with FakeOpenAI(good, max_model_len=65536) as server:
         server.metrics = metrics
         assert engine_for(server).settings.concurrency == expected
+
+
+def _word_tokenizer(path: Path, split: str) -> str:
+    """A tokenizer.json that counts as tests/fake_openai.py does (`\\w+|[^\\w\\s]`), or, with
+    another `split`, one that does not."""
+    from tokenizers import Regex, Tokenizer, models, pre_tokenizers
+
+    tok = Tokenizer(models.WordLevel({"[UNK]": 0}, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.WhitespaceSplit(),
+        pre_tokenizers.Split(Regex(split), behavior="isolated")])
+    tok.save(str(path))
+    return str(path)
+
+
+@pytest.mark.parametrize("split, local", [(r"\w+|[^\w\s]", True), (r"\w+|[^\w\s]+", False)])
+def test_a_tokenizer_json_that_counts_as_the_server_does_counts_the_texts(
+        tmp_path: Path, split: str, local: bool) -> None:
+    """With the served model's tokenizer.json the diff's pieces are counted here, not by
+    /tokenize, and the chunks are the same; one that counts otherwise is not used for them."""
+    diff_bytes = make_diff(files=20, hunks=3, lines=8)
+    prompts, text_calls = [], []
+    for tokenizer in (None, _word_tokenizer(tmp_path / "tokenizer.json", split)):
+        with FakeOpenAI(good, max_model_len=2600) as server:
+            flags = {"tokenizer": tokenizer} if tokenizer else {}
+            result = engine_for(server, **flags).review(parse(diff_bytes))
+            counts = sum(kind == "count" for kind, _ in server.events)
+            text_calls.append(server.tokenize_calls - counts)
+        assert result.stats.complete, result.stats.errors
+        prompts.append(sorted(b["messages"][-1]["content"] for b in server.requests))
+    assert prompts[0] == prompts[1] and len(prompts[0]) >= 3
+    # with it: the probe and the comparison of three texts only
+    assert (text_calls[1] <= 12) is local and text_calls[0] > 50, text_calls
