@@ -1,0 +1,58 @@
+"""How soon a review's first chunk is ready to send (issue 25, item 1), against a running server.
+
+    python benchmarks/first_chunk.py --base-url http://127.0.0.1:PORT/v1 --diff CHANGE.diff \
+        [--tokenizer tokenizer.json] [--repeat 2]
+
+For each counter (the server's /tokenize alone; with --tokenizer, that file for the diff's
+pieces as `reviewbot` uses it when it counts as the server does, and the file forced even when
+it does not): seconds until the first fitted chunk, until all of them, and how many.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from reviewbot import diff
+from reviewbot.config import resolve
+from reviewbot.context import Context
+from reviewbot.engine import filters
+from reviewbot.engine.build import make_engine
+from reviewbot.engine.tokens import DegradingCounter, LocalTokenCounter
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--base-url", required=True)
+    ap.add_argument("--diff", type=Path, required=True)
+    ap.add_argument("--tokenizer")
+    ap.add_argument("--repeat", type=int, default=2)
+    args = ap.parse_args()
+    raw = args.diff.read_bytes()
+    ways = [("server", {}, False)]
+    if args.tokenizer:
+        ways += [("server + tokenizer.json", {"tokenizer": args.tokenizer}, False),
+                 ("tokenizer.json forced", {}, True)]
+    for _ in range(args.repeat):
+        for name, extra, forced in ways:
+            settings = resolve({"base_url": args.base_url, "verify": False, **extra}, env={},
+                               config_path="/dev/null")
+            engine = make_engine(settings)
+            if forced:
+                assert isinstance(engine.counter, DegradingCounter)
+                engine = replace(engine, counter=DegradingCounter(
+                    engine.counter._primary, texts=LocalTokenCounter(args.tokenizer)))
+            reviewed, _ = filters.split(diff.parse(raw), settings.exclude)
+            t0 = time.monotonic()
+            fitted = engine.fitting.fitted(reviewed, Context())
+            next(fitted.chunks)
+            first = time.monotonic() - t0
+            rest = sum(1 for _ in fitted.chunks)
+            print(f"{name}: first chunk {first:.3f} s, all {time.monotonic() - t0:.3f} s, "
+                  f"{1 + rest} chunks")
+
+
+if __name__ == "__main__":
+    main()
