@@ -22,8 +22,6 @@ from reviewbot.errors import ContextTooSmall
 
 MAX_HEAD_FILES = 200  # files read for the code around the hunks, per review
 FRAMING = 64  # tokens of a section's own framing
-
-
 FIT_AHEAD = 4  # chunks whose exact counts are asked at once, ahead of the one being sent
 
 

@@ -124,6 +124,25 @@ class Engine:
             return pool.submit(self.passes.find, chunk, depth, context, deadline, route)
 
         pending: set[Future[Attempted]] = set()
+
+        def take(a: Attempted) -> None:
+            """What one chunk's requests came to: counted, or split in two and asked again."""
+            stats.requests += a.attempts
+            stats.answers_unusable += a.unusable
+            if isinstance(a.outcome, ContextTooLong) and len(a.chunk.pieces) > 1 \
+                    and a.depth < MAX_RESPLITS:
+                half = len(a.chunk.pieces) // 2
+                stats.chunks -= 1  # the halves count, not what they replace
+                pending.update(submit(Chunk(a.chunk.index, part), a.depth + 1)
+                               for part in (a.chunk.pieces[:half], a.chunk.pieces[half:]))
+                return
+            if isinstance(a.outcome, Exception):
+                stats.errors.append(redact(f"chunk {a.chunk.index}: {a.outcome}"))
+            else:
+                out.append(a.outcome)
+                _count(stats, a.chunk, a.outcome)
+            self.progress.advance()
+
         feeding = True
         try:
             while True:
@@ -138,10 +157,9 @@ class Engine:
                         sent.append(chunk)
                         pending.add(submit(chunk, 0))
                     done = {f for f in pending if f.done()}
-                    pending -= done
                 elif pending:
-                    done, pending = wait(pending, timeout=max(deadline - time.monotonic(), 0),
-                                         return_when=FIRST_COMPLETED)
+                    done, _ = wait(pending, timeout=max(deadline - time.monotonic(), 0),
+                                   return_when=FIRST_COMPLETED)
                     if not done:
                         stats.errors.append(
                             f"review_timeout ({self.settings.review_timeout:g} s) reached with "
@@ -149,22 +167,9 @@ class Engine:
                         break
                 else:
                     break
-                for a in (future.result() for future in done):
-                    stats.requests += a.attempts
-                    stats.answers_unusable += a.unusable
-                    if isinstance(a.outcome, ContextTooLong) and len(a.chunk.pieces) > 1 \
-                            and a.depth < MAX_RESPLITS:
-                        half = len(a.chunk.pieces) // 2
-                        stats.chunks -= 1  # the halves count, not what they replace
-                        pending |= {submit(Chunk(a.chunk.index, part), a.depth + 1)
-                                    for part in (a.chunk.pieces[:half], a.chunk.pieces[half:])}
-                        continue
-                    if isinstance(a.outcome, Exception):
-                        stats.errors.append(redact(f"chunk {a.chunk.index}: {a.outcome}"))
-                    else:
-                        out.append(a.outcome)
-                        _count(stats, a.chunk, a.outcome)
-                    self.progress.advance()
+                pending -= done
+                for future in done:
+                    take(future.result())
         finally:
             # a thread still waiting ends at the deadline it carries; nothing waits for it here
             pool.shutdown(wait=False, cancel_futures=True)
