@@ -37,7 +37,11 @@ def test_a_later_call_does_only_the_runs_added_to_the_plan(
     first = _call(vllm_server, plan, tmp_path / "out1")
     assert [r["id"] for r in first] == ["bot-2k", "replay-2k"]
     bot, ceiling = first
-    assert "error" not in bot and bot["complete"] is True, bot.get("error")
+    # what the driver records, not what the model answered: the tiny model's tokenizer is
+    # trained on reviewbot's own sources, so any code change can turn one of its random
+    # answers into one cut at max_tokens (an incomplete review, recorded as such)
+    assert "error" not in bot and isinstance(bot["complete"], bool), bot.get("error")
+    assert bot["chunks"] >= 2 and bot["requests"] >= bot["chunks"]
     assert "error" not in ceiling and ceiling["requests"] == bot["chunks"], ceiling.get("error")
     assert {"prompt_tokens", "cached_tokens", "completion_tokens"} <= bot.keys() & ceiling.keys()
     with plan.open("a") as fh:
@@ -49,8 +53,8 @@ def test_a_later_call_does_only_the_runs_added_to_the_plan(
     second = _call(vllm_server, plan, tmp_path / "out2")
     assert [r["id"] for r in second] == ["bot-2k", "replay-2k", "bot-4k-verify", "two-at-once"]
     assert second[:2] == first  # not run again
-    assert second[2].get("complete") is True, second[2].get("error")
-    assert second[3].get("complete") == [True, True], second[3].get("error")
+    assert "error" not in second[2] and isinstance(second[2]["complete"], bool)
+    assert "error" not in second[3] and len(second[3]["complete"]) == 2, second[3].get("error")
     assert second[3]["parallel_reviews"] == 2 and second[3]["slowest_s"] <= second[3]["wall_s"]
     assert 0 < bot["first_send_s"] <= bot["last_send_s"] <= bot["wall_s"]
 
