@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import Counter
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -126,22 +126,7 @@ class Engine:
         pending: set[Future[Attempted]] = set()
 
         def take(a: Attempted) -> None:
-            """What one chunk's requests came to: counted, or split in two and asked again."""
-            stats.requests += a.attempts
-            stats.answers_unusable += a.unusable
-            if isinstance(a.outcome, ContextTooLong) and len(a.chunk.pieces) > 1 \
-                    and a.depth < MAX_RESPLITS:
-                half = len(a.chunk.pieces) // 2
-                stats.chunks -= 1  # the halves count, not what they replace
-                pending.update(submit(Chunk(a.chunk.index, part), a.depth + 1)
-                               for part in (a.chunk.pieces[:half], a.chunk.pieces[half:]))
-                return
-            if isinstance(a.outcome, Exception):
-                stats.errors.append(redact(f"chunk {a.chunk.index}: {a.outcome}"))
-            else:
-                out.append(a.outcome)
-                _count(stats, a.chunk, a.outcome)
-            self.progress.advance()
+            self._take(a, stats, out, lambda chunk: pending.add(submit(chunk, a.depth + 1)))
 
         feeding = True
         try:
@@ -175,6 +160,26 @@ class Engine:
             pool.shutdown(wait=False, cancel_futures=True)
             chunks.close()  # nor for a chunk being counted
         return out, sent
+
+
+    def _take(self, a: Attempted, stats: Stats, out: list[ChunkAnswer],
+              resubmit: Callable[[Chunk], object]) -> None:
+        """What one chunk's requests came to: counted, or split in two and asked again."""
+        stats.requests += a.attempts
+        stats.answers_unusable += a.unusable
+        if isinstance(a.outcome, ContextTooLong) and len(a.chunk.pieces) > 1 \
+                and a.depth < MAX_RESPLITS:
+            half = len(a.chunk.pieces) // 2
+            stats.chunks -= 1  # the halves count, not what they replace
+            for part in (a.chunk.pieces[:half], a.chunk.pieces[half:]):
+                resubmit(Chunk(a.chunk.index, part))
+            return
+        if isinstance(a.outcome, Exception):
+            stats.errors.append(redact(f"chunk {a.chunk.index}: {a.outcome}"))
+        else:
+            out.append(a.outcome)
+            _count(stats, a.chunk, a.outcome)
+        self.progress.advance()
 
 
 def _count(stats: Stats, chunk: Chunk, answer: ChunkAnswer) -> None:
