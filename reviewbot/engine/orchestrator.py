@@ -161,7 +161,6 @@ class Engine:
             chunks.close()  # nor for a chunk being counted
         return out, sent
 
-
     def _take(self, a: Attempted, stats: Stats, out: list[ChunkAnswer],
               resubmit: Callable[[Chunk], object]) -> None:
         """What one chunk's requests came to: counted, or split in two and asked again."""
