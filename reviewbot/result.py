@@ -128,6 +128,9 @@ class ReviewResult:
     base_url: str = ""
     dropped: list[Dropped] = field(default_factory=list)
     held: list[Held] = field(default_factory=list)
+    # the bot's findings from earlier reviews of this change whose threads are still open:
+    # the verdict covers them too, so a retry or an unrelated push cannot turn a gate green
+    earlier: list[Finding] = field(default_factory=list)
 
     @classmethod
     def failed(cls, changes: ChangeSet, error: str) -> ReviewResult:
@@ -141,8 +144,18 @@ class ReviewResult:
     def complete(self) -> bool:
         return self.stats.complete
 
+    def hidden(self) -> set[str]:
+        """Fingerprints held back below the noise floor: counted, never shown, never gating."""
+        return {h.fingerprint for h in self.held if h.to == "none"}
+
+    def gating(self) -> list[Finding]:
+        """What the verdict covers: this review's findings above the noise floor, and the open
+        findings of earlier reviews."""
+        hidden = self.hidden()
+        return [f for f in self.findings if f.fingerprint not in hidden] + self.earlier
+
     def worst(self) -> Severity | None:
-        return max((f.severity for f in self.findings), default=None)
+        return max((f.severity for f in self.gating()), default=None)
 
     def to_dict(self) -> dict[str, object]:
         held = {h.fingerprint: h for h in self.held}
@@ -150,6 +163,7 @@ class ReviewResult:
             "findings": [{**f.to_dict(), "held_back": _held(held.get(f.fingerprint))}
                          for f in self.findings],
             "dropped": [d.to_dict() for d in self.dropped],
+            "open_earlier": [f.to_dict() for f in self.earlier],
             "summary": self.summary,
             "stats": self.stats.to_dict(),
             "model": self.model,

@@ -164,7 +164,8 @@ def review(diff_path: str | None, git_range: str | None, mr: int | None, project
         run, code = _or_report(lambda: service.review(order, reviewer), ChangeSet(), settings)
         if run.mode == "paused":
             click.echo("reviewbot: a project member paused reviews of this merge request "
-                       "(mention the bot with `resume`); nothing was reviewed", err=True)
+                       "(mention the bot with `resume`); nothing was reviewed, which is not a "
+                       "pass (exit 3)", err=True)
         if dry_run and settings.output == "json":  # exactly what would be posted
             emit(json.dumps(run.to_dict(), indent=2, ensure_ascii=False) + "\n", settings.output_file)
         else:

@@ -12,8 +12,9 @@ from typing import Literal, Protocol, runtime_checkable
 
 from reviewbot.config import Settings
 from reviewbot.context import Intent
-from reviewbot.diff import ChangeSet
-from reviewbot.findings import Finding
+from reviewbot.diff import ChangeSet, Side
+from reviewbot.findings import Finding, Severity
+from reviewbot.forges.markers import FindingMarker
 from reviewbot.result import SkippedFile
 
 ForgeName = Literal["gitlab", "github"]
@@ -89,6 +90,19 @@ class PostedComment:
     line: int | None = None
     side: str = ""
     head_sha: str = ""
+    marker: FindingMarker | None = None  # what the comment says of its finding
+
+    def open_finding(self) -> Finding | None:
+        """The finding this open thread still stands for, as the gate counts it (None for a
+        resolved thread, or one written before markers carried a severity)."""
+        m = self.marker
+        if self.resolved or m is None or not m.severity:
+            return None
+        side = Side.OLD if self.side == Side.OLD.value else Side.NEW
+        return Finding(path=self.path, line=self.line, side=side,
+                       severity=Severity.parse(m.severity), title=m.title,
+                       body="Still open from an earlier review of this change.",
+                       category=m.category or "bug", fingerprint=self.fingerprint)
 
 
 @dataclass(frozen=True)

@@ -64,4 +64,4 @@ def format_comment(f: Finding) -> str:
     span = f"{f.line}" if f.end_line is None else f"{f.line}-{f.end_line}"
     where = f"{f.path}:{span} ({f.side.value}) [{f.severity.label}]"
     block = suggestion_block(f.suggestion) if f.suggestion is not None else ""
-    return where + "\n" + comment(f, block, FindingMarker(f.fingerprint).render())
+    return where + "\n" + comment(f, block, FindingMarker.of(f).render())

@@ -14,24 +14,37 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from reviewbot.findings import SEVERITIES, Finding
+
 PREFIX = "<!-- reviewbot:"
 _MARKER = re.compile(r"<!-- reviewbot:([A-Za-z0-9+/=]{1,60000}) -->\s*\Z")
 _SHA = re.compile(r"[0-9A-Za-z]{1,64}")  # a commit id (tests use short names)
 OUTDATED = "outdated"
+_TITLE, _CATEGORY = 200, 40
 
 
 @dataclass(frozen=True)
 class FindingMarker:
-    """On an inline comment: which finding it is, and whether the bot marked it outdated."""
+    """On an inline comment: which finding it is, whether the bot marked it outdated, and what
+    the gate needs of it while its thread stays open (severity, category, title)."""
 
     fingerprint: str
     outdated: bool = False
+    severity: str = ""  # "" on comments written before the gate read them
+    category: str = ""
+    title: str = ""
+
+    @classmethod
+    def of(cls, f: Finding) -> FindingMarker:
+        return cls(f.fingerprint, severity=f.severity.label, category=f.category[:_CATEGORY],
+                   title=f.title[:_TITLE])
 
     def render(self) -> str:
-        fields = {"fingerprint": self.fingerprint}
+        fields = {"fingerprint": self.fingerprint, "severity": self.severity,
+                  "category": self.category, "title": self.title}
         if self.outdated:
             fields["state"] = OUTDATED
-        return encode("finding", fields)
+        return encode("finding", {k: v for k, v in fields.items() if v})
 
 
 @dataclass(frozen=True)
@@ -86,10 +99,7 @@ def parse(body: str | None) -> Marker | None:
     if data is None:
         return None
     if data.get("kind") == "finding":
-        fp, state = data.get("fingerprint"), data.get("state")
-        if isinstance(fp, str) and fp and state in (None, OUTDATED):
-            return FindingMarker(fp, outdated=state == OUTDATED)
-        return None
+        return _finding(data)
     if data.get("kind") == "summary":
         sha, unanchored = data.get("last_reviewed_sha"), data.get("unanchored")
         if (sha is not None and not (isinstance(sha, str) and _SHA.fullmatch(sha))) \
@@ -102,6 +112,17 @@ def parse(body: str | None) -> Marker | None:
         return ReplyMarker(int(to)) if isinstance(to, str) and to.isdigit() and len(to) < 20 \
             else None
     return None
+
+
+def _finding(data: dict[str, Any]) -> FindingMarker | None:
+    fp, state = data.get("fingerprint"), data.get("state")
+    severity, category, title = (data.get(k, "") for k in ("severity", "category", "title"))
+    if not (isinstance(fp, str) and fp and state in (None, OUTDATED)):
+        return None
+    if severity not in ("", *SEVERITIES) or not isinstance(category, str) \
+            or not isinstance(title, str) or len(category) > _CATEGORY or len(title) > _TITLE:
+        return None
+    return FindingMarker(fp, state == OUTDATED, severity, category, title)
 
 
 def without_marker(body: str) -> str:

@@ -107,11 +107,12 @@ def review_change_request(
     a merge request a member paused is not reviewed unless `force` (the `review` command)."""
     request = forge.fetch()
     previous = summary_marker(forge.read_summary()) or SummaryMarker()
-    if previous.paused and not force:
-        return ForgeRun(request, _empty_result(), "paused", dry_run=dry_run)
+    if previous.paused and not force:  # never a clean pass: the gate did not look
+        return ForgeRun(request, _paused_result(forge, previous), "paused", dry_run=dry_run)
     last_sha = previous.last_reviewed_sha
     if mode == "incremental" and last_sha == request.head_sha:
-        return ForgeRun(request, _empty_result(), "up-to-date", last_sha, dry_run=dry_run)
+        return ForgeRun(request, _empty_result(forge, previous), "up-to-date", last_sha,
+                        dry_run=dry_run)
     changes, used_mode, since = request.changes, "full", None
     if mode == "incremental" and last_sha:
         incremental = forge.fetch_incremental(last_sha, request)
@@ -131,14 +132,18 @@ def review_change_request(
     held = {h.fingerprint: h.to for h in result.held}  # noise control (reviewbot.engine.noise)
     run.unanchored = [f for f in refused if held.get(f.fingerprint) != "none"]
     run.listed = [f for f in anchored if held.get(f.fingerprint) == "summary"]
-    if since is not None:  # what earlier reviews could not anchor, on code not reviewed again
-        run.unanchored += carried(previous.unanchored, changes, current + run.unanchored)
+    # what earlier reviews could not anchor, on code not reviewed again
+    kept = carried(previous.unanchored, changes, current + run.unanchored) if since else []
+    run.unanchored += kept
     existing = forge.existing()
     known = {c.fingerprint for c in existing}
     run.to_post = [f for f in anchored if f.fingerprint not in known | held.keys()]
     run.already_posted = [f for f in anchored if f.fingerprint in known]
     seen = {f.fingerprint for f in current}
     run.to_resolve = outdated(existing, seen, changes, request, since_sha=since)
+    closing = {c.id for c in run.to_resolve}
+    result.earlier = still_open([c for c in existing if c.id not in closing],
+                                seen - result.hidden()) + kept
 
     _deliver(forge, run)
     run.unanchored += run.outcome.moved_to_summary
@@ -206,8 +211,25 @@ def carried(packed: str | None, changes: ChangeSet, now: list[Finding]) -> list[
     return [f for f in unpack(packed) if f.path not in touched and f.fingerprint not in known]
 
 
-def _empty_result() -> ReviewResult:
-    return ReviewResult(findings=[], summary="", stats=Stats())
+def still_open(existing: list[PostedComment], shown_now: set[str]) -> list[Finding]:
+    """The findings of the bot's unresolved threads that this review did not find again: the
+    verdict keeps covering them until the code changes or a human resolves the thread."""
+    out = [c.open_finding() for c in existing if c.fingerprint not in shown_now]
+    return [f for f in out if f is not None]
+
+
+def _empty_result(forge: Forge, previous: SummaryMarker) -> ReviewResult:
+    """Nothing new to review: the verdict is what is still open on the change."""
+    earlier = still_open(forge.existing(), set()) + unpack(previous.unanchored)
+    return ReviewResult(findings=[], summary="", stats=Stats(), earlier=earlier)
+
+
+def _paused_result(forge: Forge, previous: SummaryMarker) -> ReviewResult:
+    result = _empty_result(forge, previous)
+    result.stats.errors.append("a project member paused reviews of this change (`resume` "
+                               "turns them back on): not reviewed")
+    result.summary = "INCOMPLETE REVIEW: paused; nothing was reviewed"
+    return result
 
 
 def _add_skipped(stats: Stats, request: ChangeRequest) -> None:

@@ -23,7 +23,11 @@ def render(result: ReviewResult) -> str:
 
 
 def to_codequality(result: ReviewResult) -> list[dict[str, object]]:
-    issues = [_issue(f) for f in result.findings]
+    """What the verdict covers (`ReviewResult.gating`): nothing held back below the noise floor,
+    and the open findings of earlier reviews, so the MR widget keeps a finding while its
+    thread is open."""
+    earlier = {f.fingerprint for f in result.earlier}
+    issues = [_issue(f, f.fingerprint in earlier) for f in result.gating()]
     if not result.complete:
         # The format has no notion of an incomplete run; an empty report would read as "clean".
         issues.append(_incomplete(result))
@@ -35,8 +39,8 @@ def to_codequality(result: ReviewResult) -> list[dict[str, object]]:
     return issues
 
 
-def _issue(f: Finding) -> dict[str, object]:
-    description = f.title
+def _issue(f: Finding, earlier: bool = False) -> dict[str, object]:
+    description = f.title + (" (still open from an earlier review)" if earlier else "")
     begin, end = 1, 1
     if f.side is Side.OLD and f.line is not None:
         description += f" (on removed line {f.line} of the old file)"

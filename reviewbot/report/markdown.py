@@ -19,6 +19,7 @@ def render(result: ReviewResult) -> str:
         summary(result),
         findings_section("Findings", result.findings,
                          {h.fingerprint: h.reason for h in result.held}),
+        findings_section("Still open from earlier reviews", result.earlier),
         dropped_section(result),
         skipped_section(result.stats.files_skipped),
         stats_section(result),

@@ -35,13 +35,17 @@ def render(result: ReviewResult) -> str:
 
 
 def to_sarif(result: ReviewResult) -> Json:
-    categories = sorted({_rule_id(f) for f in result.findings})
+    findings = result.findings + result.earlier
+    categories = sorted({_rule_id(f) for f in findings})
     index = {c: i for i, c in enumerate(categories)}
     held = {h.fingerprint: h.reason for h in result.held}
+    held.update({f.fingerprint: "still open from an earlier review" for f in result.earlier})
+    hidden = result.hidden()
     run: Json = {
         "tool": {"driver": _driver(categories)},
         "invocations": [_invocation(result)],
-        "results": [_result(f, index, held.get(f.fingerprint)) for f in result.findings],
+        "results": [_result(f, index, held.get(f.fingerprint), f.fingerprint in hidden)
+                    for f in findings],
         "properties": {
             "summary": result.summary,
             "model": result.model,
@@ -87,7 +91,8 @@ def _rule_id(f: Finding) -> str:
     return f.category.strip() or "general"
 
 
-def _result(f: Finding, index: dict[str, int], held: str | None = None) -> Json:
+def _result(f: Finding, index: dict[str, int], held: str | None = None,
+            hidden: bool = False) -> Json:
     rule = _rule_id(f)
     props: Json = {"severity": f.severity.label, "side": f.side.value, "title": f.title}
     if f.confidence is not None:
@@ -109,6 +114,8 @@ def _result(f: Finding, index: dict[str, int], held: str | None = None) -> Json:
             out["fixes"] = [_fix(f, f.line)]
     if f.fingerprint:
         out["partialFingerprints"] = {FINGERPRINT_KEY: f.fingerprint}
+    if hidden:  # below the noise floor: kept as data, never an alert
+        out["suppressions"] = [{"kind": "external", "justification": held or "held back"}]
     out["properties"] = props
     return out
 

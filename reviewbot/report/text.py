@@ -55,13 +55,18 @@ def _parts(result: ReviewResult) -> Iterable[RenderableType]:
         yield Text(_clean(result.summary.strip()))
         yield Text()
     # one "where" width for every table, so that all findings line up
-    where_width = max((len(where(f)) for f in result.findings), default=4)
+    where_width = max((len(where(f)) for f in result.findings + result.earlier), default=4)
     held = {h.fingerprint: h.reason for h in result.held}
     if result.findings:
         yield Text(f"Findings ({len(result.findings)})", style="bold underline")
         for path, group in _by_file(result.findings):
             yield Text(_clean(path), style="bold magenta")
             yield _table(group, where_width, held)
+        yield Text()
+    if result.earlier:
+        yield Text(f"Still open from earlier reviews ({len(result.earlier)})",
+                   style="bold underline")
+        yield _table(result.earlier, where_width, {})
         yield Text()
     if result.dropped:
         yield Text(f"Dropped candidates ({len(result.dropped)})", style="bold underline")
@@ -159,10 +164,13 @@ def coverage(stats: Stats) -> str:
 
 
 def count_line(result: ReviewResult) -> str:
-    """`3 findings (1 major, 2 minor)`."""
-    all_ = result.findings
+    """`3 findings (1 major, 2 minor)`: what the verdict covers (held-back ones not counted),
+    with how many of them are still open from earlier reviews."""
+    all_ = result.gating()
     counts = [(s, sum(1 for f in all_ if f.severity is s)) for s in reversed(Severity)]
     detail = ", ".join(f"{n} {s.label}" for s, n in counts if n)
+    if result.earlier:
+        detail += f"; {len(result.earlier)} still open from earlier reviews"
     noun = "finding" if len(all_) == 1 else "findings"
     return f"{len(all_)} {noun} ({detail})" if all_ else "no findings"
 

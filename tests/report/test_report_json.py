@@ -10,7 +10,7 @@ from reviewbot.result import ReviewResult, Stats
 
 # The `--output json` contract (issue 2, section 8, plus `findings_reanchored` and `model`),
 # in the order written; docs/output.md documents exactly these.
-TOP = ["findings", "dropped", "summary", "stats", "model"]
+TOP = ["findings", "dropped", "open_earlier", "summary", "stats", "model"]
 FINDING = ["path", "line", "side", "end_line", "severity", "category", "title", "body",
            "suggestion", "fingerprint", "confidence", "held_back"]
 STATS = ["files_total", "files_reviewed", "files_skipped", "changed_lines", "changed_lines_sent",

@@ -13,14 +13,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from reviewbot import anchoring
 from reviewbot.diff import ChangeSet, Side
 from reviewbot.findings import Finding
 from reviewbot.forges.base import PostedComment
-from reviewbot.forges.markers import FindingMarker, finding_marker
+from reviewbot.forges.markers import FindingMarker, finding_marker, without_marker
 from reviewbot.rendering import comment, suggestion_block
 from reviewbot.result import SkippedFile
 
@@ -38,7 +38,7 @@ def review_comment(f: Finding, changes: ChangeSet) -> dict[str, Any] | None:
     side = SIDES[f.side]
     end = f.end_line
     suggestion = suggestion_block(f.suggestion) if f.suggestion is not None else ""
-    out: dict[str, Any] = {"path": file.path, "body": comment(f, suggestion, FindingMarker(f.fingerprint).render()), "side": side}
+    out: dict[str, Any] = {"path": file.path, "body": comment(f, suggestion, FindingMarker.of(f).render()), "side": side}
     if end is None:
         out["line"] = f.line
     else:
@@ -53,7 +53,7 @@ def posted_comment(c: Any) -> PostedComment | None:
         return None
     side = {"RIGHT": Side.NEW.value, "LEFT": Side.OLD.value}.get(c.side or "", "")
     return PostedComment(
-        id=str(c.id), fingerprint=meta.fingerprint, path=c.path or "",
+        id=str(c.id), fingerprint=meta.fingerprint, path=c.path or "", marker=meta,
         resolved=meta.outdated, thread_id=str(c.id),
         line=c.original_line, side=side, head_sha=c.original_commit_id or "",
     )
@@ -61,13 +61,12 @@ def posted_comment(c: Any) -> PostedComment | None:
 
 def outdated_body(body: str, fingerprint: str) -> str:
     """The bot's comment, struck out and re-marked as outdated (GitHub REST cannot resolve)."""
-    old = FindingMarker(fingerprint).render()
-    kept = body.replace(old, "").strip()
-    quoted = "\n".join("> " + line for line in kept.split("\n"))
+    marker = finding_marker(body) or FindingMarker(fingerprint)
+    quoted = "\n".join("> " + line for line in without_marker(body).strip().split("\n"))
     return (
         "**Outdated**: reviewbot no longer reports this after the latest push.\n\n"
         f"<details><summary>Original comment</summary>\n\n{quoted}\n\n</details>\n\n"
-        + FindingMarker(fingerprint, outdated=True).render()
+        + replace(marker, outdated=True).render()
     )
 
 

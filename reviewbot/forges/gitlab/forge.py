@@ -207,7 +207,7 @@ class GitLabForge:
                 pos = note.get("position") or {}
                 side = "new" if pos.get("new_line") is not None else "old" if pos else ""
                 found.append(PostedComment(
-                    id=str(note["id"]), fingerprint=meta.fingerprint,
+                    id=str(note["id"]), fingerprint=meta.fingerprint, marker=meta,
                     path=pos.get("new_path") or pos.get("old_path") or "",
                     resolved=bool(note.get("resolved")), thread_id=str(d.id),
                     line=pos.get("new_line") if side == "new" else pos.get("old_line"),

@@ -94,7 +94,7 @@ def body(file: FileDiff, f: Finding) -> str:
     if f.suggestion is not None and f.line is not None:
         above = (f.end_line or f.line) - f.line
         block = suggestion_block(f.suggestion, f"suggestion:-{above}+0")
-    return comment(f, block, FindingMarker(f.fingerprint).render())
+    return comment(f, block, FindingMarker.of(f).render())
 
 
 def note_payload(request: ChangeRequest, file: FileDiff, f: Finding) -> dict[str, Any]:
