@@ -11,7 +11,6 @@ from typing import Any
 import yaml
 
 from reviewbot.commands.review import review
-from reviewbot.config import FAIL_ON
 
 ROOT = Path(__file__).parents[2] / "ci-templates" / "gitlab"
 # GitLab resolves `component: <host>/<project>/review@<ref>` to templates/review.yml at the root
@@ -33,6 +32,7 @@ def _check_job(job: dict[str, Any]) -> None:
     command = shlex.split(job["script"][-1])
     assert command[:2] == ["reviewbot", "review"]
     used = {a for a in command if a.startswith("--")}
+    assert not used & {"--fail-on", "--mode"}  # settings the target branch's file may hold
     assert used <= _flags(), used - _flags()
     assert command[command.index("--output") + 1] == "codequality"
     assert command[command.index("--output-file") + 1] == "gl-code-quality-report.json"
@@ -44,7 +44,8 @@ def test_component_has_a_spec_header_then_the_job() -> None:
     assert len(docs) == 2
     inputs = docs[0]["spec"]["inputs"]
     assert {"stage", "image", "base_url", "model", "fail_on", "mode"} <= set(inputs)
-    assert inputs["fail_on"]["options"] == list(FAIL_ON)
+    # empty by default: no setting, so the target branch's .reviewbot.toml decides
+    assert inputs["fail_on"]["default"] == "" and inputs["mode"]["default"] == ""
     assert "default" not in inputs["base_url"]  # required: no silent default server
     assert "default" not in inputs["package"]  # required: PyPI's "reviewbot" is not this project
     text = COMPONENT.read_text().split("\n---\n", 1)[1]
@@ -60,7 +61,8 @@ def test_plain_include_file_defines_a_ready_job() -> None:
     base = doc[".reviewbot"]
     assert doc["reviewbot"]["extends"] == ".reviewbot"
     _check_job(base)
-    assert base["variables"]["REVIEWBOT_FAIL_ON"] in FAIL_ON
+    # no job-level default: it would override fail_on of the target branch's .reviewbot.toml
+    assert "REVIEWBOT_FAIL_ON" not in base["variables"] and "REVIEWBOT_MODE" not in base["variables"]
     assert "REVIEWBOT_PACKAGE" not in base["variables"]  # no default artefact
     assert 'test -n "$REVIEWBOT_PACKAGE"' in base["script"][0]
 

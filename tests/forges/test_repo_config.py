@@ -67,7 +67,11 @@ def test_github_actions_reads_the_base_branch_config(tmp_path: Path) -> None:
                "GITHUB_TOKEN": fake.token, "GITHUB_REPOSITORY": fake.full_name}
         settings = forge_order({}, None, mr=None, pr=7, project=None, repo=None,
                                env=env).settings
+        # the templates' empty inputs reach the job as empty variables: no setting at all
+        empty = forge_order({}, None, mr=None, pr=7, project=None, repo=None,
+                            env={**env, "REVIEWBOT_FAIL_ON": "", "REVIEWBOT_MODE": ""}).settings
     assert settings.fail_on == "major" and settings.exclude == ("docs/*",)
+    assert empty.fail_on == "major" and empty.mode == "incremental"
 
 
 @pytest.mark.parametrize("key", ["base_url = 'http://evil.example/v1'", "ssl_verify = false",
