@@ -98,6 +98,10 @@ class Settings:
     # Developer, 40 Maintainer), and how often it answers in one thread
     command_min_access: int = 30
     max_replies_per_thread: int = 3
+    # `pause`/`ignore` from the change's own author (off: the author cannot switch off the
+    # review of their own change), and whether a learning waits for `learnings approve`
+    author_commands: bool = False
+    learnings_need_approval: bool = False
     # the repository at a merge/pull request's head when no local clone holds it: the forge's
     # archive, up to max_archive_mb unpacked (0: never downloaded), kept in tree_cache (a
     # directory; default ~/.cache/reviewbot/trees) up to tree_cache_mb for later reviews
@@ -176,7 +180,8 @@ _FIELDS = {f.name: f for f in fields(Settings)}
 # (CI variables) only, never from a file a merge request could change.
 NOT_FROM_FILES = frozenset({"base_url", "api_key", "gitlab_url", "gitlab_token", "github_url",
                             "github_token", "github_bot_login", "ssl_verify", "ca_file",
-                            "prompts_dir", "tokenizer", "command_min_access", "tree_cache"})
+                            "prompts_dir", "tokenizer", "command_min_access", "author_commands",
+                            "tree_cache"})
 # the `reviewbot review` flag of each of them (the others come from the environment only);
 # tests check that every flag named here exists
 FLAG_OF = {"base_url": "--base-url", "api_key": "--api-key", "gitlab_url": "--gitlab-url",

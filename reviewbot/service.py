@@ -78,7 +78,8 @@ def answer(order: ReviewOrder, note_id: int, passes: Callable[[], Passes],
     def learn(thread: Thread, note: Note, text: str, category: str) -> None:
         if learnings is not None:
             learnings.add(forge.project_key(), text, scope(thread.path), category,
-                          note.author, f"!{order.target.number} thread {thread.id}")
+                          note.author, f"!{order.target.number} thread {thread.id}",
+                          approved=not order.settings.learnings_need_approval)
 
     return respond(GitLabThreads(forge), note_id, order.settings, passes, full_review, learn)
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import tomllib
 from collections.abc import Callable
+from pathlib import Path
 
 import click
 
 from reviewbot.commands.review import emit
+from reviewbot.config import CONFIG_FILE
 from reviewbot.conversation.learnings import Learning, LearningStore, export_toml
 from reviewbot.db import sqlite_path
 from reviewbot.errors import UsageError
@@ -32,8 +35,9 @@ def _store(db: str) -> LearningStore:
 
 
 def _line(x: Learning) -> str:
+    waiting = "" if x.approved else "  [awaiting approval]"
     return (f"{x.id:>5}  {','.join(x.paths):<24} {x.category or '-':<16} "
-            f"{json.dumps(x.text, ensure_ascii=False)}  ({x.source}, by {x.author})")
+            f"{json.dumps(x.text, ensure_ascii=False)}  ({x.source}, by {x.author}){waiting}")
 
 
 @click.group(name="learnings")
@@ -77,6 +81,31 @@ def rm(project: str, db: str, learning_id: int) -> None:
 
 @learnings_group.command()
 @_options
-def export(project: str, db: str) -> None:
-    """The project's learnings as `[[rules]]` for a .reviewbot.toml (CI-only teams)."""
-    emit(export_toml(_store(db).list(project)), None)
+@click.argument("learning_id", type=int)
+def approve(project: str, db: str, learning_id: int) -> None:
+    """Let a learning apply (with learnings_need_approval, new ones wait for this)."""
+    if not _store(db).approve(project, learning_id):
+        raise UsageError(f"project {project} has no learning {learning_id}")
+    emit(f"approved learning {learning_id}\n", None)
+
+
+@learnings_group.command()
+@_options
+@click.option("--config", "config_path", default=CONFIG_FILE, show_default=True,
+              help="The .reviewbot.toml the rules are for: written in its form "
+                   "([[reviewbot.rules]] under a [reviewbot] table, else [[rules]]).")
+def export(project: str, db: str, config_path: str) -> None:
+    """The project's approved learnings as rules to append to a .reviewbot.toml (CI-only
+    teams): `reviewbot learnings export --project 42 >> .reviewbot.toml`."""
+    emit(export_toml(_store(db).list(project), _rules_table(Path(config_path))), None)
+
+
+def _rules_table(path: Path) -> str:
+    """`reviewbot.rules` when the file keeps its settings under `[reviewbot]`, else `rules`."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return "rules"
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise UsageError(f"cannot read {path} to match its form: {exc}") from None
+    return "reviewbot.rules" if isinstance(data.get("reviewbot"), dict) else "rules"

@@ -11,10 +11,11 @@ another project's prompts (every query is by project).
 
 from __future__ import annotations
 
+import glob
 import json
 import time
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from reviewbot.db import Database, open_database
 from reviewbot.db.schema import migrate
@@ -34,17 +35,23 @@ class Learning:
     author: str  # who dismissed the finding
     source: str  # the thread it came from
     created_at: float
+    approved: bool = True  # False: waits for `reviewbot learnings approve`, applies to nothing
 
     def to_dict(self) -> dict[str, object]:
         return {"id": self.id, "project": self.project, "text": self.text,
                 "paths": list(self.paths), "category": self.category, "author": self.author,
-                "source": self.source, "created_at": self.created_at}
+                "source": self.source, "created_at": self.created_at, "approved": self.approved}
+
+    def guidance(self) -> str:
+        """The rule's text: the team's words, for findings of the dismissed one's category."""
+        about = f" on {self.category} findings" if self.category else ""
+        return f"The team's guidance{about} (learned from a dismissed finding): {self.text}"
 
 
 def scope(path: str) -> tuple[str, ...]:
-    """Where a dismissal applies: the finding's folder (and below), or everything at the root."""
-    folder = str(PurePosixPath(path).parent)
-    return ("*",) if folder in (".", "") else (f"{folder}/*",)
+    """Where a dismissal applies: the finding's own file (a dismissal is about that code, not
+    the project: one thread cannot set a rule for every file)."""
+    return (glob.escape(path),) if path else ()
 
 
 class LearningStore:
@@ -59,23 +66,28 @@ class LearningStore:
         return cls(db)
 
     def add(self, project: str, text: str, paths: tuple[str, ...], category: str = "",
-            author: str = "", source: str = "") -> int:
+            author: str = "", source: str = "", approved: bool = True) -> int:
         text = clean(text, MAX_TEXT)
         with self._db.tx() as tx:
             row = tx.execute(
                 "INSERT INTO learnings (project, text, paths, category, author, source,"
-                " created_at) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                " created_at, approved) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
                 (project, text, json.dumps(list(paths)), category[:40], author[:100],
-                 source[:200], time.time())).fetchone()
+                 source[:200], time.time(), int(approved))).fetchone()
         return int(row[0])
 
     def list(self, project: str) -> list[Learning]:
         with self._db.read() as tx:
             found = tx.execute(
-                "SELECT id, project, text, paths, category, author, source, created_at"
+                "SELECT id, project, text, paths, category, author, source, created_at, approved"
                 " FROM learnings WHERE project = ? ORDER BY id DESC", (project,)).fetchall()
-        return [Learning(r[0], r[1], r[2], tuple(json.loads(r[3])), r[4], r[5], r[6], r[7])
-                for r in found]
+        return [Learning(r[0], r[1], r[2], tuple(json.loads(r[3])), r[4], r[5], r[6], r[7],
+                         bool(r[8])) for r in found]
+
+    def approve(self, project: str, learning_id: int) -> bool:
+        with self._db.tx() as tx:
+            return tx.execute("UPDATE learnings SET approved = 1 WHERE project = ? AND id = ?",
+                              (project, learning_id)).rowcount > 0
 
     def get(self, project: str, learning_id: int) -> Learning | None:
         return next((x for x in self.list(project) if x.id == learning_id), None)
@@ -86,16 +98,27 @@ class LearningStore:
                               (project, learning_id)).rowcount > 0
 
     def rules(self, project: str) -> tuple[Rule, ...]:
-        """The newest APPLIED learnings as rules, worded as the team's guidance."""
-        return tuple(Rule(x.paths, f"The team's guidance (learned from a dismissed finding): "
-                                   f"{x.text}") for x in self.list(project)[:APPLIED])
+        """The newest APPLIED approved learnings as rules, worded as the team's guidance."""
+        approved = [x for x in self.list(project) if x.approved and x.paths]
+        return tuple(Rule(x.paths, x.guidance()) for x in approved[:APPLIED])
 
 
-def export_toml(learnings: list[Learning]) -> str:
-    """`[[rules]]` tables for a `.reviewbot.toml` (for teams that review only in CI)."""
+def export_toml(learnings: list[Learning], table: str = "rules") -> str:
+    """`[[rules]]` tables (`[[reviewbot.rules]]` for a file in the `[reviewbot]` form) for a
+    `.reviewbot.toml`, for teams that review only in CI; approved learnings only."""
     out = []
-    for x in reversed(learnings):
-        out += [f"# learning {x.id}: {json.dumps(x.source)} by {json.dumps(x.author)}",
-                "[[rules]]", f"paths = {json.dumps(list(x.paths))}",
-                f"text = {json.dumps(x.text)}", ""]
+    for x in reversed([x for x in learnings if x.approved and x.paths]):
+        out += [f"# learning {x.id}: {one_line(x.source)} by {one_line(x.author)}",
+                f"[[{table}]]", f"paths = [{', '.join(toml_string(p) for p in x.paths)}]",
+                f"text = {toml_string(x.guidance())}", ""]
     return "\n".join(out)
+
+
+def toml_string(text: str) -> str:
+    """A TOML basic string: JSON's escapes are TOML's, except that TOML wants DEL escaped and
+    any character written as itself (JSON's surrogate pairs are no TOML)."""
+    return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
+
+
+def one_line(text: str) -> str:
+    return "".join(c if c.isprintable() else " " for c in text)

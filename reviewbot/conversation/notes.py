@@ -4,15 +4,20 @@ A note is for the bot only when it mentions the bot's own account (`@login`, as 
 replies in a thread the bot started; the bot's own notes and system notes never are. After the
 mention (or at the start of a reply in a bot thread) the first word may be a command; anything
 else in a bot thread is a question about its finding, and anything else elsewhere gets the
-list of commands.
+list of commands. Mentions and commands are read only from the note's own words: never inside
+a quote (a quote-reply of someone else's `@bot ignore`), code, or HTML (comments included).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Literal
+from functools import cache
+from typing import Any, Literal
 
+from markdown_it import MarkdownIt
+
+_MAX_NOTE = 100_000  # GitLab's own limit on a note is 1,000,000 characters
 COMMANDS = ("review", "pause", "resume", "ignore", "help")
 Kind = Literal["review", "pause", "resume", "ignore", "help", "question"]
 HELP = (
@@ -62,13 +67,48 @@ def addressed(note: Note, me_id: int, login: str, thread: Thread | None) -> Addr
         return None  # never the bot itself, a system note or another bot: no loops
     mention = re.compile(rf"(?<![\w@.-])@{re.escape(login)}(?![\w-])", re.IGNORECASE)
     in_bot_thread = thread is not None and thread.fingerprint is not None
-    found = mention.search(note.body)
+    own = own_words(note.body)
+    found = mention.search(own)
     if found is None and not in_bot_thread:
         return None
-    text = (note.body[found.end():] if found else note.body).strip()
+    text = (own[found.end():] if found else own).strip()
     word = text.split(None, 1)[0].lower().strip(".,:;!?") if text else ""
     if word in COMMANDS and (word != "ignore" or in_bot_thread):
         return Addressed(word, text)  # type: ignore[arg-type]
     # a question is answered in a finding's thread; elsewhere, and for an unknown word after a
     # bare mention, the list of what the bot does
     return Addressed("question" if in_bot_thread and text else "help", text)
+
+
+# GitLab's multi-line quote: a `>>>` line, the quoted lines, a closing `>>>` line
+_GITLAB_QUOTE = re.compile(r"^>>>[ \t]*\n.*?^>>>[ \t]*$", re.MULTILINE | re.DOTALL)
+_QUIET = {"code_inline", "html_inline", "image"}  # inline parts whose words are not the note's
+
+
+@cache
+def _parser() -> MarkdownIt:
+    return MarkdownIt("commonmark", {"html": True})
+
+
+def own_words(body: str) -> str:
+    """The note's own words, as a CommonMark parser reads them: quotes (`>` and GitLab's
+    `>>>`), code blocks, inline code and HTML left out, one paragraph per line."""
+    paragraphs: list[str] = []
+    quoted = 0
+    for token in _parser().parse(_GITLAB_QUOTE.sub("", body[:_MAX_NOTE])):
+        quoted += {"blockquote_open": 1, "blockquote_close": -1}.get(token.type, 0)
+        if token.type == "inline" and not quoted:
+            paragraphs.append(_inline(token.children or []))
+    return "\n".join(paragraphs)
+
+
+def _inline(children: list[Any]) -> str:
+    out = []
+    for child in children:
+        if child.type == "text":
+            out.append(child.content)
+        elif child.type in ("softbreak", "hardbreak"):
+            out.append("\n")
+        elif child.type in _QUIET:
+            out.append(" ")
+    return "".join(out)

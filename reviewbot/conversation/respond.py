@@ -22,6 +22,11 @@ from reviewbot.forges.markers import ReplyMarker, reply_marker
 from reviewbot.modeltext import prose
 
 AROUND = 12  # lines of code shown on each side of a finding's anchor
+MAX_HISTORY = 20  # the newest members' notes of a thread the model sees
+MAX_NOTE_CHARS = 2_000  # of each of them
+MAX_AUTHORS = 20  # whose access is looked up per answer (one request each)
+AUTHOR_ONLY = ("You wrote this change, so `{kind}` has to come from another project member: "
+               "the author cannot switch off the review of their own change.")
 LIMIT = ("I have answered here {n} times, which is as far as I go in one thread; a maintainer "
          "can resolve it, or reply `ignore` after mentioning me to withdraw the finding.")
 LIMIT_OPENING = "I have answered here"
@@ -56,6 +61,8 @@ class Threads(Protocol):
 
     def head_sha(self) -> str: ...
 
+    def change_author(self) -> int: ...  # the user id of the merge request's author
+
     def file_at(self, path: str, ref: str) -> str | None: ...
 
     def reply(self, thread: Thread, body: str) -> None: ...
@@ -70,7 +77,7 @@ class Threads(Protocol):
 @dataclass(frozen=True)
 class Response:
     action: str  # not-addressed | not-a-member | answered-before | help | ignored | reviewed |
-    #              answered | limit
+    #              answered | limit | author-refused
     detail: str = ""
 
 
@@ -93,6 +100,10 @@ def respond(threads: Threads, note_id: int, settings: Settings, passes: Callable
     if asked.kind == "help":
         threads.reply(thread, HELP + mark)
         return Response("help")
+    by_author = note.author_id == threads.change_author()
+    if asked.kind in ("pause", "ignore") and by_author and not settings.author_commands:
+        threads.reply(thread, AUTHOR_ONLY.format(kind=asked.kind) + mark)
+        return Response("author-refused", note.author)
     if asked.kind == "ignore":
         threads.reply(thread, "Withdrawn at a member's request: I will not raise this finding "
                       "again on this merge request." + mark)
@@ -109,6 +120,8 @@ def respond(threads: Threads, note_id: int, settings: Settings, passes: Callable
         outcome = review()
         threads.reply(thread, f"Reviewed the current head in full: {outcome}" + mark)
         return Response("reviewed", outcome)
+    if by_author:  # the author may argue; their words never become a rule
+        learn = _nothing
     return _answer(threads, note, thread, settings, passes(), me_id, mark, learn)
 
 
@@ -125,8 +138,7 @@ def _answer(threads: Threads, note: Note, thread: Thread, settings: Settings, pa
         if not any(n.body.startswith(LIMIT_OPENING) for n in mine):  # said once
             threads.reply(thread, LIMIT.format(n=len(mine)) + mark)
         return Response("limit")
-    upto = [n for n in thread.notes if n.id <= note.id]
-    history = [("you (reviewbot)" if n.author_id == me_id else n.author, n.body) for n in upto]
+    history = _history(threads, thread, note, me_id, settings.command_min_access)
     deadline = time.monotonic() + settings.request_timeout
     answer = passes.reply(_anchor(threads, thread), history, deadline)
     if answer is None:  # retried by the job queue: the note stays unanswered until then
@@ -139,6 +151,26 @@ def _answer(threads: Threads, note: Note, thread: Thread, settings: Settings, pa
         text, category = _dismissed(thread)
         learn(thread, note, answer.learning or text, category)
     return Response("answered", answer.verdict)
+
+
+def _history(threads: Threads, thread: Thread, note: Note, me_id: int,
+             min_access: int) -> list[tuple[str, str]]:
+    """The thread up to `note` as the model sees it: the bot's and members' notes only (a
+    non-member's words are data nobody vouched for: only counted), the newest MAX_HISTORY,
+    each cut to MAX_NOTE_CHARS."""
+    upto = [n for n in thread.notes if n.id <= note.id]
+    level: dict[int, int] = {me_id: min_access, note.author_id: min_access}
+    for author in dict.fromkeys(n.author_id for n in reversed(upto)):
+        if author not in level and len(level) < MAX_AUTHORS + 2:
+            level[author] = threads.access_level(author)
+    kept = [n for n in upto if level.get(n.author_id, 0) >= min_access]
+    history = [("you (reviewbot)" if n.author_id == me_id else n.author,
+                n.body[:MAX_NOTE_CHARS]) for n in kept[-MAX_HISTORY:]]
+    left_out = len(upto) - len(kept)
+    if left_out:
+        note_on = f"({left_out} note(s) by people who are not project members are not shown)"
+        history.insert(0, ("reviewbot", note_on))
+    return history
 
 
 def _anchor(threads: Threads, thread: Thread) -> Anchor:

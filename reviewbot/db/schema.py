@@ -41,6 +41,9 @@ def _sqlite_note_id(tx: Tx) -> None:
 _ONE_WAITING = ("CREATE UNIQUE INDEX IF NOT EXISTS jobs_one_waiting ON jobs"
                 " (forge, project, number) WHERE state = 'queued' AND note_id IS NULL")
 
+# 0: waits for `reviewbot learnings approve` (learnings_need_approval); those before it apply
+_APPROVED = "ALTER TABLE learnings ADD COLUMN approved INTEGER NOT NULL DEFAULT 1"
+
 SQLITE = (
     Migration(1, "jobs", _script("""
         CREATE TABLE IF NOT EXISTS jobs (
@@ -80,6 +83,7 @@ SQLITE = (
             source     TEXT    NOT NULL DEFAULT '',
             created_at REAL    NOT NULL);
         CREATE INDEX IF NOT EXISTS learnings_by_project ON learnings (project, id)""")),
+    Migration(5, "learnings awaiting approval", _script(_APPROVED)),
 )
 
 POSTGRES = (
@@ -121,6 +125,7 @@ POSTGRES = (
             source     TEXT    NOT NULL DEFAULT '',
             created_at DOUBLE PRECISION NOT NULL);
         CREATE INDEX learnings_by_project ON learnings (project, id)""")),
+    Migration(2, "learnings awaiting approval", _script(_APPROVED)),
 )
 
 MIGRATIONS = {"sqlite": SQLITE, "postgres": POSTGRES}

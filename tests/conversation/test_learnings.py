@@ -60,7 +60,9 @@ def test_a_dismissal_is_learned_applied_to_its_project_only_and_removable(
 
     guided = _prompts(env.gitlab.url, "grp/proj", store)  # named by path: the same project
     assert any(title in p for p in guided)
-    assert any("> The team's guidance (learned from a dismissed finding)" in p for p in guided)
+    assert any(f"> The team's guidance on {learning['category']} findings (learned from a "
+               "dismissed finding)" in p for p in guided)
+    assert learning["paths"] == [thread["notes"][0]["position"]["new_path"]]  # that file only
 
     other_repo = Repo(tmp_path / "other")
     base, head = scenario(other_repo)
@@ -71,7 +73,7 @@ def test_a_dismissal_is_learned_applied_to_its_project_only_and_removable(
 
     exported = _cli("export", "--project", "42", "--db", str(db))
     rules = parse_text(exported.stdout, "export")["rules"]
-    assert [r.text for r in rules] == [learning["text"]]
+    assert len(rules) == 1 and rules[0].text.endswith(learning["text"])
 
     assert _cli("rm", "--project", "43", str(learning["id"]), "--db", str(db)).returncode == 2
     assert _cli("rm", "--project", "42", str(learning["id"]), "--db", str(db)).returncode == 0
@@ -92,3 +94,41 @@ def test_the_cli_reads_and_removes_learnings_in_a_postgresql_queue(postgres_url:
     assert store.list("42") == []
     password = postgres_url.split("//", 1)[1].split("@", 1)[0].split(":", 1)[1]
     assert password not in listed.stdout + listed.stderr + gone.stdout + gone.stderr
+
+
+def test_export_is_valid_toml_in_the_form_the_file_uses(tmp_path: Path) -> None:
+    """An emoji, quotes and a backslash survive (DEL is cleaned away when stored); appended to a `[reviewbot]`-form file
+    with `>>` as documented, the file still parses and carries the rule."""
+    db = tmp_path / "webhook.sqlite"
+    text = 'Retries are deliberate 🚀 "quoted" \\ back\x7fslash'
+    LearningStore.open(db).add("42", text, ("src/[a]*.py",), "bug", "dana", "!7 thread x")
+    config = tmp_path / ".reviewbot.toml"
+    config.write_text('[reviewbot]\nfail_on = "major"\n')
+    exported = _cli("export", "--project", "42", "--db", str(db), "--config", str(config))
+    assert exported.returncode == 0, exported.stderr
+    with config.open("a") as handle:
+        handle.write(exported.stdout)
+    values = parse_text(config.read_text(), str(config))
+    (rule,) = values["rules"]
+    assert values["fail_on"] == "major" and rule.paths == ("src/[a]*.py",)
+    assert rule.text.endswith("Retries are deliberate 🚀 \"quoted\" \\ backslash")
+    plain = _cli("export", "--project", "42", "--db", str(db), "--config", str(tmp_path / "no"))
+    assert parse_text(plain.stdout, "plain")["rules"] == values["rules"]
+
+
+def test_with_learnings_need_approval_a_learning_waits_for_approve(env: Env, tmp_path: Path) -> None:
+    db = tmp_path / "webhook.sqlite"
+    thread = _threads(env.gitlab)[0]
+    note = _say(env.gitlab, DEV_TOKEN, "@reviewbot ignore", thread)
+    proc = _reply(env, None, note, "--db", str(db),
+                  env_vars={"REVIEWBOT_LEARNINGS_NEED_APPROVAL": "1"})
+    assert proc.returncode == 0, proc.stderr
+    store = LearningStore.open(db)
+    (waiting,) = store.list("42")
+    assert not waiting.approved and store.rules("42") == ()
+    listed = _cli("list", "--project", "42", "--db", str(db))
+    assert "[awaiting approval]" in listed.stdout
+    assert _cli("export", "--project", "42", "--db", str(db)).stdout.strip() == ""
+    approved = _cli("approve", "--project", "42", str(waiting.id), "--db", str(db))
+    assert approved.returncode == 0, approved.stderr
+    assert [r.paths for r in store.rules("42")] == [waiting.paths]

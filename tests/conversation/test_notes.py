@@ -56,3 +56,19 @@ def test_note_hooks_are_queued_only_when_they_may_be_for_the_bot() -> None:
     assert isinstance(hook(system=True), Ignored)
     assert isinstance(hook(note="looks good to me"), Ignored)  # no mention, not a diff thread
     assert isinstance(hook(note="why?", type="DiffNote"), Accepted)  # maybe a bot thread
+
+
+def test_commands_are_read_only_from_the_notes_own_words() -> None:
+    """A member's quote-reply of a non-member's `@bot ignore` is no command, nor is one in
+    code or an HTML comment: the note is then a question in the thread, or not for the bot."""
+    assert _ask("> @reviewbot ignore\n\nDo you agree with mallory?", BOT) == "question"
+    assert _ask(">>>\n@reviewbot ignore\n>>>\nthoughts?", BOT) == "question"
+    assert _ask("> @reviewbot pause") is None
+    assert _ask("Type `@reviewbot pause` to stop it") is None
+    assert _ask("```\n@reviewbot pause\n```") is None
+    assert _ask("    @reviewbot pause") is None  # an indented code block
+    assert _ask("<!-- @reviewbot ignore -->\nlooks fine", BOT) == "question"
+    assert _ask("<!-- @reviewbot pause -->") is None
+    # the note's own words still count, however they are emphasised
+    assert _ask("> quoted words\n\n**@reviewbot** pause") == "pause"
+    assert _ask("> @reviewbot review\n\n@reviewbot ignore", BOT) == "ignore"

@@ -28,6 +28,8 @@ DEV_USER = {"id": 3, "username": "dana", "name": "Dana Dev", "state": "active"}
 DEV_TOKEN = "glpat-DANA-t0ken-9012"
 OTHER_BOT = {"id": 4, "username": "ci-helper", "name": "CI helper", "state": "active", "bot": True}
 OTHER_BOT_TOKEN = "glpat-CIBOT-t0ken-3456"
+AUTHOR_USER = {"id": 5, "username": "alex", "name": "Alex Author", "state": "active"}
+AUTHOR_TOKEN = "glpat-ALEX-t0ken-7788"  # the merge request's author, a Developer
 LINE_CODE_ERROR = 'Note {:line_code=>["can\'t be blank", "must be a valid line code"]}'
 INCOMPLETE_ERROR = 'Note {:position=>["is incomplete"]}'
 
@@ -74,10 +76,10 @@ class State:
         # accounts by token: the bot, and another user who can comment (authorship matters)
         self.users: dict[str, dict[str, Any]] = {
             token: BOT_USER, MALLORY_TOKEN: MALLORY_USER, DEV_TOKEN: DEV_USER,
-            OTHER_BOT_TOKEN: OTHER_BOT}
+            OTHER_BOT_TOKEN: OTHER_BOT, AUTHOR_TOKEN: AUTHOR_USER}
         # project members by user id, with GitLab's access levels (mallory is not one)
         self.members: dict[int, int] = {BOT_USER["id"]: 40, DEV_USER["id"]: 30,
-                                        OTHER_BOT["id"]: 30}
+                                        OTHER_BOT["id"]: 30, AUTHOR_USER["id"]: 30}
         self.awards: list[tuple[int, str, int]] = []  # (note id, emoji, user id)
         self.archive: bytes | None = None  # served instead of `git archive` (hostile archives)
         self.actor: dict[str, Any] = BOT_USER  # who sent the request being handled
@@ -98,6 +100,7 @@ class State:
         count = len(self.diffs())
         return {
             "id": 1, "iid": self.iid, "project_id": self.project_id, "title": "Test MR",
+            "author": AUTHOR_USER,
             "description": self.description,
             "state": "opened", "sha": self.head, "source_branch": "feature",
             "target_branch": "main", "changes_count": f"{count - len(self.hidden)}+"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import logging
 from typing import Any, BinaryIO
 
@@ -9,7 +10,7 @@ import gitlab
 import requests
 from gitlab.exceptions import GitlabError
 
-from reviewbot.archive import copy_bounded
+from reviewbot.archive import ArchiveTooLarge, copy_bounded
 from reviewbot.diff import ChangeSet, FileDiff, parse
 from reviewbot.errors import DiffError, ForgeError, Refused, Unavailable, UsageError, redact
 from reviewbot.findings import Finding
@@ -19,6 +20,7 @@ from reviewbot.forges.gitlab.position import note_payload
 from reviewbot.forges.gitlab.post import Poster, WritePolicy
 from reviewbot.forges.markers import finding_marker, summary_marker
 from reviewbot.result import SkippedFile
+from reviewbot.tree import MAX_FILE_BYTES
 
 log = logging.getLogger(__name__)
 
@@ -165,15 +167,23 @@ class GitLabForge:
         return ChangeSet(tuple(out))
 
     def file_at(self, path: str, ref: str) -> str | None:
-        """A file's text at `ref` (e.g. the head SHA), for extra context; None if it is absent."""
+        """A file's text at `ref` (e.g. the head SHA), for extra context; None if it is absent
+        or larger than MAX_FILE_BYTES (read no further than that: the file is the author's)."""
+        buffer = io.BytesIO()
         try:
-            raw = self.project.files.raw(file_path=path, ref=ref)
+            chunks = self.project.files.raw(file_path=path, ref=ref, streamed=True,
+                                            iterator=True, chunk_size=65536)
+            copy_bounded(chunks, buffer, MAX_FILE_BYTES)
+        except ArchiveTooLarge:
+            return None
         except GitlabError as exc:
             if exc.response_code == 404:
                 return None
             raise ForgeError(f"GitLab: reading {path} failed: {exc.response_code}",
                              status=exc.response_code) from None
-        return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else None
+        except requests.RequestException as exc:
+            raise ForgeError(f"GitLab: reading {path} failed: {type(exc).__name__}") from None
+        return buffer.getvalue().decode("utf-8", "replace")
 
     def archive(self, sha: str, out: BinaryIO, max_bytes: int) -> None:
         """The repository at `sha` as .tar.gz (`GET …/repository/archive.tar.gz?sha=`), written

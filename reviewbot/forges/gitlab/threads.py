@@ -18,6 +18,7 @@ class GitLabThreads:
     def __init__(self, forge: GitLabForge) -> None:
         self.forge = forge
         self._login: str | None = None
+        self._mr: dict[str, Any] | None = None
 
     def me(self) -> tuple[int, str]:
         me = self.forge.me()
@@ -64,10 +65,18 @@ class GitLabThreads:
         level = member.attributes.get("access_level")
         return level if isinstance(level, int) else 0
 
+    def _meta(self) -> dict[str, Any]:
+        if self._mr is None:
+            self._mr = call(lambda: self.forge.project.mergerequests.get(self.forge.iid),
+                            "reading the merge request").attributes
+        return self._mr
+
     def head_sha(self) -> str:
-        meta = call(lambda: self.forge.project.mergerequests.get(self.forge.iid),
-                     "reading the merge request")
-        return str((meta.attributes.get("diff_refs") or {}).get("head_sha") or "")
+        return str((self._meta().get("diff_refs") or {}).get("head_sha") or "")
+
+    def change_author(self) -> int:
+        author = self._meta().get("author")
+        return int(author.get("id") or 0) if isinstance(author, dict) else 0
 
     def file_at(self, path: str, ref: str) -> str | None:
         return self.forge.file_at(path, ref)
