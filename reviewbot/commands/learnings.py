@@ -8,12 +8,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
 from reviewbot.commands.review import emit
 from reviewbot.config import CONFIG_FILE
 from reviewbot.conversation.learnings import Learning, LearningStore, export_toml
 from reviewbot.db import sqlite_path
 from reviewbot.errors import UsageError
+from reviewbot.secrets import refuse_password_in_argv
 
 _DEFAULT_DB = ".reviewbot-state/webhook.sqlite"  # the listener's default --db
 
@@ -22,9 +24,15 @@ def _options(command: Callable[..., None]) -> Callable[..., None]:
     command = click.option("--project", required=True,
                            help="The project's numeric id (as the listener keeps it).")(command)
     return click.option("--db", default=_DEFAULT_DB, show_default=True,
-                        envvar="REVIEWBOT_QUEUE_URL",
+                        envvar="REVIEWBOT_QUEUE_URL", callback=_not_in_argv,
                         help="The listener's database: its SQLite file or its postgresql:// "
                              "URL (also $REVIEWBOT_QUEUE_URL).")(command)
+
+
+def _not_in_argv(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    if ctx.get_parameter_source(param.name or "") is ParameterSource.COMMANDLINE:
+        refuse_password_in_argv("--db", value)
+    return value
 
 
 def _store(db: str) -> LearningStore:

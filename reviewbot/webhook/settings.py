@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from reviewbot.errors import UsageError, register_secret, register_url
+from reviewbot.secrets import refuse_password_in_argv, require_strong
 
 MIB = 1024 * 1024
 PUBLIC_FORGES = ("https://gitlab.com", "https://api.github.com")
@@ -114,6 +115,7 @@ def _positive(name: str, value: float) -> None:
 def _queue_url(db: Path | None, queue_url: str | None, env: Mapping[str, str]) -> str | None:
     if db is not None and queue_url:
         raise UsageError("give --db (a SQLite file) or --queue-url, not both")
+    refuse_password_in_argv("--queue-url", queue_url)
     url = queue_url or (None if db is not None else env.get("REVIEWBOT_QUEUE_URL")) or None
     if url is not None and not url.startswith(("sqlite:///", "postgresql://", "postgres://")):
         raise UsageError("the queue URL must be sqlite:///PATH or postgresql://USER@HOST/DB")
@@ -148,6 +150,9 @@ def _check(s: WebhookSettings, db: Path | None) -> None:
             "no webhook secret: set REVIEWBOT_GITLAB_WEBHOOK_SECRET and/or"
             " REVIEWBOT_GITHUB_WEBHOOK_SECRET"
         )
+    require_strong("REVIEWBOT_GITLAB_WEBHOOK_SECRET", s.gitlab_secret)
+    require_strong("REVIEWBOT_GITHUB_WEBHOOK_SECRET", s.github_secret)
+    require_strong("REVIEWBOT_ADMIN_TOKEN", s.admin_token)
 
 
 def resolve_settings(

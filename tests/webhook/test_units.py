@@ -106,7 +106,7 @@ def test_rate_limiter_refills_and_forgets() -> None:
 
 
 def test_a_db_in_a_missing_directory_is_refused(tmp_path: Path) -> None:
-    env = {"REVIEWBOT_GITLAB_WEBHOOK_SECRET": "s3cret-1234"}
+    env = {"REVIEWBOT_GITLAB_WEBHOOK_SECRET": "s3cret-1234-abcdef"}
     with pytest.raises(UsageError, match="does not exist"):
         resolve_settings(env, db=tmp_path / "no" / "such" / "q.sqlite")
     assert not (tmp_path / "no").exists()
@@ -114,7 +114,7 @@ def test_a_db_in_a_missing_directory_is_refused(tmp_path: Path) -> None:
 
 
 def test_the_queue_is_named_by_one_flag_and_its_password_is_secret(tmp_path: Path) -> None:
-    env = {"REVIEWBOT_GITLAB_WEBHOOK_SECRET": "s3cret-1234"}
+    env = {"REVIEWBOT_GITLAB_WEBHOOK_SECRET": "s3cret-1234-abcdef"}
     with pytest.raises(UsageError, match="not both"):
         resolve_settings(env, db=tmp_path / "q.sqlite", queue_url="postgresql://h/db")
     with pytest.raises(UsageError, match="must be sqlite"):
@@ -127,3 +127,23 @@ def test_the_queue_is_named_by_one_flag_and_its_password_is_secret(tmp_path: Pat
                                db=tmp_path / "q.sqlite")
     assert flagged.database_url == f"sqlite:///{tmp_path / 'q.sqlite'}"
     assert resolve_settings(env).database_url == "sqlite:///.reviewbot-state/webhook.sqlite"
+
+
+@pytest.mark.parametrize("weak", ["replace-me", "x", "changeme-please", "<your secret>",
+                                  "s" * 20, "only-15-chars-x", "${WEBHOOK_SECRET}"])
+@pytest.mark.parametrize("variable", ["REVIEWBOT_GITLAB_WEBHOOK_SECRET",
+                                      "REVIEWBOT_GITHUB_WEBHOOK_SECRET", "REVIEWBOT_ADMIN_TOKEN"])
+def test_placeholder_and_short_secrets_are_refused(variable: str, weak: str) -> None:
+    env = {"REVIEWBOT_GITLAB_WEBHOOK_SECRET": "9f2c41d07be3a58e6d10", variable: weak}
+    with pytest.raises(UsageError, match=f"{variable} is refused") as caught:
+        resolve_settings(env)
+    assert len(weak) < 3 or weak not in str(caught.value)
+    assert resolve_settings({**env, variable: "only-16-chars-ok"})
+
+
+def test_a_queue_password_on_the_command_line_is_refused() -> None:
+    env = {"REVIEWBOT_GITLAB_WEBHOOK_SECRET": "9f2c41d07be3a58e6d10"}
+    with pytest.raises(UsageError, match="--queue-url carries a password") as caught:
+        resolve_settings(env, queue_url="postgresql://bot:pw-9876@h/db")
+    assert "pw-9876" not in str(caught.value)
+    assert resolve_settings(env, queue_url="postgresql://bot@h/db").queue_url  # PGPASSFILE
