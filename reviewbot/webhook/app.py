@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import cast
+from typing import TypeVar, cast
 
 from starlette.applications import Starlette
 from starlette.convertors import Convertor, register_url_convertor
@@ -15,6 +15,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from reviewbot.db import DatabaseError
 from reviewbot.forges.base import ForgeName
 from reviewbot.webhook.auth import bearer_ok
 from reviewbot.webhook.intake import Answer, Intake
@@ -40,6 +41,24 @@ class ForgeConvertor(Convertor[str]):
 
 
 register_url_convertor("forge", ForgeConvertor())
+
+
+# The longest a request waits on the database: inside GitLab's 10 s webhook timeout, so the
+# forge gets a 503 and redelivers instead of a dropped connection.
+DB_WAIT_S = 5.0
+T = TypeVar("T")
+
+
+async def off_loop(work: Callable[[], T]) -> T:
+    """`work()` (database calls) in a worker thread: a slow or stopped database stalls that
+    request alone, never the event loop (/healthz answers at once); TimeoutError past
+    DB_WAIT_S."""
+    return await asyncio.wait_for(asyncio.to_thread(work), DB_WAIT_S)
+
+
+def _unavailable(what: str) -> JSONResponse:
+    return JSONResponse({"error": f"{what}: the queue database did not answer in time"},
+                        status_code=503, headers={"Retry-After": "5"})
 
 
 def _json(reply: Answer) -> JSONResponse:
@@ -121,7 +140,10 @@ async def webhook(request: Request) -> Response:
         return _json(parts.intake.too_slow(forge))
     if body is None:
         return _json(parts.intake.too_large(forge))
-    return _json(parts.intake.receive(forge, request.headers, body))
+    try:
+        return _json(await off_loop(lambda: parts.intake.receive(forge, request.headers, body)))
+    except TimeoutError:
+        return _unavailable("not queued")
 
 
 def _denied(request: Request) -> Response | None:
@@ -143,14 +165,22 @@ async def list_jobs(request: Request) -> Response:
     if (state is not None and state not in STATES) or not limit.isdigit():
         return JSONResponse({"error": "state must be one of " + ", ".join(STATES)
                              + "; limit a positive integer"}, status_code=400)
-    records = queue.list(state, min(int(limit), 1000))
-    return JSONResponse({"jobs": [r.to_json() for r in records], "counts": queue.counts()})
+    try:
+        records, counts = await off_loop(
+            lambda: (queue.list(state, min(int(limit), 1000)), queue.counts()))
+    except (TimeoutError, DatabaseError):
+        return _unavailable("jobs not listed")
+    return JSONResponse({"jobs": [r.to_json() for r in records], "counts": counts})
 
 
 async def get_job(request: Request) -> Response:
     if (denied := _denied(request)) is not None:
         return denied
-    record = _parts(request).queue.get(cast(int, request.path_params["job_id"]))
+    queue, job_id = _parts(request).queue, cast(int, request.path_params["job_id"])
+    try:
+        record = await off_loop(lambda: queue.get(job_id))
+    except (TimeoutError, DatabaseError):
+        return _unavailable("job not read")
     if record is None:
         return JSONResponse({"error": "no such job"}, status_code=404)
     return JSONResponse(record.to_json())
@@ -170,7 +200,7 @@ async def readyz(request: Request) -> Response:
 
 
 async def metrics_endpoint(request: Request) -> Response:
-    body, content_type = _parts(request).metrics.render()
+    body, content_type = await asyncio.to_thread(_parts(request).metrics.render)
     return PlainTextResponse(body, media_type=content_type)
 
 

@@ -9,6 +9,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import generate_latest
 from prometheus_client.registry import Collector
 
+from reviewbot.db import DatabaseError
 from reviewbot.webhook.queue import JobQueue
 
 _ACK_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
@@ -22,7 +23,16 @@ class _QueueDepth(Collector):
         self._queue = queue
 
     def collect(self) -> Iterator[Metric]:
-        counts = self._queue.counts()
+        up = GaugeMetricFamily("reviewbot_webhook_database_up",
+                               "1 when the queue database answered this scrape")
+        try:
+            counts = self._queue.counts()
+        except DatabaseError:  # the rest of the listener's metrics are still worth reading
+            up.add_metric([], 0)
+            yield up
+            return
+        up.add_metric([], 1)
+        yield up
         family = GaugeMetricFamily(
             "reviewbot_webhook_jobs", "Jobs in the queue database, by state", labels=["state"]
         )

@@ -10,6 +10,7 @@ import httpx
 from reviewbot.webhook.queue import JobQueue
 
 BACKEND_TIMEOUT_S = 2.0
+DB_TIMEOUT_S = 5.0
 
 
 async def backend_reachable(base_url: str, timeout: float = BACKEND_TIMEOUT_S) -> str | None:
@@ -27,7 +28,11 @@ async def backend_reachable(base_url: str, timeout: float = BACKEND_TIMEOUT_S) -
 async def readiness(
     queue: JobQueue, backend_url: str | None, workers_alive: bool
 ) -> tuple[bool, dict[str, str]]:
-    db_problem = await asyncio.to_thread(queue.check_writable)
+    try:
+        db_problem = await asyncio.wait_for(asyncio.to_thread(queue.check_writable),
+                                            DB_TIMEOUT_S)
+    except TimeoutError:
+        db_problem = f"the database did not answer in {DB_TIMEOUT_S:g} s"
     backend_problem = await backend_reachable(backend_url) if backend_url else None
     checks = {
         "database": db_problem or "ok",

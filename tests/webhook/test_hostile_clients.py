@@ -98,20 +98,21 @@ def test_slow_headers_and_slow_bodies_are_cut_off(tmp_path: Path, runner: Record
         in metrics
 
 
-def test_every_status_is_counted_500s_included(tmp_path: Path, runner: RecordingRunner) -> None:
-    """The queue database misbehaving under /jobs gives a 500, and /metrics counts it."""
+def test_every_status_is_counted_errors_included(tmp_path: Path, runner: RecordingRunner) -> None:
+    """The queue database misbehaving under /jobs gives a 503 (try again), and /metrics
+    counts it."""
     db = tmp_path / "q.sqlite"
     with ThreadServer(make_settings(db), runner) as srv, \
             httpx.Client(base_url=srv.url, headers={"Connection": "close"}) as c:
         with sqlite3.connect(db) as conn:
             conn.execute("ALTER TABLE jobs RENAME TO jobs_away")
-        assert c.get("/jobs", headers=ADMIN).status_code == 500
+        assert c.get("/jobs", headers=ADMIN).status_code == 503
         with sqlite3.connect(db) as conn:
             conn.execute("ALTER TABLE jobs_away RENAME TO jobs")
         assert c.get("/jobs").status_code == 401
         assert c.get("/nowhere").status_code == 404
         metrics = c.get("/metrics").text
-    for line in ('route="/jobs",status="500"} 1.0', 'route="/jobs",status="401"} 1.0',
+    for line in ('route="/jobs",status="503"} 1.0', 'route="/jobs",status="401"} 1.0',
                  'route="other",status="404"} 1.0'):
         assert f"reviewbot_webhook_responses_total{{{line}" in metrics, metrics
 

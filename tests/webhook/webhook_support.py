@@ -152,7 +152,8 @@ class WebhookProcess:
                  queue_url: str | None = None) -> None:
         self.port = port
         self.url = f"http://127.0.0.1:{port}"
-        queue = ("--queue-url", queue_url) if queue_url else ("--db", str(db))
+        # a queue URL carries its password: in the environment, never in argv (`ps`)
+        queue = () if queue_url else ("--db", str(db))
         self.cmd = [str(REVIEWBOT), "webhook", "--host", "127.0.0.1", "--port", str(port),
                     *queue, *(("--runner", runner) if runner else ()), "--log-level",
                     "warning", *args]
@@ -163,6 +164,7 @@ class WebhookProcess:
             "REVIEWBOT_GITHUB_WEBHOOK_SECRET": GITHUB_SECRET,
             "REVIEWBOT_ADMIN_TOKEN": ADMIN_TOKEN,
             "REVIEWBOT_WEBHOOK_FORGE_URLS": "https://gitlab.example.com",
+            **({"REVIEWBOT_QUEUE_URL": queue_url} if queue_url else {}),
             **env,
         }
         self.log = db.with_suffix(".log")
