@@ -17,15 +17,17 @@ Whatever the source, every file is read through reviewbot.tree's safe readers.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import re
 import subprocess
 import tarfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Protocol, runtime_checkable
 
-from reviewbot.archive import ArchiveCache, ArchiveTooLarge
+from reviewbot.archive import ArchiveCache, ArchiveTooLarge, ArchiveTooSlow
 from reviewbot.config import Settings
 from reviewbot.context import Finder, HeadFiles
 from reviewbot.engine.definitions import git_finder
@@ -63,8 +65,9 @@ def in_directory(root: Path) -> HeadTree:
 class ArchiveReader(Protocol):
     """A forge that can send a commit's archive (.tar.gz)."""
 
-    def archive(self, sha: str, out: BinaryIO, max_bytes: int) -> None:
-        """Write the archive of `sha` to `out`; ArchiveTooLarge past `max_bytes`."""
+    def archive(self, sha: str, out: BinaryIO, max_bytes: int, deadline: float) -> None:
+        """Write the archive of `sha` to `out`; ArchiveTooLarge past `max_bytes`,
+        ArchiveTooSlow past `deadline` (time.monotonic)."""
         ...
 
 
@@ -76,14 +79,17 @@ class Trees:
     max_archive_bytes: int
     cwd: str | None = None  # the local clone to look in (None: the current directory)
     fetch: bool = True  # fetch a head commit a shallow clone lacks
+    seconds: float = math.inf  # for downloading and unpacking an archive (part of the review's)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Trees:
         root = settings.tree_cache or os.path.join(
             os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "reviewbot", "trees")
         max_bytes = int(settings.max_archive_mb * 2**20)
-        cache = ArchiveCache(root, int(settings.tree_cache_mb * 2**20)) if max_bytes else None
-        return cls(cache, max_bytes)
+        # a tree used within one review's time may still be read: never evicted before
+        cache = ArchiveCache(root, int(settings.tree_cache_mb * 2**20),
+                             min_idle_s=settings.review_timeout) if max_bytes else None
+        return cls(cache, max_bytes, seconds=settings.review_timeout / 4)
 
     def at(self, forge: object, sha: str) -> HeadTree:
         if not _SHA.fullmatch(sha or ""):
@@ -92,14 +98,21 @@ class Trees:
             return at_revision(sha, self.cwd)
         note = ""
         if isinstance(forge, ArchiveReader) and self.cache is not None:
+            started = time.monotonic()
+            deadline = started + self.seconds
             try:
                 root = self.cache.tree(
-                    sha, lambda out: forge.archive(sha, out, self.max_archive_bytes),
-                    self.max_archive_bytes)
+                    sha, lambda out: forge.archive(sha, out, self.max_archive_bytes, deadline),
+                    self.max_archive_bytes, deadline)
+                log.info("the repository at %s from the forge's archive in %.1f s", sha[:12],
+                         time.monotonic() - started)
                 return in_directory(root)
             except ArchiveTooLarge as exc:
                 note = (f"no definitions from other files: {exc} (max_archive_mb "
                         f"{self.max_archive_bytes / 2**20:g}), and no local clone holds the head")
+            except ArchiveTooSlow as exc:
+                note = (f"no definitions from other files: {exc} (over "
+                        f"{time.monotonic() - started:.0f} s, a quarter of review_timeout)")
             except (ForgeError, tarfile.TarError, OSError) as exc:
                 log.warning("the repository archive at %s could not be used: %s", sha[:12], exc)
                 note = "no definitions from other files: the repository archive could not be read"

@@ -4,13 +4,15 @@ the per-SHA cache holds whole trees only and stays within its size."""
 from __future__ import annotations
 
 import io
+import os
 import tarfile
 import threading
+import time
 from pathlib import Path
 
 import pytest
 
-from reviewbot.archive import ArchiveCache, ArchiveTooLarge, copy_bounded, unpack
+from reviewbot.archive import ArchiveCache, ArchiveTooLarge, ArchiveTooSlow, copy_bounded, unpack
 from reviewbot.tree import WorkingTree
 
 SHA = "a" * 40
@@ -89,7 +91,10 @@ def test_the_cache_keeps_whole_trees_within_its_size(tmp_path: Path) -> None:
     again = cache.tree("1" * 40, lambda out: pytest.fail("downloaded twice"), 2**20)
     assert again == first
     second = cache.tree("2" * 40, _fill({"b.txt": b"b" * 100_000}), 2**20)
-    assert (second / "b.txt").is_file() and not first.exists()  # the older one made room
+    assert first.exists()  # used just now: a running review may read it, so it stays a while
+    os.utime(first / ".reviewbot-complete", (time.time() - 7200,) * 2)  # idle two hours
+    third = cache.tree("3" * 40, _fill({"c.txt": b"c" * 100_000}), 2**20)
+    assert (third / "c.txt").is_file() and not first.exists()  # the idle one made room
     leftovers = [p.name for p in (tmp_path / "cache").iterdir() if p.name.startswith(".")]
     assert leftovers == []
 
@@ -128,3 +133,48 @@ def test_an_archive_cut_short_is_a_broken_archive(tmp_path: Path, keep: float) -
     cut.write_bytes(whole[:max(12, int(len(whole) * keep))])
     with pytest.raises(tarfile.ReadError):
         unpack(cut, tmp_path / "tree", 2**30)
+
+
+def test_skipped_members_count_against_the_bound(tmp_path: Path) -> None:
+    """Members the unpacker leaves out (over MAX_FILE_BYTES, bad names, links) are still
+    decompressed to reach the next one: they count, so a bomb of skipped members stops early."""
+    zeros = b"\0" * (8 * 2**20)  # each over MAX_FILE_BYTES: never written
+    archive = _tar(tmp_path / "bomb.tar.gz", [(_member(f"top/big{i}.bin"), zeros)
+                                              for i in range(6)])
+    assert archive.stat().st_size < 400_000
+    started = time.process_time()
+    with pytest.raises(ArchiveTooLarge):
+        unpack(archive, tmp_path / "tree", 20 * 2**20)
+    assert time.process_time() - started < 1.0  # stopped at the third member, not the sixth
+
+
+def test_unpacking_and_downloading_stop_at_the_deadline(tmp_path: Path) -> None:
+    archive = _tar(tmp_path / "a.tar.gz", [(_member(f"top/f{i}.txt"), b"x") for i in range(5)])
+    with pytest.raises(ArchiveTooSlow):
+        unpack(archive, tmp_path / "tree", 2**20, deadline=time.monotonic() - 1)
+    with pytest.raises(ArchiveTooSlow):
+        copy_bounded(iter([b"x"] * 3), io.BytesIO(), 2**20, deadline=time.monotonic() - 1)
+
+
+def test_a_planted_git_directory_and_a_too_deep_path_are_skipped(tmp_path: Path) -> None:
+    deep = "top/" + "/".join(["d" * 200] * 25) + "/deep.txt"  # beyond PATH_MAX (4096)
+    archive = _tar(tmp_path / "a.tar.gz", [
+        (_member("top/.git/config"), b"[core]\n\tfsmonitor = touch /tmp/pwned\n"),
+        (_member("top/sub/.GIT/hooks/x"), b"x"),
+        (_member(deep), b"too deep"),
+        (_member("top/src/ok.py"), b"ok = 1\n"),
+    ])
+    dest = tmp_path / "tree"
+    unpack(archive, dest, 2**20)
+    files = sorted(str(p.relative_to(dest)) for p in dest.rglob("*") if p.is_file())
+    assert files == ["src/ok.py"]
+
+
+def test_what_a_killed_fill_left_is_removed_when_the_cache_opens(tmp_path: Path) -> None:
+    root = tmp_path / "cache"
+    (root / ".fill-old" / "tree").mkdir(parents=True)
+    (root / ".fill-running").mkdir()  # another process's fill, in progress
+    old = time.time() - 7 * 3600
+    os.utime(root / ".fill-old", (old, old))
+    ArchiveCache(root, 2**30)
+    assert sorted(p.name for p in root.iterdir()) == [".fill-running"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from dataclasses import dataclass, field, replace
 from typing import Protocol, runtime_checkable
 
@@ -118,7 +119,10 @@ def review_change_request(
         incremental = forge.fetch_incremental(last_sha, request)
         if incremental is not None:
             changes, used_mode, since = incremental, "incremental", last_sha
+    started = time.monotonic()
     result = reviewer(changes, gathering.for_forge(forge, request, trees or NO_ARCHIVE))
+    # the head tree (an archive's download and unpacking) is part of the review's time
+    result.stats.wall_seconds = max(result.stats.wall_seconds, time.monotonic() - started)
     _add_skipped(result.stats, request)
     if fail_on_skipped:  # what the forge withheld (the engine reports its own skips)
         result.stats.errors += unreviewed_error([s for s in request.skipped if s.source])

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any, BinaryIO
 from urllib.parse import urlsplit
 
@@ -165,7 +166,8 @@ class GitHubForge:
         """`path` at the PR's base commit: the maintainers' version, not the PR's."""
         return self.file_at(path, self.pull().base.sha)
 
-    def archive(self, sha: str, out: BinaryIO, max_bytes: int) -> None:
+    def archive(self, sha: str, out: BinaryIO, max_bytes: int,
+                deadline: float = math.inf) -> None:
         """The repository at `sha` as .tar.gz: `GET /repos/{o}/{r}/tarball/{sha}` answers with
         a short-lived link (codeload), followed only when it stays on the forge's own hosts;
         ArchiveTooLarge as soon as more than `max_bytes` came."""
@@ -180,7 +182,7 @@ class GitHubForge:
                               verify=self._settings.verify, allow_redirects=False) as answer:
                 if answer.status_code != 200:
                     raise ForgeError(f"GitHub: downloading the archive failed: {answer.status_code}")
-                copy_bounded(answer.iter_content(65536), out, max_bytes)
+                copy_bounded(answer.iter_content(65536), out, max_bytes, deadline)
         except RequestException as exc:
             raise ForgeError(f"GitHub: downloading the archive failed: {type(exc).__name__}") from None
 

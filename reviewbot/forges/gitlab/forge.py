@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import logging
+import math
 from typing import Any, BinaryIO
 
 import gitlab
@@ -185,13 +186,15 @@ class GitLabForge:
             raise ForgeError(f"GitLab: reading {path} failed: {type(exc).__name__}") from None
         return buffer.getvalue().decode("utf-8", "replace")
 
-    def archive(self, sha: str, out: BinaryIO, max_bytes: int) -> None:
+    def archive(self, sha: str, out: BinaryIO, max_bytes: int,
+                deadline: float = math.inf) -> None:
         """The repository at `sha` as .tar.gz (`GET …/repository/archive.tar.gz?sha=`), written
         to `out`; ArchiveTooLarge as soon as more than `max_bytes` came."""
         chunks = call(lambda: self.project.repository_archive(
             sha=sha, format="tar.gz", streamed=True, iterator=True, chunk_size=65536),
             "downloading the repository archive")
-        call(lambda: copy_bounded(chunks, out, max_bytes), "downloading the repository archive")
+        call(lambda: copy_bounded(chunks, out, max_bytes, deadline),
+             "downloading the repository archive")
 
     def target_file(self, path: str) -> str | None:
         """`path` as the target branch has it (diff_refs.start_sha): the maintainers' version,
