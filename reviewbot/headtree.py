@@ -20,6 +20,7 @@ import logging
 import math
 import os
 import re
+import shutil
 import subprocess
 import tarfile
 import time
@@ -55,8 +56,14 @@ def at_revision(rev: str | None, cwd: str | None = None) -> HeadTree:
     return HeadTree(WorkingTree(cwd or ".").read, git_finder(None, cwd), "working tree")
 
 
+NO_GIT = "no definitions from other files: git is not installed here (they are found with git grep)"
+
+
 def in_directory(root: Path) -> HeadTree:
-    """An unpacked archive: its files, and definitions by `git grep --no-index` over them."""
+    """An unpacked archive: its files, and definitions by `git grep --no-index` over them
+    (without git, the files alone, and the summary says why)."""
+    if shutil.which("git") is None:
+        return HeadTree(WorkingTree(str(root)).read, None, "archive", NO_GIT)
     return HeadTree(WorkingTree(str(root)).read, git_finder(None, str(root), no_index=True),
                     "archive")
 

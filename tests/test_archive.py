@@ -90,7 +90,7 @@ def test_the_cache_keeps_whole_trees_within_its_size(tmp_path: Path) -> None:
     assert (first / "a.txt").stat().st_size == 100_000
     again = cache.tree("1" * 40, lambda out: pytest.fail("downloaded twice"), 2**20)
     assert again == first
-    second = cache.tree("2" * 40, _fill({"b.txt": b"b" * 100_000}), 2**20)
+    cache.tree("2" * 40, _fill({"b.txt": b"b" * 100_000}), 2**20)
     assert first.exists()  # used just now: a running review may read it, so it stays a while
     os.utime(first / ".reviewbot-complete", (time.time() - 7200,) * 2)  # idle two hours
     third = cache.tree("3" * 40, _fill({"c.txt": b"c" * 100_000}), 2**20)

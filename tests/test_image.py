@@ -46,7 +46,7 @@ def _base_tar(where: Path) -> Path:
         return Path(given)
     rootfs, tar = where / "rootfs", where / "base.tar"
     done = subprocess.run(
-        ["debootstrap", "--variant=minbase", "--include=python3,python3-venv,ca-certificates",
+        ["debootstrap", "--variant=minbase", "--include=python3,python3-venv,ca-certificates,git",
          "bookworm", str(rootfs), DEBIAN_MIRROR], capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     for cache in ("var/cache/apt/archives", "var/lib/apt/lists"):
@@ -116,6 +116,9 @@ def test_the_image_is_labelled_and_runs_as_a_numeric_non_root_user(
                     "import importlib.util as u; print([m for m in ('torch', 'vllm', 'psycopg')"
                     " if u.find_spec(m)])")
     assert found == "['psycopg']"
+    # the listener finds definitions in head trees with git grep
+    assert buildah("run", "--isolation", "chroot", ctr, "--", "git", "--version").startswith(
+        "git version")
 
 
 def test_the_image_reviews_a_diff_against_the_real_vllm(

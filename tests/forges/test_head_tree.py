@@ -225,3 +225,14 @@ def test_pr_prompts_carry_the_same_context_as_git(tmp_path: Path) -> None:
     assert len(git) == len(pr) == 1
     assert "(definition of normalize, head, not in the diff)" in git[0]
     assert _context_part(pr[0]) == _context_part(git[0])
+
+
+def test_without_git_an_archive_gives_files_and_says_why_no_definitions(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from reviewbot.headtree import in_directory
+
+    (tmp_path / "a.py").write_text("def f():\n    return 1\n")
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    tree = in_directory(tmp_path)
+    assert tree.files is not None and tree.files("a.py") is not None
+    assert tree.definitions is None and "git is not installed" in tree.note
