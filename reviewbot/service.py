@@ -22,6 +22,7 @@ from reviewbot.errors import UsageError
 from reviewbot.forges.base import Target
 from reviewbot.forges.run import ForgeRun, review_change_request
 from reviewbot.forges.select import open_forge
+from reviewbot.forges.summary import failed_summary
 from reviewbot.headtree import Trees
 from reviewbot.result import Reviewer, ReviewResult, exit_code
 
@@ -56,6 +57,13 @@ def review(order: ReviewOrder, reviewer: Reviewer, cancel: threading.Event | Non
                                 cancel=cancel, fail_on_skipped=settings.fail_on_skipped,
                                 force=force, trees=Trees.from_settings(settings))
     return run, exit_code(run.complete, run.result.worst(), settings.fail_on)
+
+
+def report_failure(order: ReviewOrder, reason: str) -> None:
+    """After a review's last attempt: the change's summary note says it was not reviewed, and
+    why, where the team looks (the bot's state in it is kept)."""
+    forge = open_forge(order.target, order.settings)
+    forge.write_summary(forge.fetch(), failed_summary(forge.read_summary(), reason))
 
 
 def answer(order: ReviewOrder, note_id: int, passes: Callable[[], Passes],

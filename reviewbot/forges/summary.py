@@ -51,6 +51,15 @@ def paused_summary(previous: str | None, paused: bool) -> str:
     return body + "\n\n" + replace(state, paused=paused).render()
 
 
+def failed_summary(previous: str | None, reason: str) -> str:
+    """The summary note of a review the listener gave up on: not reviewed, and why; the bot's
+    state (the last head reviewed, the pause) is kept for the next attempt."""
+    state = summary_marker(previous) or SummaryMarker()
+    return (f"{TITLE}\n\n❌ **Not reviewed**: {inline(reason[:500])}\n\nThe review was retried "
+            "and failed each time. A new push, or a member's `review` after a mention, tries "
+            "again.\n\n" + state.render())
+
+
 def render_summary(s: SummaryInput) -> str:
     parts = [TITLE, "", _status(s), "", *_scope(s), "", *_counts(s)]
     if s.result.summary.strip():

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal, Protocol, runtime_checkable
 
 from reviewbot.forges.base import ForgeName
 
@@ -62,6 +62,13 @@ class Outcome:
 
 class ReviewRunner(Protocol):
     def __call__(self, job: Job, cancel: threading.Event) -> Outcome: ...
+
+
+@runtime_checkable
+class FailureReporter(Protocol):
+    """Optional for a runner: tell the change's people that its review failed for good."""
+
+    def report_failure(self, job: Job, reason: str) -> None: ...
 
 
 @dataclass(frozen=True)

@@ -83,6 +83,14 @@ class ForgeRunner:
         return Outcome.done(f"review exit code {code}")
 
 
+    def report_failure(self, job: Job, reason: str) -> None:
+        from reviewbot import service
+
+        service.report_failure(service.ReviewOrder(
+            Target(job.forge, job.project, job.number, job.base_url), self._settings),
+            reason)
+
+
 def load_runner(spec: str | None, settings: Settings, db: Database | None = None) -> ReviewRunner:
     """`None` → a `ForgeRunner` (the project's learnings in `db`, the queue's database);
     `"module:function"` → that function (tests/benchmarks)."""

@@ -24,7 +24,7 @@ from functools import partial
 
 from reviewbot.db import DatabaseError
 from reviewbot.errors import BackendError, ForgeError, IncompleteReview, ReviewbotError, redact
-from reviewbot.webhook.jobs import Job, Outcome, ReviewRunner
+from reviewbot.webhook.jobs import FailureReporter, Job, Outcome, ReviewRunner
 from reviewbot.webhook.metrics import Metrics
 from reviewbot.webhook.queue import JobQueue
 
@@ -224,6 +224,7 @@ class WorkerPool:
         now = self._clock()
         if outcome.status == "done":
             if self._queue.finish(job.id, "done", outcome.detail, now=now):
+                log.info("job %d %s done: %s", job.id, _what(job), outcome.detail or "ok")
                 self._metrics.reviews.labels("done").inc()
                 self._metrics.job_latency.labels("done").observe(now - job.received_at)
             return
@@ -243,6 +244,8 @@ class WorkerPool:
         if is_retryable(exc) and attempts < self._limits.max_attempts and not self._stopping.is_set():
             delay = self._limits.backoff(attempts)
             if self._queue.requeue(job.id, now + delay, f"attempt {attempts} failed: {reason}"):
+                log.warning("job %d %s: attempt %d failed, retried in %.0f s: %s", job.id,
+                            _what(job), attempts, delay, reason)
                 self._metrics.reviews.labels("retried").inc()
             return
         if is_retryable(exc) and self._stopping.is_set():
@@ -252,5 +255,22 @@ class WorkerPool:
 
     def _fail(self, job: Job, reason: str, now: float) -> None:
         if self._queue.finish(job.id, "failed", reason, now=now):
+            log.error("job %d %s failed: %s", job.id, _what(job), reason)
             self._metrics.reviews.labels("failed").inc()
             self._metrics.job_latency.labels("failed").observe(now - job.received_at)
+            self._tell(job, reason)
+
+    def _tell(self, job: Job, reason: str) -> None:
+        """A review that failed for good is said on the change itself (its summary note)."""
+        if job.note_id is not None or not isinstance(self._runner, FailureReporter):
+            return
+        try:
+            self._runner.report_failure(job, reason)
+        except (ReviewbotError, OSError) as exc:
+            log.error("job %d: could not say on %s that it failed: %s", job.id, _what(job),
+                      redact(str(exc)))
+
+
+def _what(job: Job) -> str:
+    kind = f"note {job.note_id} on" if job.note_id is not None else "review of"
+    return f"({kind} {job.forge} {job.project} #{job.number} at {job.head_sha[:12]})"

@@ -59,3 +59,44 @@ def test_log_lines_never_carry_url_passwords_or_tokens(caplog: pytest.LogCapture
     assert handler.filter(record)
     text = record.getMessage()
     assert "s3cret" not in text and "glpat-log-token-0002" not in text and "***@127.0.0.1" in text
+
+
+def test_a_review_that_fails_for_good_is_logged_and_said_on_the_merge_request(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The model server is down: after the last attempt the log has one failure line with the
+    reason, and the MR's summary note says it was not reviewed (its state marker kept)."""
+    import json
+    import logging
+
+    import httpx
+
+    from tests.forges.fake_gitlab import FakeGitLab
+    from tests.forges.gitlab_support import TOKEN, scenario
+    from tests.forges.gitrepo import Repo
+    from tests.webhook.webhook_support import GITLAB_SECRET, ThreadServer, make_settings, wait_for
+
+    repo = Repo(tmp_path / "repo")
+    base, head = scenario(repo)
+    with FakeGitLab(repo, base=base, head=head, token=TOKEN) as gitlab:
+        review_settings = resolve({"gitlab_token": TOKEN, "base_url":
+                                   f"http://127.0.0.1:{free_port()}/v1"}, env={},
+                                  config_path="/dev/null")
+        listener = make_settings(tmp_path / "q.sqlite", max_attempts=2, retry_backoff_s=0.05,
+                                 forge_urls=(gitlab.url,))
+        body = json.dumps({"object_kind": "merge_request", "object_attributes": {
+            "action": "open", "iid": 7, "last_commit": {"id": head}},
+            "project": {"id": 42, "web_url": f"{gitlab.url}/grp/proj",
+                        "path_with_namespace": "grp/proj"}}).encode()
+        headers = {"X-Gitlab-Event": "Merge Request Hook", "X-Gitlab-Token": GITLAB_SECRET,
+                   "Content-Type": "application/json"}
+        with caplog.at_level(logging.INFO, logger="reviewbot.webhook"), \
+                ThreadServer(listener, ForgeRunner(review_settings)) as srv:
+            assert httpx.post(f"{srv.url}/webhook/gitlab", content=body,
+                              headers=headers).status_code == 202
+            wait_for(lambda: srv.queue.counts()["failed"] == 1, timeout=60)
+            wait_for(lambda: any("Not reviewed" in n["body"] for n in gitlab.notes()))
+        (summary,) = [n["body"] for n in gitlab.notes() if "Not reviewed" in n["body"]]
+    assert "after 2 attempt(s)" in summary and "model server" in summary.lower()
+    failures = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(failures) == 1 and "failed: after 2 attempt(s)" in failures[0]
+    assert any("attempt 1 failed, retried" in r.getMessage() for r in caplog.records)
