@@ -67,7 +67,8 @@ def report_failure(order: ReviewOrder, reason: str) -> None:
 
 
 def answer(order: ReviewOrder, note_id: int, passes: Callable[[], Passes],
-           reviewer: Callable[[], Reviewer], learnings: LearningStore | None = None) -> Response:
+           reviewer: Callable[[], Reviewer], learnings: LearningStore | None = None,
+           discussion_id: str | None = None) -> Response:
     """Do what a note on the order's merge request asks of the bot (conversation.respond):
     answer it in its thread, or run the command it gives; dismissals become `learnings`."""
     if order.target.forge != "gitlab":
@@ -89,7 +90,7 @@ def answer(order: ReviewOrder, note_id: int, passes: Callable[[], Passes],
                           note.author, f"!{order.target.number} thread {thread.id}",
                           approved=not order.settings.learnings_need_approval)
 
-    return respond(GitLabThreads(forge), note_id, order.settings, passes, full_review, learn)
+    return respond(GitLabThreads(forge, discussion_id), note_id, order.settings, passes, full_review, learn)
 
 
 @runtime_checkable

@@ -43,6 +43,8 @@ _ONE_WAITING = ("CREATE UNIQUE INDEX IF NOT EXISTS jobs_one_waiting ON jobs"
 
 # 0: waits for `reviewbot learnings approve` (learnings_need_approval); those before it apply
 _APPROVED = "ALTER TABLE learnings ADD COLUMN approved INTEGER NOT NULL DEFAULT 1"
+# a note job reads its one discussion by id, not every discussion of the merge request
+_DISCUSSION = "ALTER TABLE jobs ADD COLUMN discussion_id TEXT"
 
 SQLITE = (
     Migration(1, "jobs", _script("""
@@ -84,6 +86,7 @@ SQLITE = (
             created_at REAL    NOT NULL);
         CREATE INDEX IF NOT EXISTS learnings_by_project ON learnings (project, id)""")),
     Migration(5, "learnings awaiting approval", _script(_APPROVED)),
+    Migration(6, "a note job's discussion", _script(_DISCUSSION)),
 )
 
 POSTGRES = (
@@ -126,6 +129,7 @@ POSTGRES = (
             created_at DOUBLE PRECISION NOT NULL);
         CREATE INDEX learnings_by_project ON learnings (project, id)""")),
     Migration(2, "learnings awaiting approval", _script(_APPROVED)),
+    Migration(3, "a note job's discussion", _script(_DISCUSSION)),
 )
 
 MIGRATIONS = {"sqlite": SQLITE, "postgres": POSTGRES}

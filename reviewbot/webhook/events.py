@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from reviewbot.errors import MalformedPayload
+from reviewbot.forges.markers import decode
 from reviewbot.webhook.jobs import QueuedRequest
 
 GITLAB_ACTIONS = ("open", "reopen", "update")
@@ -49,6 +50,7 @@ def _str(obj: object, path: str) -> str:
 
 _MAX_ID = 2**63 - 1  # SQLite's INTEGER, and far beyond any forge's ids
 _SHA = re.compile(r"[0-9a-f]{7,64}")
+_DISCUSSION = re.compile(r"[0-9a-zA-Z]{1,64}")
 
 
 def _int(obj: object, path: str) -> int:
@@ -146,8 +148,11 @@ def parse_gitlab_note(payload: object) -> Accepted | Ignored:
     if attrs.get("system"):
         return Ignored("system notes are not answered", "system")
     body = attrs.get("note")
+    if isinstance(body, str) and decode(body) is not None:  # only the bot writes its markers
+        return Ignored("the bot's own note", "own")
     if not (isinstance(body, str) and "@" in body) and attrs.get("type") != "DiffNote":
         return Ignored("a note that mentions no one, outside a diff thread", "not-addressed")
+    discussion = attrs.get("discussion_id")
     project_id, path = _project(payload)
     note_id = _int(payload, "object_attributes.id")
     request = QueuedRequest(
@@ -158,6 +163,8 @@ def parse_gitlab_note(payload: object) -> Accepted | Ignored:
         base_url=gitlab_base_url(_str(payload, "project.web_url"), path),
         delivery_id=f"{project_id}/note#{note_id}",  # a note is answered once, however sent
         note_id=note_id,
+        discussion_id=discussion if isinstance(discussion, str) and _DISCUSSION.fullmatch(
+            discussion) else None,
     )
     return Accepted(request, (str(project_id), path))
 

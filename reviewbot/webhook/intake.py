@@ -35,6 +35,9 @@ from reviewbot.webhook.settings import WebhookSettings
 from reviewbot.webhook.worker import WorkerPool
 
 log = logging.getLogger("reviewbot.webhook")
+# notes answered per merge request: a flood of notes (each a job that reads the discussion and
+# the author's membership on the bot's token) is cut to a trickle, never to nothing
+NOTES_PER_MINUTE, NOTES_BURST = 12.0, 20.0
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,7 @@ class Intake:
         self._pool = pool
         self._metrics = metrics
         self._limiter = limiter
+        self._notes = RateLimiter(NOTES_PER_MINUTE / 60, NOTES_BURST)
 
     def _reject(self, forge: ForgeName, status: int, label: str, message: str) -> Answer:
         self._metrics.rejected.labels(forge, label).inc()
@@ -123,6 +127,10 @@ class Intake:
             log.warning("ignored an event for forge %s (not in the forge URLs)",
                         accepted.request.base_url)
             return self._ignore(forge, "forge_not_allowed", "forge URL not allowed")
+        req = accepted.request
+        if req.note_id is not None and not self._notes.allow(f"{forge} {name} {req.number}"):
+            return self._ignore(forge, "notes_rate_limited",
+                                "too many notes on this merge request at once: not answered")
         try:
             queued = self._queue.enqueue(accepted.request)
         except DatabaseError as exc:
@@ -139,7 +147,6 @@ class Intake:
         self._pool.wake()
         self._metrics.accepted.labels(forge, "created").inc()
         self._metrics.ack_seconds.labels(forge).observe(time.perf_counter() - started)
-        req = accepted.request
         log.info("queued job %d: %s %s #%d at %s", queued.job_id, forge, req.project,
                  req.number, req.head_sha[:12])
         return Answer(202, {"status": "queued", "job_id": queued.job_id})

@@ -31,6 +31,7 @@ class QueuedRequest:
     base_url: str  # e.g. "https://gitlab.example.com" or "https://api.github.com"
     delivery_id: str  # the event's key (reviewbot.webhook.events.event_key)
     note_id: int | None = None  # a note to answer (conversation); None: review the head
+    discussion_id: str | None = None  # the note's discussion, as the event names it
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,7 @@ class Job:
     delivery_id: str
     received_at: float  # unix time
     note_id: int | None = None  # a note to answer (conversation); None: review the head
+    discussion_id: str | None = None
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,7 @@ from reviewbot.webhook.jobs import STATES, Job, JobRecord, QueuedRequest, State
 _COLUMNS = (
     "id, forge, project, number, head_sha, base_url, delivery_id, received_at,"
     " state, attempts, reason, superseded_by, started_at, finished_at, note_id, worker,"
-    " lease_until"
+    " lease_until, discussion_id"
 )
 WAKE, CANCEL = "reviewbot_jobs", "reviewbot_cancel"  # notification channels
 LEASE_S = 30.0
@@ -70,6 +70,7 @@ def _record(row: Sequence[object]) -> JobRecord:
         delivery_id=cast(str, row[6]),
         received_at=cast(float, row[7]),
         note_id=cast("int | None", row[14]),
+        discussion_id=cast("str | None", row[17]),
     )
     return JobRecord(
         job=job,
@@ -136,9 +137,10 @@ class JobQueue:
                            (now, *ids))
             new_id = int(tx.execute(
                 "INSERT INTO jobs (forge, project, number, head_sha, base_url, delivery_id,"
-                " received_at, note_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                " received_at, note_id, discussion_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                " RETURNING id",
                 (req.forge, req.project, req.number, req.head_sha, req.base_url,
-                 req.delivery_id, now, req.note_id)).fetchone()[0])
+                 req.delivery_id, now, req.note_id, req.discussion_id)).fetchone()[0])
             if ids:
                 tx.execute(f"UPDATE jobs SET superseded_by = ? WHERE id IN {in_clause(ids)}",
                            (new_id, *ids))

@@ -1,7 +1,9 @@
-"""A token bucket per client address, bounded in the number of addresses it remembers."""
+"""A token bucket per key (a client address, a merge request), bounded in the number of keys
+it remembers; safe to share between threads."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 
@@ -19,8 +21,13 @@ class RateLimiter:
         self._max = max_sources
         self._clock = clock
         self._buckets: dict[str, tuple[float, float]] = {}  # source -> (tokens, last seen)
+        self._lock = threading.Lock()
 
     def allow(self, source: str) -> bool:
+        with self._lock:
+            return self._take(source)
+
+    def _take(self, source: str) -> bool:
         now = self._clock()
         tokens, last = self._buckets.get(source, (self._burst, now))
         tokens = min(self._burst, tokens + (now - last) * self._rate)

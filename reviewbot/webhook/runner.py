@@ -68,7 +68,7 @@ class ForgeRunner:
                                     self._settings)
         if job.note_id is not None:
             response = service.answer(order, job.note_id, self.passes, self.reviewer,
-                                      self._learnings)
+                                      self._learnings, job.discussion_id)
             return Outcome.done(f"note {job.note_id}: {response.action}")
         run, code = service.review(order, self.reviewer(), cancel, self._learnings)
         if run.mode == "paused":

@@ -83,7 +83,12 @@ def test_a_dismissal_is_learned_applied_to_its_project_only_and_removable(
 def test_the_cli_reads_and_removes_learnings_in_a_postgresql_queue(postgres_url: str) -> None:
     store = LearningStore.open(postgres_url)
     kept = store.add("42", "Retries here are deliberate.", ("src/*",), "style", "alice", "n1")
-    listed = _cli("list", "--project", "42", "--db", postgres_url, "--output", "json")
+    # a password on the command line is refused (`ps` shows it): the environment carries it
+    refused = _cli("list", "--project", "42", "--db", postgres_url)
+    assert refused.returncode == 2 and "carries a password" in refused.stderr
+    listed = subprocess.run([sys.executable, "-m", "reviewbot", "learnings", "list", "--project",
+                             "42", "--output", "json"], capture_output=True, text=True,
+                            env={**os.environ, "REVIEWBOT_QUEUE_URL": postgres_url})
     assert listed.returncode == 0, listed.stderr
     assert [x["text"] for x in json.loads(listed.stdout)] == ["Retries here are deliberate."]
     # the listener's $REVIEWBOT_QUEUE_URL names it too
@@ -93,7 +98,8 @@ def test_the_cli_reads_and_removes_learnings_in_a_postgresql_queue(postgres_url:
     assert gone.returncode == 0, gone.stderr
     assert store.list("42") == []
     password = postgres_url.split("//", 1)[1].split("@", 1)[0].split(":", 1)[1]
-    assert password not in listed.stdout + listed.stderr + gone.stdout + gone.stderr
+    assert password not in (listed.stdout + listed.stderr + gone.stdout + gone.stderr
+                            + refused.stderr)
 
 
 def test_export_is_valid_toml_in_the_form_the_file_uses(tmp_path: Path) -> None:

@@ -72,3 +72,38 @@ def test_a_note_hook_is_answered_once_across_a_kill_9(env: Env, tmp_path: Path) 
             jobs = httpx.get(f"{proc.url}/jobs", headers=ADMIN).json()["jobs"]
     assert [j["note_id"] for j in jobs] == [note] and jobs[0]["state"] == "done"
     assert len(_answers(thread)) == 1 and _answers(thread)[0]["body"].startswith("Yes:")
+
+
+def test_a_flood_of_notes_costs_a_bounded_number_of_requests_each(env: Env,
+                                                                  tmp_path: Path) -> None:
+    """40 notes by a non-member in a bot thread, and the bot's own answers: each note costs a
+    few API requests on the bot's token (its one discussion by id, not every discussion), the
+    bot's own notes never become jobs, and a flood is cut to a trickle per merge request."""
+    from tests.forges.fake_gitlab import MALLORY_TOKEN
+
+    thread = _threads(env.gitlab)[0]
+    notes = [_say(env.gitlab, MALLORY_TOKEN, f"@reviewbot ignore {i}", thread) for i in range(40)]
+    bot_note = thread["notes"][0]  # the finding itself, with its marker
+    db = tmp_path / "queue.sqlite"
+    with FakeOpenAI(lambda r, a: Reply(tool_name="reply", tool_args={}),
+                    max_model_len=16000) as model, \
+            webhook_process(db, _env(env.gitlab, model), runner=None) as proc:
+        headers, raw = _note_hook(env.gitlab, bot_note["id"], bot_note["body"], thread)
+        own = httpx.post(f"{proc.url}/webhook/gitlab", content=raw, headers=headers).json()
+        before = len(env.gitlab.requests)
+        answers = [httpx.post(f"{proc.url}/webhook/gitlab", headers=hook[0], content=hook[1])
+                   .json()["status"] for hook in
+                   (_note_hook(env.gitlab, n, f"@reviewbot ignore {i}", thread)
+                    for i, n in enumerate(notes))]
+        wait_for(lambda: all(j["state"] == "done" for j in httpx.get(
+            f"{proc.url}/jobs", headers=ADMIN).json()["jobs"]), timeout=120)
+        jobs = httpx.get(f"{proc.url}/jobs", headers=ADMIN).json()["jobs"]
+    assert own["status"] == "ignored"
+    assert answers.count("queued") == len(jobs) and 20 <= len(jobs) < 40
+    assert answers.count("ignored") == 40 - len(jobs)  # rate-limited
+    assert all(j["reason"].endswith("not-a-member") for j in jobs)
+    per_note = (len(env.gitlab.requests) - before) / len(jobs)
+    assert per_note <= 5, per_note
+    assert not any(r.path.endswith("/discussions") and r.method == "GET"
+                   for r in env.gitlab.requests[before:])
+    assert model.requests == []

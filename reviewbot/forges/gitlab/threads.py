@@ -15,8 +15,9 @@ from reviewbot.forges.summary import paused_summary
 
 
 class GitLabThreads:
-    def __init__(self, forge: GitLabForge) -> None:
+    def __init__(self, forge: GitLabForge, discussion_id: str | None = None) -> None:
         self.forge = forge
+        self.discussion_id = discussion_id  # the note's, when the event named it
         self._login: str | None = None
         self._mr: dict[str, Any] | None = None
 
@@ -28,13 +29,25 @@ class GitLabThreads:
         return me, self._login
 
     def find(self, note_id: int) -> tuple[Note, Thread]:
-        for d in call(lambda: self.forge.mr.discussions.list(get_all=True, per_page=100),
-                       "listing discussions"):
+        """The note and its thread: one request when the discussion is known (a webhook's
+        event names it), else every discussion of the merge request (`reviewbot reply`)."""
+        for d in self._discussions():
             notes = d.attributes.get("notes", [])
             for raw in notes:
                 if raw.get("id") == note_id:
                     return self._note(raw), self._thread(str(d.id), notes)
         raise UsageError(f"merge request !{self.forge.iid} has no note {note_id}")
+
+    def _discussions(self) -> list[Any]:
+        if self.discussion_id is not None:
+            try:
+                return [self.forge.mr.discussions.get(self.discussion_id)]
+            except GitlabError as exc:
+                if exc.response_code != 404:  # a wrong id falls back to the whole list
+                    raise ForgeError(f"GitLab: reading a discussion failed: "
+                                     f"{exc.response_code}", status=exc.response_code) from None
+        return list(call(lambda: self.forge.mr.discussions.list(get_all=True, per_page=100),
+                         "listing discussions"))
 
     def _note(self, raw: dict[str, Any]) -> Note:
         author = raw.get("author")
