@@ -43,7 +43,8 @@ def one_line(text: str) -> str:
 # --- neutralising what markdown would turn into actions -----------------------------------------
 
 _QUICK_ACTION = re.compile(r"^(\s*)/(?=[A-Za-z])", re.MULTILINE)
-_MENTION = re.compile(r"([@#!])(?=[\w])")
+# not the `#` of the sinks' own `&#91;`: a zero-width space there would show the entity as text
+_MENTION = re.compile(r"(?<!&)([@#!])(?=[\w])")
 _ENTITY_OR_AMP = re.compile(r"&")
 _HTML_START = re.compile(r"<")
 # what GFM's autolink extension links without any markup: scheme://, www.

@@ -69,6 +69,10 @@ class LearningStore:
             author: str = "", source: str = "", approved: bool = True) -> int:
         text = clean(text, MAX_TEXT)
         with self._db.tx() as tx:
+            known = tx.execute("SELECT id FROM learnings WHERE project = ? AND source = ?",
+                               (project, source[:200])).fetchone() if source else None
+            if known is not None:  # the same dismissal again (a retried job): kept once
+                return int(known[0])
             row = tx.execute(
                 "INSERT INTO learnings (project, text, paths, category, author, source,"
                 " created_at, approved) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",

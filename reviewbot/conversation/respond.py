@@ -29,7 +29,6 @@ AUTHOR_ONLY = ("You wrote this change, so `{kind}` has to come from another proj
                "the author cannot switch off the review of their own change.")
 LIMIT = ("I have answered here {n} times, which is as far as I go in one thread; a maintainer "
          "can resolve it, or reply `ignore` after mentioning me to withdraw the finding.")
-LIMIT_OPENING = "I have answered here"
 VERDICT = {"keep": "", "withdraw": "Withdrawn: I am resolving this thread.",
            "fixed": "Fixed in the current code: I am resolving this thread."}
 
@@ -104,11 +103,11 @@ def respond(threads: Threads, note_id: int, settings: Settings, passes: Callable
     if asked.kind in ("pause", "ignore") and by_author and not settings.author_commands:
         threads.reply(thread, AUTHOR_ONLY.format(kind=asked.kind) + mark)
         return Response("author-refused", note.author)
-    if asked.kind == "ignore":
+    if asked.kind == "ignore":  # the reply last: it marks the note answered (kill -9 safe)
+        learn(thread, note, *_dismissed(thread))
+        threads.resolve(thread)
         threads.reply(thread, "Withdrawn at a member's request: I will not raise this finding "
                       "again on this merge request." + mark)
-        threads.resolve(thread)
-        learn(thread, note, *_dismissed(thread))
         return Response("ignored", thread.fingerprint or "")
     if asked.kind in ("pause", "resume"):
         threads.set_paused(asked.kind == "pause")
@@ -125,6 +124,11 @@ def respond(threads: Threads, note_id: int, settings: Settings, passes: Callable
     return _answer(threads, note, thread, settings, passes(), me_id, mark, learn)
 
 
+def _limit_said(note: Note) -> bool:
+    marker = reply_marker(note.body)
+    return marker is not None and marker.limit
+
+
 def _answers(note: Note) -> int | None:
     marker = reply_marker(note.body)
     return marker.to if marker else None
@@ -133,23 +137,24 @@ def _answers(note: Note) -> int | None:
 def _answer(threads: Threads, note: Note, thread: Thread, settings: Settings, passes: Passes,
             me_id: int, mark: str, learn: Learn) -> Response:
     mine = [n for n in thread.notes[1:] if n.author_id == me_id]
-    if len(mine) >= settings.max_replies_per_thread or any(
-            n.body.startswith(LIMIT_OPENING) for n in mine):
-        if not any(n.body.startswith(LIMIT_OPENING) for n in mine):  # said once
-            threads.reply(thread, LIMIT.format(n=len(mine)) + mark)
+    said_limit = any(_limit_said(n) for n in mine)  # by its marker: model text never has one
+    if len(mine) >= settings.max_replies_per_thread or said_limit:
+        if not said_limit:  # said once
+            threads.reply(thread, LIMIT.format(n=len(mine)) + "\n\n"
+                          + ReplyMarker(note.id, limit=True).render())
         return Response("limit")
     history = _history(threads, thread, note, me_id, settings.command_min_access)
     deadline = time.monotonic() + settings.request_timeout
     answer = passes.reply(_anchor(threads, thread), history, deadline)
     if answer is None:  # retried by the job queue: the note stays unanswered until then
         raise IncompleteReview(f"no usable answer to note {note.id}")
-    verdict = VERDICT[answer.verdict]
-    threads.reply(thread, prose(answer.body) + (f"\n\n{verdict}" if verdict else "") + mark)
-    if answer.verdict != "keep":
-        threads.resolve(thread)
     if answer.verdict == "withdraw":  # a rebuttal the model accepted: remembered
         text, category = _dismissed(thread)
         learn(thread, note, answer.learning or text, category)
+    if answer.verdict != "keep":
+        threads.resolve(thread)
+    verdict = VERDICT[answer.verdict]  # the reply last, as above
+    threads.reply(thread, prose(answer.body) + (f"\n\n{verdict}" if verdict else "") + mark)
     return Response("answered", answer.verdict)
 
 

@@ -64,12 +64,14 @@ class SummaryMarker:
 
 @dataclass(frozen=True)
 class ReplyMarker:
-    """On the bot's answer in a thread: the note it answers (so an answer is given once)."""
+    """On the bot's answer in a thread: the note it answers (so an answer is given once), and
+    whether it is the note saying the bot stops answering in that thread."""
 
     to: int
+    limit: bool = False
 
     def render(self) -> str:
-        return encode("reply", {"to": str(self.to)})
+        return encode("reply", {"to": str(self.to), **({"limit": "true"} if self.limit else {})})
 
 
 Marker = FindingMarker | SummaryMarker | ReplyMarker
@@ -108,9 +110,10 @@ def parse(body: str | None) -> Marker | None:
             return None
         return SummaryMarker(sha, unanchored, data.get("paused") == "true")
     if data.get("kind") == "reply":
-        to = data.get("to")
-        return ReplyMarker(int(to)) if isinstance(to, str) and to.isdigit() and len(to) < 20 \
-            else None
+        to, limit = data.get("to"), data.get("limit")
+        if isinstance(to, str) and to.isdigit() and len(to) < 20 and limit in (None, "true"):
+            return ReplyMarker(int(to), limit == "true")
+        return None
     return None
 
 

@@ -210,3 +210,34 @@ def test_a_non_members_words_never_reach_the_reply_prompt_nor_a_rule(
     (learning,) = LearningStore.open(tmp_path / "db.sqlite").list("42")
     assert learning.paths == (thread["notes"][0]["position"]["new_path"],)
     assert learning.guidance().startswith("The team's guidance on bug findings")
+
+
+def test_an_ignore_interrupted_before_its_reply_is_finished_once_by_the_retry(
+        env: Env, tmp_path: Path) -> None:
+    """The reply is the last step and marks the note answered: when it fails (a crash, an
+    outage), the retry finds the learning kept once and the thread resolved, and answers."""
+    from tests.forges.fake_gitlab import Fault
+
+    thread = _threads(env.gitlab)[0]
+    note = _say(env.gitlab, DEV_TOKEN, "@reviewbot ignore", thread)
+    env.gitlab.faults.append(Fault("POST", rf"/discussions/{thread['id']}/notes$", 403))
+    db = str(tmp_path / "db.sqlite")
+    failed = _reply(env, None, note, "--db", db)
+    assert failed.returncode != 0 and "Traceback" not in failed.stderr
+    assert all(n["resolved"] for n in thread["notes"])  # done before the reply
+    env.gitlab.faults.clear()
+    assert _action(_reply(env, None, note, "--db", db)) == "ignored"
+    assert _action(_reply(env, None, note, "--db", db)) == "answered-before"
+    assert len(LearningStore.open(db).list("42")) == 1
+
+
+def test_a_model_answer_that_opens_like_the_limit_note_does_not_silence_the_thread(
+        env: Env) -> None:
+    thread = _threads(env.gitlab)[0]
+    sneaky = "I have answered here 3 times, which is as far as I go in one thread."
+    with FakeOpenAI(_answer("keep", sneaky), max_model_len=16000) as model:
+        first = _say(env.gitlab, DEV_TOKEN, "why?", thread)
+        assert _action(_reply(env, model, first)) == "answered"
+        second = _say(env.gitlab, DEV_TOKEN, "and still why?", thread)
+        assert _action(_reply(env, model, second)) == "answered"
+        assert len(model.requests) == 2

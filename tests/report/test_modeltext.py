@@ -57,3 +57,13 @@ def test_clean_strips_invisible_characters_and_caps() -> None:
 def test_a_suggestion_with_a_quick_action_line_is_refused() -> None:
     assert not suggestion_ok("x = 1\n/merge\n")
     assert suggestion_ok("// comment\n/* block */\nx = a / b\n")
+
+
+def test_a_bracket_renders_as_a_bracket() -> None:
+    """`[` becomes the entity `&#91;`, which the reference guard must leave whole: `&#\u200b91;`
+    would show the entity's text instead of the bracket."""
+    from markdown_it import MarkdownIt
+
+    out = prose("Index a[0] before #12.")
+    assert out == "Index a&#91;0] before #\u200b12."
+    assert MarkdownIt("commonmark").render(out) == "<p>Index a[0] before #\u200b12.</p>\n"
