@@ -15,7 +15,8 @@ if [ ! -x .venv/bin/reviewbot ]; then
   "$PY" -m venv .venv
   .venv/bin/pip install -q --upgrade pip
 fi
-.venv/bin/pip install -q -e '.[test]'
+# the review path at the versions CI jobs install (reviewbot/data/constraints.txt)
+.venv/bin/pip install -q -e '.[test]' -c reviewbot/data/constraints.txt
 
 if [ ! -f .venv-vllm/.ready ]; then
   "$PY" -m venv .venv-vllm

@@ -71,7 +71,8 @@ def _context(where: Path) -> Path:
             shutil.copy2(source, ctx / name)
     wheels = subprocess.run(
         [str(ROOT / ".venv/bin/pip"), "wheel", "-q", "--wheel-dir", str(ctx / "wheelhouse"),
-         f"{ctx}[postgres]", "setuptools>=77", "wheel"],
+         "-c", str(ROOT / "reviewbot/data/constraints.txt"), f"{ctx}[postgres]",
+         "setuptools>=77", "wheel"],
         capture_output=True, text=True, timeout=900)
     assert wheels.returncode == 0, wheels.stderr[-3000:]
     return ctx
