@@ -88,9 +88,9 @@ def _image(root: Path, apt: bool) -> Path:
     # pip and setuptools come through the .pth too (a venv's own setuptools is too old)
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True,
                    timeout=300)
-    site = subprocess.run([venv / "bin" / "python", "-c", "import sysconfig; print(sysconfig"
-                           ".get_paths()['purelib'])"], capture_output=True, text=True,
-                          check=True).stdout.strip()
+    where = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    site = subprocess.run([venv / "bin" / "python", "-c", where], capture_output=True,
+                          text=True, check=True).stdout.strip()
     (Path(site) / "tested.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     # a wrapper, not a link: a linked venv interpreter would not find its pyvenv.cfg
     (bin_dir / "python").write_text(f'#!/bin/sh\nexec {venv}/bin/python "$@"\n')
@@ -124,9 +124,9 @@ def test_a_git_url_installs_on_an_image_without_git(template: str, package: str,
     assert not (bin_dir / "git").exists()
     proc = _run(_install_lines(job), bin_dir, package)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    installed = subprocess.run([bin_dir / "python", "-c", "import reviewbot.tree as t; "
-                                "print(t.__file__)"], capture_output=True, text=True, check=True,
-                               cwd=tmp_path)
+    where = "import reviewbot.tree as t; print(t.__file__)"
+    installed = subprocess.run([bin_dir / "python", "-c", where], capture_output=True,
+                               text=True, check=True, cwd=tmp_path)
     assert str(tmp_path / "image" / "venv") in installed.stdout  # this project, installed
     # every pin was met by what the tests ran with: nothing newer could have been resolved
     assert proc.stdout.count("Requirement already satisfied") >= 50, proc.stdout[-2000:]
