@@ -18,6 +18,7 @@ from reviewbot.errors import UsageError, redact, register_secret, register_url
 from reviewbot.findings import CATEGORIES
 from reviewbot.rules import Rule
 from reviewbot.rules import parse as parse_rules
+from reviewbot.secrets import require_token_shape
 from reviewbot.tree import MAX_FILE_BYTES, WorkingTree
 
 OUTPUTS = ("text", "json", "sarif", "codequality", "markdown")
@@ -28,8 +29,7 @@ def _env(*names: str) -> dict[str, Any]:
     return {"env": names}
 
 
-# every number a setting holds, checked when settings are resolved (before any request): a bad
-# value is a usage error (exit 2) here, not a failed review at the server (exit 3) later
+# every number a setting holds: a bad value is exit 2 here, not a failed review (3) later
 RANGES: dict[str, tuple[float, float]] = {
     "max_context": (256, 10_000_000), "chunk_tokens": (0, 10_000_000),
     "max_output_tokens": (1, 1_000_000), "concurrency": (0, 256),
@@ -134,26 +134,29 @@ class Settings:
                              "greedy sampling)")
         if self.max_output_tokens >= self.max_context:
             raise UsageError("max_output_tokens must be smaller than max_context")
-        for secret in (self.api_key, self.gitlab_token, self.github_token):
-            register_secret(secret)
-        for url in (self.base_url, self.gitlab_url, self.github_url):
-            register_url(url)
-        _check_url("base_url", self.base_url)
+        for name in ("api_key", "gitlab_token", "github_token"):
+            register_secret(getattr(self, name))
+            require_token_shape(name, getattr(self, name))
+        for name in ("base_url", "gitlab_url", "github_url"):
+            register_url(getattr(self, name))
+            _check_url(name, getattr(self, name))
 
     def __repr__(self) -> str:  # never show secrets, even in a debugger or a traceback
         return f"Settings(base_url={redact(self.base_url)!r}, model={self.model!r}, ...)"
 
 
 def _check_url(name: str, url: str) -> None:
-    """An http(s) URL with a host and a valid port, or a usage error now (not exit 3 after
-    retries against something that can never answer)."""
+    """An http(s) URL with a host and a valid port, or exit 2 now (not 3 after retries)."""
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - raises ValueError for a port out of range
     except ValueError:
         raise UsageError(f"{name} is not a valid URL: {redact(url)!r}") from None
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    if parts.scheme not in ("http", "https") or not parts.hostname \
+            or any(c.isspace() for c in url):
         raise UsageError(f"{name} must be an http(s) URL with a host, not {redact(url)!r}")
+    if name == "gitlab_url" and parts.path.rstrip("/").endswith("/api/v4"):
+        raise UsageError("gitlab_url is the instance's address, without /api/v4")
 
 
 def in_ci(env: Mapping[str, str]) -> bool:
@@ -176,14 +179,12 @@ def check_paths(settings: Settings) -> None:
 
 
 _FIELDS = {f.name: f for f in fields(Settings)}
-# Keys that decide where secrets go, how they are protected, or who may command the bot: from flags and the environment
-# (CI variables) only, never from a file a merge request could change.
+# Keys that decide where secrets go or who commands the bot: never from a file an MR can change
 NOT_FROM_FILES = frozenset({"base_url", "api_key", "gitlab_url", "gitlab_token", "github_url",
                             "github_token", "github_bot_login", "ssl_verify", "ca_file",
                             "prompts_dir", "tokenizer", "command_min_access", "author_commands",
                             "tree_cache"})
-# the `reviewbot review` flag of each of them (the others come from the environment only);
-# tests check that every flag named here exists
+# the `reviewbot review` flag of each (the others: the environment only); tests check them
 FLAG_OF = {"base_url": "--base-url", "api_key": "--api-key", "gitlab_url": "--gitlab-url",
            "gitlab_token": "--gitlab-token", "github_url": "--github-url",
            "github_token": "--github-token", "ssl_verify": "--ssl-verify/--no-ssl-verify",

@@ -136,20 +136,27 @@ _DIFF_START = re.compile(r"^(diff --git |--- )", re.MULTILINE)
 MAX_HUNKS = 100_000  # a change of more hunks is refused: each costs a piece, rows, a header
 
 
-def check_size(size: int, hunks: int, max_mb: float) -> None:
-    """Refuse a change beyond `max_mb` of diff or `MAX_HUNKS` hunks (exit 2, in one line)."""
+def check_size(size: int, hunks: int, max_mb: float, read_to_limit: bool = False) -> None:
+    """Refuse a change beyond `max_mb` of diff or `MAX_HUNKS` hunks (exit 2, in one line);
+    `read_to_limit`: the input was read no further than the limit, so its size is unknown."""
     if size > max_mb * 2**20:
+        how_large = "" if read_to_limit else f"{_size(size)} of diff, "
         raise ChangeTooLarge(
-            f"the change is {size / 2**20:.1f} MB of diff, more than max_diff_mb "
-            f"({max_mb:g}): review it in parts, or raise the limit")
+            f"the change is {how_large}more than max_diff_mb ({max_mb:g} MB): review it in "
+            "parts, or raise the limit")
     if hunks > MAX_HUNKS:
         raise ChangeTooLarge(f"the change has {hunks} hunks, more than {MAX_HUNKS}: review it "
                              f"in parts")
 
 
+def _size(size: int) -> str:
+    return f"{size / 2**20:.2f} MB" if size >= 2**20 // 10 else f"{size / 1024:.1f} KB"
+
+
 def check_raw(raw: bytes, max_mb: float) -> None:
     """`check_size` on a diff's bytes, before parsing them (parsing 50 MB took 15 s, 634 MB)."""
-    check_size(len(raw), raw.count(b"\n@@ -") + raw.startswith(b"@@ -"), max_mb)
+    check_size(len(raw), raw.count(b"\n@@ -") + raw.startswith(b"@@ -"), max_mb,
+               read_to_limit=True)
 
 
 def parse(raw: bytes | str) -> ChangeSet:

@@ -45,3 +45,10 @@ def refuse_password_in_argv(flag: str, url: str | None) -> None:
         raise UsageError(f"{flag} carries a password, which `ps` shows to every user of this "
                          "machine: set REVIEWBOT_QUEUE_URL instead, or keep the password in "
                          "PGPASSWORD or a PGPASSFILE (libpq reads both)")
+
+
+def require_token_shape(name: str, value: str | None) -> None:
+    """A token pasted with its line's end is said as such, not as a refusal by the server."""
+    if value is not None and (not value.isprintable() or any(c.isspace() for c in value)):
+        raise UsageError(f"{name} holds a space, newline or control character (pasted with "
+                         "the line's end?): give the token alone")

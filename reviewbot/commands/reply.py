@@ -15,7 +15,7 @@ from reviewbot.engine.passes import Passes
 
 
 @click.command()
-@click.option("--mr", type=int, required=True, help="GitLab merge request IID.")
+@click.option("--mr", type=click.IntRange(min=1), required=True, help="GitLab merge request IID.")
 @click.option("--project", help="GitLab project ID or path (default: $CI_MERGE_REQUEST_PROJECT_ID).")
 @click.option("--note", "note_id", type=click.IntRange(min=1), required=True,
               help="The id of the note to answer.")

@@ -105,12 +105,12 @@ def engine_options(command: Callable[..., None]) -> Callable[..., None]:
 @click.command()
 @click.option("--diff", "diff_path", metavar="PATH|-", help="A unified diff file, or - for stdin.")
 @click.option("--git", "git_range", metavar="RANGE", help="Review `git diff RANGE` of this repo.")
-@click.option("--mr", type=int, help="GitLab merge request IID.")
+@click.option("--mr", type=click.IntRange(min=1), help="GitLab merge request IID.")
 @click.option("--project", help="GitLab project ID or path (default: $CI_MERGE_REQUEST_PROJECT_ID, "
               "then $CI_PROJECT_ID).")
 @click.option("--gitlab-url", help="GitLab URL (default: $CI_SERVER_URL or https://gitlab.com).")
 @click.option("--gitlab-token", help="GitLab token (default: $REVIEWBOT_GITLAB_TOKEN, $GITLAB_TOKEN).")
-@click.option("--pr", type=int, help="GitHub pull request number.")
+@click.option("--pr", type=click.IntRange(min=1), help="GitHub pull request number.")
 @click.option("--repo", help="GitHub OWNER/NAME (default: $GITHUB_REPOSITORY).")
 @click.option("--github-url", help="GitHub API URL (default: $GITHUB_API_URL).")
 @click.option("--github-token", help="GitHub token (default: $GITHUB_TOKEN).")
@@ -162,10 +162,8 @@ def review(diff_path: str | None, git_range: str | None, mr: int | None, project
             return make_engine(settings, progress).review(changes, context)
 
         run, code = _or_report(lambda: service.review(order, reviewer), ChangeSet(), settings)
-        if run.mode == "paused":
-            click.echo("reviewbot: a project member paused reviews of this merge request "
-                       "(mention the bot with `resume`); nothing was reviewed, which is not a "
-                       "pass (exit 3)", err=True)
+        if run.notice:
+            click.echo(f"reviewbot: {run.notice}", err=True)
         if dry_run and settings.output == "json":  # exactly what would be posted
             emit(json.dumps(run.to_dict(), indent=2, ensure_ascii=False) + "\n", settings.output_file)
         else:
@@ -181,3 +179,4 @@ def review(diff_path: str | None, git_range: str | None, mr: int | None, project
     emit(render(result, settings.output, color=_tty(settings)), settings.output_file)
     _tell_when_written(result, settings.output_file)
     raise SystemExit(exit_code(result.complete, result.worst(), settings.fail_on))
+

@@ -112,6 +112,12 @@ def _confidence(value: Any, default: float | None) -> float | None:
     return default
 
 
+def _fits(span: int, suggestion: str) -> bool:
+    """A replacement far shorter than the lines it replaces would delete code the model never
+    meant to touch (one line offered for a 56-line range): such a suggestion is dropped."""
+    return span <= 2 * len(suggestion.splitlines()) + 3
+
+
 def _finding(item: Any, rows: dict[int, Row],
              categories: tuple[str, ...]) -> tuple[Finding | None, bool]:
     if not isinstance(item, dict):
@@ -132,7 +138,8 @@ def _finding(item: Any, rows: dict[int, Row],
     at = anchor.row
     suggestion: str | None = clean(item.get("suggestion"), LIMITS["suggestion"])
     if not suggestion or not suggestion.strip() or at.side is not Side.NEW \
-            or not suggestion_ok(suggestion):
+            or not suggestion_ok(suggestion) \
+            or not _fits((anchor.end_line or at.number) - at.number + 1, suggestion):
         suggestion = None
     return Finding(
         path=at.file.path,

@@ -14,7 +14,7 @@ from reviewbot.diff import ChangeSet, FileDiff
 from reviewbot.engine.chunking import Chunk, Piece, file_header, make_pieces, split
 from reviewbot.engine.definitions import Definition, called_names, defined_in
 from reviewbot.engine.packing import pack
-from reviewbot.engine.requests import Requests
+from reviewbot.engine.requests import SAFETY_TOKENS, Requests
 from reviewbot.engine.surroundings import definition_blocks, surrounding_blocks
 from reviewbot.engine.tokens import TokenCounter
 from reviewbot.engine.units import pairs, unit_order
@@ -62,17 +62,27 @@ class Fitting:
         surround = self._surrounder(fitted.pieces, context, until)
         return replace(fitted, chunks=(surround(c) for c in fitted.chunks))
 
+    def _too_small(self, fixed: int) -> ContextTooSmall:
+        """Which of the user's settings leaves no room for the diff, and what would."""
+        settings = self.requests.settings
+        full = self.requests.context - settings.max_output_tokens - SAFETY_TOKENS
+        if settings.chunk_tokens and settings.chunk_tokens < full:  # the unit is the limit
+            return ContextTooSmall(
+                f"chunk_tokens {settings.chunk_tokens} is too small: the instructions and "
+                f"tools alone take {fixed} tokens; give at least {fixed + FRAMING + 1024}")
+        return ContextTooSmall(
+            f"a context of {self.requests.context} tokens is too small: the instructions "
+            f"and tools take {fixed} and an answer needs {settings.max_output_tokens}; "
+            f"give --max-context at least "
+            f"{fixed + FRAMING + settings.max_output_tokens + SAFETY_TOKENS + 1024}")
+
     def fitted(self, changes: ChangeSet, context: Context) -> Fitted:
         """Pack with per-part estimates, then check every chunk's exact count and repair (what
         the check moves out is packed again after the rest)."""
         budget, settings = self.requests.budget, self.requests.settings
         fixed = self.exact((), context)
         if fixed + FRAMING > budget:
-            raise ContextTooSmall(
-                f"the system prompt and tools take {fixed} tokens, and max_context "
-                f"({self.requests.context}) less max_output_tokens "
-                f"({settings.max_output_tokens}) leaves {budget} (chunk_tokens: "
-                f"{settings.chunk_tokens or 'off'}): no room for the diff")
+            raise self._too_small(fixed)
         # every file header counted in one batch (by path: hashing a FileDiff hashes its lines);
         # one call per file made a 50 MB change thousands of sequential round trips
         headers = dict(zip((f.path for f in changes.files),

@@ -13,6 +13,7 @@ from typing import Literal, Protocol, runtime_checkable
 from reviewbot.config import Settings
 from reviewbot.context import Intent
 from reviewbot.diff import ChangeSet, Side
+from reviewbot.errors import EXIT_USAGE, ForgeError
 from reviewbot.findings import Finding, Severity
 from reviewbot.forges.markers import FindingMarker
 from reviewbot.result import SkippedFile
@@ -147,3 +148,14 @@ class FileReader(Protocol):
 @runtime_checkable
 class Resolver(Protocol):
     def resolve(self, comments: list[PostedComment]) -> None: ...
+
+
+def unreadable_change(error: ForgeError, hints: dict[int, str]) -> ForgeError:
+    """A refusal to read the change itself (401/403/404) means a wrong token, project or
+    number: a usage error (exit 2) with the forge's hint of what to check."""
+    hint = hints.get(error.status or 0)
+    if hint is None:
+        return error
+    said = ForgeError(f"{error}: {hint}", status=error.status, body=error.body)
+    said.exit_code = EXIT_USAGE
+    return said

@@ -75,6 +75,18 @@ class ForgeRun:
         """Without a fail_on threshold: 3 when incomplete, else 0."""
         return exit_code(self.complete, None, "never")
 
+    @property
+    def notice(self) -> str:
+        """What a report of the findings does not say: a pause, and what a dry run held back."""
+        if self.mode == "paused":
+            return ("a project member paused reviews of this merge request (mention the bot "
+                    "with `resume`); nothing was reviewed, which is not a pass (exit 3)")
+        if self.dry_run and self.mode != "up-to-date":
+            return (f"dry run, nothing was posted: {len(self.to_post)} comment(s) would be "
+                    f"posted and {len(self.to_resolve)} thread(s) resolved; the summary note "
+                    f"would read:\n\n{self.summary}\n")
+        return ""
+
     def to_dict(self) -> dict[str, object]:
         return {
             "forge": self.request.forge,
@@ -129,26 +141,7 @@ def review_change_request(
     if cancel is not None and cancel.is_set():  # superseded: posting would be stale
         return ForgeRun(request, result, "superseded", since, dry_run=dry_run)
     run = ForgeRun(request, result, used_mode, since, dry_run=dry_run)
-
-    current = merge(with_fingerprints(result.findings, changes))
-    # incremental: old-side numbers refer to the previous head, not to the MR's base
-    anchored, refused = anchoring.split(current, request.changes, new_side_only=since is not None)
-    held = {h.fingerprint: h.to for h in result.held}  # noise control (reviewbot.engine.noise)
-    run.unanchored = [f for f in refused if held.get(f.fingerprint) != "none"]
-    run.listed = [f for f in anchored if held.get(f.fingerprint) == "summary"]
-    # what earlier reviews could not anchor, on code not reviewed again
-    kept = carried(previous.unanchored, changes, current + run.unanchored) if since else []
-    run.unanchored += kept
-    existing = forge.existing()
-    known = {c.fingerprint for c in existing}
-    run.to_post = [f for f in anchored if f.fingerprint not in known | held.keys()]
-    run.already_posted = [f for f in anchored if f.fingerprint in known]
-    seen = {f.fingerprint for f in current}
-    run.to_resolve = outdated(existing, seen, changes, request, since_sha=since)
-    closing = {c.id for c in run.to_resolve}
-    result.earlier = still_open([c for c in existing if c.id not in closing],
-                                seen - result.hidden()) + kept
-
+    _plan(forge, run, changes, previous)
     _deliver(forge, run)
     run.unanchored += run.outcome.moved_to_summary
     limit = forge.max_comment_chars if isinstance(forge, CommentLimit) else MAX_BODY
@@ -160,6 +153,30 @@ def review_change_request(
         except ForgeError as exc:
             run.errors.append(f"writing the summary failed: {exc}")
     return run
+
+
+def _plan(forge: Forge, run: ForgeRun, changes: ChangeSet, previous: SummaryMarker) -> None:
+    """Decide what to post, what is already there, what to resolve and what stays open."""
+    result, since = run.result, run.since_sha
+    current = merge(with_fingerprints(result.findings, changes))
+    # incremental: old-side numbers refer to the previous head, not to the MR's base
+    anchored, refused = anchoring.split(current, run.request.changes,
+                                        new_side_only=since is not None)
+    held = {h.fingerprint: h.to for h in result.held}  # noise control (reviewbot.engine.noise)
+    run.unanchored = [f for f in refused if held.get(f.fingerprint) != "none"]
+    run.listed = [f for f in anchored if held.get(f.fingerprint) == "summary"]
+    # what earlier reviews could not anchor, on code not reviewed again
+    kept = carried(previous.unanchored, changes, current + run.unanchored) if since else []
+    run.unanchored += kept
+    existing = forge.existing()
+    known = {c.fingerprint for c in existing}
+    run.to_post = [f for f in anchored if f.fingerprint not in known | held.keys()]
+    run.already_posted = [f for f in anchored if f.fingerprint in known]
+    seen = {f.fingerprint for f in current}
+    run.to_resolve = outdated(existing, seen, changes, run.request, since_sha=since)
+    closing = {c.id for c in run.to_resolve}
+    result.earlier = still_open([c for c in existing if c.id not in closing],
+                                seen - result.hidden()) + kept
 
 
 def _deliver(forge: Forge, run: ForgeRun) -> None:

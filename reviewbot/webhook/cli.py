@@ -14,7 +14,8 @@ from reviewbot.webhook.settings import resolve_settings
 
 @click.command()
 @click.option("--host", default=None, help="Address to listen on [default: 127.0.0.1].")
-@click.option("--port", type=int, default=None, help="Port to listen on [default: 8080].")
+@click.option("--port", type=click.IntRange(1, 65535), default=None,
+              help="Port to listen on [default: 8080].")
 @click.option("--db", type=click.Path(path_type=Path), default=None,
               help="Queue database, a SQLite file for one listener process "
                    "[default: .reviewbot-state/webhook.sqlite].")

@@ -12,7 +12,7 @@ import pytest
 from reviewbot.config import Settings, check_paths, parse_text, resolve
 from reviewbot.diff import parse
 from reviewbot.engine.build import make_engine
-from reviewbot.errors import UsageError
+from reviewbot.errors import ContextTooSmall, UsageError
 from tests.engine.test_review_flow import make_diff
 from tests.fake_openai import FakeOpenAI, Reply
 
@@ -137,3 +137,43 @@ def test_github_usage_errors_are_exit_2(argv: list[str], message: str) -> None:
                            "--base-url", "http://127.0.0.1:9/v1", *argv], capture_output=True,
                           text=True, timeout=60, env=clean, check=False)
     assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("name", ["api_key", "gitlab_token", "github_token"])
+def test_a_token_pasted_with_its_line_end_is_named(name: str) -> None:
+    with pytest.raises(UsageError, match=f"{name} holds a space, newline") as info:
+        resolve({name: "glpat-abcdefghijklmnop\n"}, env={}, file_values={})
+    assert "abcdefgh" not in str(info.value)  # the token itself is never said
+
+
+def test_the_gitlab_api_path_is_not_the_instance_url() -> None:
+    with pytest.raises(UsageError, match="without /api/v4"):
+        resolve({"gitlab_url": "https://gitlab.example.com/api/v4/"}, env={}, file_values={})
+
+
+def test_a_url_with_a_password_is_refused_without_saying_it() -> None:
+    with pytest.raises(UsageError, match="gitlab_url must be an http") as info:
+        resolve({"gitlab_url": "ftp://user:hunter2secret@host"}, env={}, file_values={})
+    assert "hunter2" not in str(info.value)
+
+
+@pytest.mark.parametrize("argv,option", [
+    (["review", "--mr", "-3"], "--mr"), (["review", "--pr", "0"], "--pr"),
+    (["reply", "--mr", "0", "--note", "1"], "--mr"),
+    (["webhook", "--port", "99999"], "--port"), (["server", "up", "--port", "70000"], "--port"),
+])
+def test_numbers_out_of_range_are_usage_errors(argv: list[str], option: str) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REVIEWBOT_")}
+    proc = subprocess.run([sys.executable, "-m", "reviewbot", *argv], capture_output=True,
+                          text=True, timeout=60, env=env)
+    assert proc.returncode == 2 and option in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_a_context_too_small_names_the_setting_to_raise() -> None:
+    with FakeOpenAI(lambda b, n: Reply(tool_args={"summary": "", "findings": []}),
+                    max_model_len=300) as srv:
+        engine = make_engine(resolve({"base_url": srv.base_url, "max_output_tokens": 64,
+                                      "max_context": 300}, env={}, file_values={}))
+        with pytest.raises(ContextTooSmall, match=r"give --max-context at least \d+"):
+            engine.review(parse(make_diff(files=1)))

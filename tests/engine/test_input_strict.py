@@ -123,7 +123,8 @@ def test_a_diff_beyond_max_diff_mb_is_refused_from_its_bytes(tmp_path: Path) -> 
     path.write_text(HEAD + "@@ -0,0 +1,20000 @@\n" + ("+" + "y" * 99 + "\n") * 20000)
     proc = _review_file(path, REVIEWBOT_MAX_DIFF_MB="1")
     assert proc.returncode == 2, proc.stderr
-    assert "more than max_diff_mb (1)" in proc.stderr and "Traceback" not in proc.stderr
+    assert "the change is more than max_diff_mb (1 MB)" in proc.stderr
+    assert "Traceback" not in proc.stderr
 
 
 def test_more_hunks_than_the_cap_are_refused_before_parsing(tmp_path: Path) -> None:

@@ -337,3 +337,26 @@ def test_well_formed_findings_are_kept_or_reanchored_never_dropped(items: list[d
             row = ROWS[item["row"]]
             assert (finding.path, finding.side, finding.line) == (row.file.path, row.side, row.number)
     assert parsed.reanchored == sum(1 for item in items if item["row"] not in ROWS)
+
+
+
+
+def _suggested(end_row: int, text: str) -> str | None:
+    """The suggestion kept for a finding on new lines 1..end_row-1 of thirty rewritten."""
+    lines = [f"l{i}" for i in range(30)]
+    changes = diff.parse(make_diff([("a.py", lines, [f"m{i}" for i in range(30)])], 2))
+    chunk = Chunk(1, tuple(make_pieces(changes, ESTIMATE, 10_000)))
+    item = {"title": "t", "severity": "major", "category": "bug", "body": "b", "row": 2,
+            "end_row": end_row, "suggestion": text}
+    parsed = answers.parse_calls([(tools.TOOL_NAME, json.dumps({"summary": "s",
+                                                                 "findings": [item]}))], chunk, 50)
+    assert [f.line for f in parsed.findings] == [1]
+    return parsed.findings[0].suggestion
+
+
+def test_a_short_suggestion_over_a_long_range_is_dropped() -> None:
+    """Applied, one line offered for a long range would delete code the model never meant to
+    touch; the finding stays, its suggestion goes."""
+    assert _suggested(9, "a\nb\nc\n") == "a\nb\nc\n"  # 3 lines for 8
+    assert _suggested(9, "x = 1\n") is None  # 1 line for 8
+    assert _suggested(31, "a\nb\nc\n") is None  # 3 lines for 30

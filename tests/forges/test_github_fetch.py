@@ -105,6 +105,7 @@ def test_missing_pr_is_a_one_line_forge_error(fake: FakeGitHub) -> None:
     with pytest.raises(ForgeError) as err:
         forge(fake, number=99).fetch()
     assert err.value.status == 404 and "\n" not in str(err.value)
+    assert err.value.exit_code == 2 and "check --repo and --pr" in str(err.value)
 
 
 def test_bad_token_never_appears_in_the_error(fake: FakeGitHub) -> None:

@@ -125,3 +125,28 @@ def test_python_gitlabs_url_warning_is_scrubbed() -> None:
                           text=True, timeout=60, check=False, cwd=Path(__file__).parents[2])
     assert "base URL in the server response differs" in proc.stderr, proc.stderr
     assert password not in proc.stderr
+
+
+def test_a_merge_request_that_is_not_there_is_a_usage_error_with_a_hint(env: Env) -> None:
+    with FakeOpenAI(one_finding_per_anchor, max_model_len=16000) as server:
+        clean = {k: v for k, v in os.environ.items()
+                 if not k.startswith(("CI_", "GITLAB", "GITHUB", "REVIEWBOT_"))}
+        proc = subprocess.run(
+            [sys.executable, "-m", "reviewbot", "review", "--mr", "999", "--project", "grp/proj",
+             "--gitlab-url", env.gitlab.url, "--gitlab-token", TOKEN, "--base-url",
+             server.base_url, "--no-progress"], capture_output=True, text=True, timeout=120,
+            env=clean)
+    assert proc.returncode == 2, proc.stderr
+    assert "404" in proc.stderr and "404 404" not in proc.stderr
+    assert "check --project and --mr" in proc.stderr and "Traceback" not in proc.stderr
+    assert server.requests == []  # no model time on a change that is not there
+
+
+def test_a_dry_run_says_so_and_shows_the_summary_it_would_post(env: Env) -> None:
+    with FakeOpenAI(one_finding_per_anchor, max_model_len=16000) as server:
+        proc = _cli(env, server, "--dry-run")
+    assert proc.returncode == 0, proc.stderr
+    assert env.gitlab.notes() == []  # nothing posted
+    said = re.search(r"dry run, nothing was posted: (\d+) comment\(s\) would be posted", proc.stderr)
+    assert said and int(said.group(1)) >= 6, proc.stderr
+    assert "the summary note would read:" in proc.stderr and "Review complete" in proc.stderr

@@ -14,7 +14,8 @@ from reviewbot.config import Settings
 from reviewbot.diff import ChangeSet
 from reviewbot.errors import ForgeError, UsageError
 from reviewbot.forges.base import ForgeSettings
-from reviewbot.forges.gitlab.forge import GitLabForge, client
+from reviewbot.forges.gitlab.api import client
+from reviewbot.forges.gitlab.forge import GitLabForge
 from reviewbot.forges.run import review_change_request
 from reviewbot.result import ReviewResult, Stats
 from tests.forges.fake_gitlab import FakeGitLab, Fault
@@ -135,7 +136,7 @@ def test_tokens_never_appear_in_logs_errors_or_output(env: Env, caplog: pytest.L
                                         gitlab_token=TOKEN + "-wrong"))), 42, 7)
     with pytest.raises(ForgeError) as err:
         wrong.fetch()
-    assert err.value.status == 401 and err.value.exit_code == 3
+    assert err.value.status == 401 and err.value.exit_code == 2  # the token is the input
     out = capsys.readouterr()
     blob = "\n".join([caplog.text, out.out, out.err, str(err.value), err.value.body,
                       json.dumps(run.to_dict()), run.summary, *run.errors])

@@ -18,7 +18,7 @@ from github import Auth, Github, GithubException, GithubRetry
 from requests import RequestException
 
 from reviewbot.errors import ForgeError, UsageError, register_secret
-from reviewbot.forges.base import ForgeSettings
+from reviewbot.forges.base import ForgeSettings, unreadable_change
 
 PUBLIC_API = "https://api.github.com"
 
@@ -95,6 +95,17 @@ def forge_error(what: str, exc: GithubException | RequestException) -> ForgeErro
         text += f" ({detail})"
     return ForgeError(text, status=exc.status, body=str(exc.data)[:2000])
 
+
+
+# what to check when GitHub refuses to read the pull request
+_HINTS = {401: "the token is wrong or expired (GITHUB_TOKEN, --github-token)",
+          403: "the token may not read it (pull requests and contents: read)",
+          404: "check --repo and --pr, and that the token can see the repository"}
+
+
+def change_error(what: str, exc: GithubException | RequestException) -> ForgeError:
+    """`forge_error` for reading the pull request itself: a refusal is the user's input."""
+    return unreadable_change(forge_error(what, exc), _HINTS)
 
 def error_text(exc: GithubException) -> str:
     """Everything GitHub said, lower-cased, for classifying a 422."""

@@ -29,7 +29,7 @@ from reviewbot.diff import ChangeSet, parse
 from reviewbot.errors import ForgeError
 from reviewbot.findings import Finding
 from reviewbot.forges.base import ChangeRequest, ForgeSettings, PostedComment, PostOutcome
-from reviewbot.forges.github.client import api_url, forge_error, make_client
+from reviewbot.forges.github.client import api_url, change_error, forge_error, make_client
 from reviewbot.forges.github.map import FileEntry, files_to_diff, outdated_body, posted_comment
 from reviewbot.forges.github.post import BATCH_SIZE, Poster, plan, review_body
 from reviewbot.forges.markers import PREFIX, summary_marker
@@ -89,7 +89,7 @@ class GitHubForge:
                 self._repo = self._gh.get_repo(self._repo_name)
                 self._pull = self._repo.get_pull(self._number)
             except _GH_ERRORS as exc:
-                raise forge_error(f"reading {self._repo_name}#{self._number}", exc) from None
+                raise change_error(f"reading {self._repo_name}#{self._number}", exc) from None
         return self._pull
 
     def repo(self) -> Repository:

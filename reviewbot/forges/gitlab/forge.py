@@ -13,10 +13,17 @@ from gitlab.exceptions import GitlabError
 
 from reviewbot.archive import ArchiveTooLarge, copy_bounded
 from reviewbot.diff import ChangeSet, FileDiff, parse
-from reviewbot.errors import DiffError, ForgeError, Refused, Unavailable, UsageError, redact
+from reviewbot.errors import DiffError, ForgeError, Refused, Unavailable, redact
 from reviewbot.findings import Finding
-from reviewbot.forges.base import ChangeRequest, ForgeSettings, PostedComment, PostOutcome
+from reviewbot.forges.base import (
+    ChangeRequest,
+    ForgeSettings,
+    PostedComment,
+    PostOutcome,
+    unreadable_change,
+)
 from reviewbot.forges.gitlab import diffs
+from reviewbot.forges.gitlab.api import HINTS, call, client, forge_error
 from reviewbot.forges.gitlab.position import note_payload
 from reviewbot.forges.gitlab.post import Poster, WritePolicy
 from reviewbot.forges.markers import finding_marker, summary_marker
@@ -24,16 +31,6 @@ from reviewbot.result import SkippedFile
 from reviewbot.tree import MAX_FILE_BYTES
 
 log = logging.getLogger(__name__)
-
-
-def client(settings: ForgeSettings) -> gitlab.Gitlab:
-    """A python-gitlab client for a gitlab.com or self-managed instance (custom CA, ssl_verify)."""
-    if not settings.token:
-        raise UsageError("no GitLab token: pass --gitlab-token or set REVIEWBOT_GITLAB_TOKEN "
-                         "or GITLAB_TOKEN (a project access token with the api scope)")
-    return gitlab.Gitlab(settings.url, private_token=settings.token,
-                         ssl_verify=settings.verify, timeout=60, per_page=100,
-                         retry_transient_errors=True)
 
 
 class GitLabForge:
@@ -68,8 +65,15 @@ class GitLabForge:
 
     def project_key(self) -> str:
         """The project's numeric id, however it was named: what its learnings are kept under."""
-        meta = call(lambda: self.project.mergerequests.get(self.iid), "reading the merge request")
+        meta = self._merge_request()
         return str(meta.attributes.get("project_id") or self.project_id)
+
+    def _merge_request(self) -> Any:
+        try:
+            return call(lambda: self.project.mergerequests.get(self.iid),
+                        "reading the merge request")
+        except ForgeError as exc:
+            raise unreadable_change(exc, HINTS) from None
 
     @classmethod
     def from_settings(cls, settings: ForgeSettings, project: str | int, iid: int) -> GitLabForge:
@@ -77,7 +81,7 @@ class GitLabForge:
 
     # fetching
     def fetch(self) -> ChangeRequest:
-        meta = call(lambda: self.project.mergerequests.get(self.iid), "reading the merge request")
+        meta = self._merge_request()
         refs = meta.attributes.get("diff_refs") or {}
         if not all(refs.get(k) for k in ("base_sha", "start_sha", "head_sha")):
             raise ForgeError(f"merge request !{self.iid} has no complete diff_refs yet "
@@ -112,7 +116,7 @@ class GitLabForge:
                                           per_page=100)), False
         except GitlabError as exc:
             if exc.response_code != 404:
-                raise _forge_error(exc, "listing the diffs") from None
+                raise forge_error(exc, "listing the diffs") from None
         changes = call(lambda: self.mr.changes(access_raw_diffs="true"), "reading the changes")
         return list(changes.get("changes", [])), bool(changes.get("overflow"))
 
@@ -199,7 +203,7 @@ class GitLabForge:
     def target_file(self, path: str) -> str | None:
         """`path` as the target branch has it (diff_refs.start_sha): the maintainers' version,
         not the merge request's."""
-        meta = call(lambda: self.project.mergerequests.get(self.iid), "reading the merge request")
+        meta = self._merge_request()
         ref = (meta.attributes.get("diff_refs") or {}).get("start_sha") \
             or meta.attributes.get("target_branch")
         if not ref:
@@ -282,19 +286,3 @@ class GitLabForge:
 
     def _mr_path(self, tail: str) -> str:
         return f"/projects/{self.project.encoded_id}/merge_requests/{self.iid}/{tail}"
-
-
-def _forge_error(exc: GitlabError, what: str) -> ForgeError:
-    message = " ".join(str(exc.error_message).split())[:300]
-    return ForgeError(f"GitLab: {what} failed: {exc.response_code} {message}",
-                      status=exc.response_code)
-
-
-def call(fn: Any, what: str) -> Any:
-    """Run one python-gitlab call (already retried on 429/5xx); failures become ForgeError."""
-    try:
-        return fn()
-    except GitlabError as exc:
-        raise _forge_error(exc, what) from None
-    except requests.exceptions.RequestException as exc:
-        raise ForgeError(f"GitLab: {what} failed: {type(exc).__name__}") from None

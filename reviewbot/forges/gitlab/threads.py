@@ -9,7 +9,8 @@ from gitlab.exceptions import GitlabError
 
 from reviewbot.conversation.notes import Note, Thread
 from reviewbot.errors import ForgeError, UsageError
-from reviewbot.forges.gitlab.forge import GitLabForge, call
+from reviewbot.forges.gitlab.api import call
+from reviewbot.forges.gitlab.forge import GitLabForge
 from reviewbot.forges.markers import finding_marker
 from reviewbot.forges.summary import paused_summary
 

@@ -55,7 +55,7 @@ def _verify_model(model_dir: Path) -> None:
 @click.option("--model", "model_dir", required=True,
               type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="Local model directory (config.json, tokenizer, weights).")
-@click.option("--port", type=int, default=8000, show_default=True,
+@click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True,
               help="Client port: vLLM's own with one instance, nginx's with several.")
 @click.option("--state-dir", type=click.Path(file_okay=False, path_type=Path),
               default=Path(".reviewbot-server"), show_default=True,

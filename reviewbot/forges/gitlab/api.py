@@ -1,0 +1,46 @@
+"""python-gitlab calls: the client, and every failure as a ForgeError that says what to do."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gitlab
+import requests
+from gitlab.exceptions import GitlabError
+
+from reviewbot.errors import ForgeError, UsageError
+from reviewbot.forges.base import ForgeSettings
+
+
+def client(settings: ForgeSettings) -> gitlab.Gitlab:
+    """A python-gitlab client for a gitlab.com or self-managed instance (custom CA, ssl_verify)."""
+    if not settings.token:
+        raise UsageError("no GitLab token: pass --gitlab-token or set REVIEWBOT_GITLAB_TOKEN "
+                         "or GITLAB_TOKEN (a project access token with the api scope)")
+    return gitlab.Gitlab(settings.url, private_token=settings.token,
+                         ssl_verify=settings.verify, timeout=60, per_page=100,
+                         retry_transient_errors=True)
+
+
+# what to check when GitLab refuses to read the merge request
+HINTS = {401: "the token is wrong or expired (REVIEWBOT_GITLAB_TOKEN, --gitlab-token)",
+          403: "the token's user may not read it (a project access token, api scope)",
+          404: "check --project and --mr, and that the token's user can see the project"}
+
+
+def forge_error(exc: GitlabError, what: str) -> ForgeError:
+    code = exc.response_code
+    message = " ".join(str(exc.error_message).split())[:300]
+    if code is not None and message.startswith(str(code)):  # GitLab's own "404 Not Found"
+        message = message[len(str(code)):].strip()
+    return ForgeError(f"GitLab: {what} failed: {code} {message}", status=code)
+
+
+def call(fn: Any, what: str) -> Any:
+    """Run one python-gitlab call (already retried on 429/5xx); failures become ForgeError."""
+    try:
+        return fn()
+    except GitlabError as exc:
+        raise forge_error(exc, what) from None
+    except requests.exceptions.RequestException as exc:
+        raise ForgeError(f"GitLab: {what} failed: {type(exc).__name__}") from None
