@@ -8,7 +8,7 @@ from dataclasses import replace
 import httpx
 
 from reviewbot.config import Settings
-from reviewbot.engine.deadline import DeadlineTransport
+from reviewbot.deadline import DeadlineTransport
 from reviewbot.engine.llm import ModelClient
 from reviewbot.engine.orchestrator import Engine
 from reviewbot.engine.progress import ChunkProgress, NoProgress

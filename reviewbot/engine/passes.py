@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from reviewbot.context import Context
+from reviewbot.deadline import until
 from reviewbot.engine import answers, tools
 from reviewbot.engine.candidates import agree, apply_verdicts
 from reviewbot.engine.chunking import Chunk
-from reviewbot.engine.deadline import until
 from reviewbot.engine.llm import ModelClient, Reply
 from reviewbot.engine.requests import JUDGE_TOKENS, REPLY_TOKENS, Anchor, Messages, Requests, Tools
 from reviewbot.errors import BadAnswer, ContextTooLong, RequestFailed

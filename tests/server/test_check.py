@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import re
 import socket
+import time
 from typing import Any
 
 import pytest
 
 from reviewbot.cli import main
+from reviewbot.deadline import bounded_client
 from reviewbot.server.probe.check import Server, check_tool_auto, check_tool_forced
+from reviewbot.server.supervise.canary import warm_up
 from tests.fake_openai import FakeOpenAI, Reply
 
 CHECKS = ("reachable", "model served", "context", "tokenize", "latency", "tool call (forced)",
@@ -112,3 +115,21 @@ def test_auto_tool_choice_rejected_names_the_flags() -> None:
     with FakeOpenAI(lambda body, attempt: rejected) as fake:
         result = check_tool_auto(_server(fake))
         assert result.status == "FAIL" and "--enable-auto-tool-choice" in result.detail
+
+
+def test_a_server_that_trickles_its_answer_fails_within_the_timeout() -> None:
+    """httpx's timeouts are per read: one byte every 0.2 s never tripped them."""
+    slow = Reply(tool_name="report_finding", tool_args={"line": 2, "message": "m"}, trickle=0.2)
+    with FakeOpenAI(lambda body, attempt: slow) as fake:
+        server = Server(fake.base_url, fake.base_url.removesuffix("/v1"), None, 1.5, model="fake")
+        start = time.monotonic()
+        result = check_tool_forced(server)
+    assert result.status == "FAIL" and time.monotonic() - start < 3 * 1.5 + 2, result
+
+
+def test_the_supervisors_probes_end_by_their_deadline_on_a_trickling_server() -> None:
+    slow = Reply(tool_args={"ok": True}, trickle=0.2)
+    with FakeOpenAI(lambda body, attempt: slow) as fake, bounded_client(15.0) as client:
+        start = time.monotonic()
+        took = warm_up(client, fake.base_url.removesuffix("/v1"), "fake", (64,), 4096, 1.5)
+    assert took == {"64": None} and time.monotonic() - start < 3.5, took

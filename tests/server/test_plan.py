@@ -431,6 +431,21 @@ def test_fp16_on_a_bf16_model_warns_of_overflow() -> None:
      "text_config": {"layer_types": {"0": "full"}}, "vision_config": {"depth": "deep"}},
     {"hidden_size": 2048, "num_attention_heads": 16, "num_hidden_layers": 4,
      "sliding_window": [128], "layer_types": ["sliding_attention"] * 4},
+    # negative and absurd sizes once planned a KV cache larger than the card
+    {"hidden_size": 2048, "num_attention_heads": 16, "num_hidden_layers": 4,
+     "intermediate_size": -11008},
+    {"hidden_size": 2048, "num_attention_heads": 16, "num_hidden_layers": 4, "vocab_size": -5},
+    {"hidden_size": 2048, "num_attention_heads": 16, "num_hidden_layers": 4,
+     "num_experts": -8, "moe_intermediate_size": 768},
+    {"hidden_size": 2048, "num_attention_heads": 16, "num_hidden_layers": 4,
+     "max_position_embeddings": -32768},
+    {"hidden_size": 2048, "num_attention_heads": 16, "num_hidden_layers": 4,
+     "rope_scaling": {"rope_type": "yarn", "factor": -4.0}},
+    {"hidden_size": 2048, "num_attention_heads": 16, "num_hidden_layers": 4,
+     "num_key_value_heads": 64},
+    {"hidden_size": 2048, "num_attention_heads": 16, "num_hidden_layers": 4,
+     "quantization_config": {"quant_method": "gptq", "bits": -4}},
+    {"hidden_size": 2**40, "num_attention_heads": 16, "num_hidden_layers": 4},
 ])
 def test_a_config_json_with_unusable_values_is_one_line_exit_2(
         tmp_path: Path, cfg: object, capsys: pytest.CaptureFixture[str]) -> None:

@@ -184,6 +184,24 @@ def test_systemd_units_verify(tmp_path: Path) -> None:
         assert json.loads(words[words.index("--hf-overrides") + 1])["rope_parameters"]
 
 
+
+def test_a_newline_in_the_model_path_stays_inside_its_execstart_word(tmp_path: Path) -> None:
+    analyze = binary("systemd-analyze")
+    model = tmp_path / "m\nExecStartPre=touch pwned"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({
+        "architectures": ["Qwen2ForCausalLM"], "hidden_size": 1536, "num_attention_heads": 12,
+        "num_key_value_heads": 2, "num_hidden_layers": 28, "intermediate_size": 8960,
+        "vocab_size": 151936, "max_position_embeddings": 32768}))
+    (body,) = systemd_units(plan("1xRTX4090", load_model(str(model))), "/bin/true").values()
+    assert not any(x.startswith("ExecStartPre") for x in body.splitlines())
+    assert "m\\x0aExecStartPre=touch pwned" in body
+    unit = tmp_path / "reviewbot-vllm-8001.service"
+    unit.write_text(body)
+    out = subprocess.run([analyze, "verify", str(unit)], capture_output=True, text=True,
+                         check=False)
+    assert out.returncode == 0 and "Failed" not in out.stderr, out.stderr
+
 def test_json_contract_and_text_explain_every_number() -> None:
     p = plan("2xA10", load_model("Qwen2.5-Coder-7B"))
     body = plan_json(p)

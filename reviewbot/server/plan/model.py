@@ -11,7 +11,8 @@ attention layers (Qwen3.5 / Qwen3-Next Gated DeltaNet) a fixed recurrent state p
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -171,11 +172,36 @@ def spec_from_config(cfg: dict[str, Any], *, name: str, source: str, local: bool
     except (TypeError, ValueError, AttributeError, ZeroDivisionError) as exc:
         raise UsageError(f"{source}/config.json has a value the planner cannot use "
                          f"({type(exc).__name__}: {str(exc)[:120]})") from None
-    counts = (spec.num_layers, spec.num_attention_heads, spec.num_kv_heads, spec.head_dim,
-              spec.hidden_size, spec.vocab_size)
-    if min(counts) < 1 or spec.kv_layers < 0 or spec.linear_layers < 0:
-        raise UsageError(f"{source}/config.json has a layer, head or size count below 1")
+    _check(spec, source)
     return spec
+
+
+# a count beyond these is no model a card can hold: a typo or a hostile file
+_MAX_COUNT = 2**31
+_AT_LEAST_ONE = ("num_layers", "num_attention_heads", "num_kv_heads", "head_dim", "hidden_size",
+                 "vocab_size", "intermediate_size", "native_context", "linear_conv_kernel")
+
+
+def _check(spec: ModelSpec, source: str) -> None:
+    """Every number in range, named in one line: a negative size planned a KV cache larger
+    than the card."""
+    for f in fields(spec):
+        value = getattr(spec, f.name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        low = 1 if f.name in _AT_LEAST_ONE else (-1 if f.name == "full_layers" else 0)
+        if isinstance(value, float) and not (math.isfinite(value) and value > 0):
+            raise UsageError(f"{source}/config.json: {f.name} must be a positive number")
+        if not low <= value <= _MAX_COUNT:
+            raise UsageError(f"{source}/config.json: {f.name} is {value}, outside "
+                             f"{low}..{_MAX_COUNT}")
+    if spec.experts_per_token > spec.num_experts or spec.num_kv_heads > spec.num_attention_heads:
+        raise UsageError(f"{source}/config.json: more experts per token than experts, or more "
+                         "KV heads than attention heads")
+    if spec.quant and not (1 <= spec.quant.bits <= 16 and 0 <= spec.quant.group_size <= 2**20):
+        raise UsageError(f"{source}/config.json: quantization bits or group size out of range")
+    if spec.full_layers + spec.sliding_layers + spec.linear_layers > spec.num_layers:
+        raise UsageError(f"{source}/config.json: more layers by kind than num_hidden_layers")
 
 
 def _spec(cfg: dict[str, Any], *, name: str, source: str, local: bool) -> ModelSpec:

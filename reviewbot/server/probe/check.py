@@ -24,6 +24,7 @@ from openai.types.chat import (
     ChatCompletionNamedToolChoiceParam,
 )
 
+from reviewbot.deadline import bounded_client
 from reviewbot.errors import UsageError, redact, register_secret
 
 DEFAULT_CONTEXT = 65_536
@@ -66,9 +67,15 @@ class Server:
     def headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
 
+    def http(self) -> httpx.Client:
+        """Every probe ends within `timeout`, also on a server that trickles its answer."""
+        return bounded_client(self.timeout, self.headers())
+
     def client(self) -> openai.OpenAI:
         return openai.OpenAI(base_url=self.base_url, api_key=self.api_key or "EMPTY",
-                             timeout=self.timeout, max_retries=0)
+                             timeout=self.timeout, max_retries=0,
+                             # openai types its own httpx fork; it takes this client all the same
+                             http_client=bounded_client(self.timeout))  # type: ignore[arg-type]
 
 
 def split_url(url: str) -> tuple[str, str]:
@@ -87,7 +94,8 @@ def _ms(start: float) -> str:
 def check_reachable(s: Server) -> Result:
     start = time.monotonic()
     try:
-        resp = httpx.get(f"{s.root_url}/health", headers=s.headers(), timeout=s.timeout)
+        with s.http() as http:
+            resp = http.get(f"{s.root_url}/health")
     except httpx.HTTPError as exc:
         return Result("reachable", "FAIL", f"{s.root_url}: {type(exc).__name__}: {exc}")
     status = "PASS" if resp.status_code == 200 else "FAIL"
@@ -126,8 +134,9 @@ def check_context(s: Server, min_context: int) -> Result:
 def check_tokenize(s: Server) -> Result:
     start = time.monotonic()
     try:
-        resp = httpx.post(f"{s.root_url}/tokenize", headers=s.headers(), timeout=s.timeout,
-                          json={"model": s.model, "prompt": "def add(a, b): return a + b"})
+        with s.http() as http:
+            resp = http.post(f"{s.root_url}/tokenize",
+                             json={"model": s.model, "prompt": "def add(a, b): return a + b"})
     except httpx.HTTPError as exc:
         return Result("tokenize", "FAIL", f"POST /tokenize: {type(exc).__name__}")
     if resp.status_code != 200:

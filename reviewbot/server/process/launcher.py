@@ -30,6 +30,7 @@ from typing import Self
 
 import httpx
 
+from reviewbot.deadline import bounded_client
 from reviewbot.errors import LaunchError, UsageError, redact, register_secret
 from reviewbot.server.serve_config import ServeConfig
 
@@ -248,7 +249,7 @@ class VllmProcess:
     def wait_ready(self, timeout: float | None = None) -> dict[str, object]:
         """Poll /v1/models until it answers 200; raise LaunchError on exit or timeout."""
         deadline = time.monotonic() + (self.startup_timeout if timeout is None else timeout)
-        with httpx.Client(timeout=5.0) as client:
+        with bounded_client(5.0) as client:
             while time.monotonic() < deadline:
                 if self.poll() is not None:
                     raise self.launch_error("vLLM exited during startup")

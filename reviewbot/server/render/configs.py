@@ -23,9 +23,13 @@ def haproxy_str(text: str) -> str:
 
 
 def unit_word(arg: str) -> str:
-    """Quote one ExecStart word for systemd: `%` and `$` are specifiers there."""
+    """Quote one ExecStart word for systemd: `%` and `$` are specifiers there, and a newline
+    (or any control character) is written as a C escape, never as a line of its own."""
     escaped = arg.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%").replace("$", "$$")
-    return f'"{escaped}"' if any(c in arg for c in ' "{}\'\\;') else escaped
+    escaped = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" if ord(c) < 256
+                      else f"\\u{ord(c):04x}" for c in escaped)
+    quote = not arg.isprintable() or any(c in arg for c in ' "{}\'\\;')
+    return f'"{escaped}"' if quote else escaped
 
 
 @lru_cache(maxsize=1)

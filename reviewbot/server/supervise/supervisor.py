@@ -24,6 +24,7 @@ from pathlib import Path
 
 import httpx
 
+from reviewbot.deadline import bounded_client
 from reviewbot.errors import LaunchError, UsageError
 from reviewbot.server.process.launcher import LaunchSpec, VllmProcess
 from reviewbot.server.supervise.canary import (
@@ -164,7 +165,7 @@ class Instance:
 
     # -- the loop --------------------------------------------------------------------------
     def run(self) -> None:
-        client = httpx.Client()
+        client = bounded_client(self.settings.canary_timeout_s)  # each call: its own limit
         try:
             while not self.shutdown.is_set():
                 reason = self._one_life(client)

@@ -4,7 +4,8 @@ httpx times each read: a server that sends its headers and then one byte a secon
 out. `DeadlineTransport` gives every request a deadline (its own limit, or the caller's
 `until()` if sooner, e.g. the review's), clamps every read to what is left of it, and raises
 `httpx.ReadTimeout` when a body is still arriving at the deadline. The deadline is per thread:
-the engine's worker threads each carry their own.
+the engine's worker threads each carry their own. `bounded_client` makes every timeout given to
+a client (or to one of its calls) such a limit.
 """
 
 from __future__ import annotations
@@ -38,14 +39,15 @@ class DeadlineTransport(httpx.BaseTransport):
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         now = time.monotonic()
-        deadline = now + self._seconds
+        timeouts = dict(request.extensions.get("timeout") or {})
+        # the request's own read timeout, as a limit on the whole call; else the transport's
+        deadline = now + (timeouts.get("read") or self._seconds)
         outer = getattr(_local, "deadline", None)
         if outer is not None:
             deadline = min(deadline, outer)
         left = deadline - now
         if left <= 0:
             raise httpx.ReadTimeout("the deadline passed before the request", request=request)
-        timeouts = dict(request.extensions.get("timeout") or {})
         request.extensions["timeout"] = {
             k: min(v, left) if v is not None else left
             for k, v in {"connect": None, "read": None, "write": None, "pool": None,
@@ -57,6 +59,12 @@ class DeadlineTransport(httpx.BaseTransport):
 
     def close(self) -> None:
         self._inner.close()
+
+
+def bounded_client(timeout: float, headers: dict[str, str] | None = None) -> httpx.Client:
+    """An httpx client whose every call ends within its timeout, however the bytes trickle."""
+    return httpx.Client(timeout=timeout, headers=headers,
+                        transport=DeadlineTransport(httpx.HTTPTransport(), timeout))
 
 
 class _Until(httpx.SyncByteStream):
