@@ -28,3 +28,18 @@ def test_no_path_of_a_developers_machine() -> None:
     found = [f"{doc.relative_to(ROOT)}: {m.group(0)}" for doc in DOCS
              for m in MACHINE.finditer(doc.read_text(encoding="utf-8"))]
     assert found == []
+
+
+def test_every_test_the_docs_name_exists() -> None:
+    """docs/security.md holds each boundary with the test that holds it: a renamed or removed
+    test must not leave a boundary claimed by nothing."""
+    named = re.compile(r"`(tests/[\w/]+\.py|…)::(\w+)`")
+    missing = []
+    for doc in DOCS:
+        path = ""
+        for file, name in named.findall(doc.read_text(encoding="utf-8")):
+            path = path if file == "…" else file
+            source = (ROOT / path).read_text(encoding="utf-8") if (ROOT / path).is_file() else ""
+            if not re.search(rf"^(async )?def {name}\(", source, re.MULTILINE):
+                missing.append(f"{doc.relative_to(ROOT)}: {path}::{name}")
+    assert missing == []

@@ -151,6 +151,7 @@ def test_pause_stops_automatic_reviews_until_resume_and_review_still_runs(env: E
     env.gitlab.resolve_by_human(lambda note: True)  # findings gone: a review would act
     paused = review_change_request(make_forge(env.gitlab), reviewer, mode="full")
     assert paused.mode == "paused" and paused.to_post == [] and paused.to_resolve == []
+    assert not paused.complete and paused.exit_code == 3  # the gate did not look: never a pass
 
     def no_findings(request: dict[str, Any], attempt: int) -> Reply:
         return Reply(tool_args={"summary": "ok", "findings": []})

@@ -18,6 +18,7 @@ from reviewbot.forges.gitlab.api import client
 from reviewbot.forges.gitlab.forge import GitLabForge
 from reviewbot.forges.run import review_change_request
 from reviewbot.result import ReviewResult, Stats
+from reviewbot.tree import MAX_FILE_BYTES
 from tests.forges.fake_gitlab import FakeGitLab, Fault
 from tests.forges.gitlab_support import TOKEN, Env, env_fixture, finding, make_forge, reviewer  # noqa: F401
 from tests.forges.gitrepo import Repo
@@ -149,6 +150,13 @@ def test_file_content_at_head_for_extra_context(env: Env) -> None:
     assert forge.file_at("src/new_name.py", env.head).startswith("def f0():")  # type: ignore[union-attr]
     assert forge.file_at("src/old_name.py", env.head) is None  # renamed away
 
+
+
+def test_a_file_beyond_the_cap_is_not_read_for_context(env: Env) -> None:
+    """The code around an anchor is the author's file: a 126 MB one took a reply to 689 MB."""
+    env.repo.write({"big.txt": "x" * (MAX_FILE_BYTES + 1)})
+    sha = env.repo.commit("a large file")
+    assert make_forge(env.gitlab).file_at("big.txt", sha) is None  # type: ignore[union-attr]
 
 def test_an_older_gitlab_without_the_diffs_endpoint_uses_changes(env: Env) -> None:
     env.gitlab.faults.append(Fault("GET", r"/diffs$", 404))
