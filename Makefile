@@ -1,12 +1,15 @@
-# Two commands on a fresh machine: `make demo` and `make test`.
+# Two commands on a fresh machine: `make demo` and `make test` (`make demo-real`: a real model).
 export REVIEWBOT_VLLM_PYTHON ?= $(CURDIR)/.venv-vllm/bin/python
 
-.PHONY: setup demo test lint image
+.PHONY: setup demo demo-real test lint image
 setup:
 	./scripts/setup.sh
 
 demo: setup
 	.venv/bin/reviewbot demo
+
+demo-real: setup
+	.venv/bin/reviewbot demo --model real
 
 test: setup
 	.venv/bin/python -m pytest -q

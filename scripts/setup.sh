@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Idempotent set-up on a fresh Debian/Ubuntu machine with Python >= 3.11:
 #   .venv       reviewbot with its test extras (no torch: what a CI job installs)
-#   .venv-vllm  the CPU build of vLLM, for the demo and the tests only
+#   .venv-vllm  the CPU build of vLLM, for the demo and the tests only, with gguf and accelerate
+#               to convert the real demo model (reviewbot.server.realmodel)
 # System packages (git, nginx, haproxy, postgresql, buildah, debootstrap) are installed when
 # missing and we are root, without starting their daemons or touching a running service
 # (scripts/system-packages.sh).
@@ -26,5 +27,10 @@ if [ ! -f .venv-vllm/.ready ]; then
   # vLLM die at import; the text-only path needs none of them
   .venv-vllm/bin/pip uninstall -q -y torchvision torchaudio torchcodec || true
   touch .venv-vllm/.ready
+fi
+# the real demo model's GGUF → bf16 conversion runs in vLLM's interpreter (transformers is there)
+if [ ! -f .venv-vllm/.ready-convert ]; then
+  .venv-vllm/bin/pip install -q 'gguf==0.19.0' 'accelerate==1.16.0'
+  touch .venv-vllm/.ready-convert
 fi
 echo "setup: done (.venv, .venv-vllm)"

@@ -16,6 +16,7 @@ from reviewbot.cli import LazyGroup
         "bench": "reviewbot.server.probe.bench:bench",
         "up": "reviewbot.server.supervise.cli:up",
         "status": "reviewbot.server.supervise.cli:status",
+        "fetch-model": "reviewbot.server.realmodel:fetch_model",
     },
 )
 def server() -> None:
