@@ -7,6 +7,10 @@ at the end of the session; with $REVIEWBOT_TEST_VLLM_INFO it uses the server tha
 started (tests/serve_tiny.py) instead. Both serve with `tiny_spec`, which adds the tiny
 model's SERVE_ENV/SERVE_ARGS (JSON-schema tool path without whitespace padding). Tests that use it are marked `vllm` automatically; a missing
 vLLM fails them with the reason, it never skips them. Startup takes about a minute.
+
+`real_server` does the same with the real demo model (Qwen2.5-Coder-1.5B-Instruct, fetched and
+converted into ~/.cache/reviewbot/models once; $REVIEWBOT_TEST_REALMODEL_INFO and
+tests/serve_real.py in CI); its tests are marked `realmodel`. Startup takes two to five minutes.
 """
 
 from __future__ import annotations
@@ -14,13 +18,14 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from reviewbot.errors import LaunchError, UsageError
+from reviewbot.server import realmodel
 from reviewbot.server.process.launcher import LaunchSpec, VllmProcess, find_vllm_python, free_port
 from reviewbot.server.tinymodel import SERVE_ARGS, SERVE_ENV, build_tiny_model
 
@@ -67,21 +72,24 @@ def tiny_spec(model_dir: Path) -> LaunchSpec:
     )
 
 
-@pytest.fixture(scope="session")
-def vllm_server(
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[VllmServer]:
-    info = os.environ.get("REVIEWBOT_TEST_VLLM_INFO")
-    if info:  # started by .ci/run (tests/serve_tiny.py) and shared by the session
+def real_spec(model_dir: Path) -> LaunchSpec:
+    return LaunchSpec(model_dir=model_dir, port=free_port(), served_model_name=realmodel.NAME,
+                      max_model_len=realmodel.CONTEXT, extra_args=realmodel.SERVE_ARGS)
+
+
+def _served(info_variable: str, start: Callable[[Path], LaunchSpec],
+            tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
+    """The server .ci/run started (its details in $info_variable), else one of our own."""
+    info = os.environ.get(info_variable)
+    if info:
         if not Path(info).is_file():
-            pytest.fail(f"REVIEWBOT_TEST_VLLM_INFO={info} does not exist: is tests/serve_tiny.py "
+            pytest.fail(f"{info_variable}={info} does not exist: is its tests/serve_*.py "
                         "running?", pytrace=False)
         data = json.loads(Path(info).read_text())
         yield VllmServer(**{k: Path(v) if k.endswith(("_dir", "_path")) else v
                             for k, v in data.items()})
         return
-    tiny_model_dir = build_tiny_model(tmp_path_factory.mktemp("models") / "tiny")
-    spec = tiny_spec(tiny_model_dir)
+    spec = start(tmp_path_factory.mktemp("models"))
     log_path = tmp_path_factory.mktemp("vllm") / "vllm.log"
     process = VllmProcess(
         spec, log_path=log_path, python=vllm_python(), startup_timeout=VLLM_STARTUP_TIMEOUT_S
@@ -91,23 +99,41 @@ def vllm_server(
     except LaunchError as exc:
         pytest.fail(f"{exc}\n" + "\n".join(exc.log_tail), pytrace=False)
     try:
-        yield VllmServer(
-            base_url=f"{spec.root_url}/v1",
-            root_url=spec.root_url,
-            model=TINY_MODEL_NAME,
-            model_dir=tiny_model_dir,
-            max_model_len=TINY_MAX_MODEL_LEN,
-            log_path=log_path,
-        )
+        yield VllmServer(base_url=f"{spec.root_url}/v1", root_url=spec.root_url,
+                         model=spec.served_model_name, model_dir=spec.model_dir,
+                         max_model_len=spec.max_model_len, log_path=log_path)
     finally:
         process.stop()
 
 
+@pytest.fixture(scope="session")
+def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
+    yield from _served("REVIEWBOT_TEST_VLLM_INFO",
+                       lambda models: tiny_spec(build_tiny_model(models / "tiny")),
+                       tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def real_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
+    """The real demo model (fetched and converted into the user's cache on first use)."""
+    def start(models: Path) -> LaunchSpec:
+        try:
+            folder = realmodel.real_model(realmodel.default_cache(), vllm_python(), print)
+        except UsageError as exc:
+            pytest.fail(f"the real model could not be had: {exc}", pytrace=False)
+        return real_spec(folder)
+
+    yield from _served("REVIEWBOT_TEST_REALMODEL_INFO", start, tmp_path_factory)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark every test that uses `vllm_server` as `vllm`, so `-m "not vllm"` is reliable."""
+    """Mark every test that uses `vllm_server` as `vllm` and every one that uses
+    `real_server` as `realmodel`, so `-m "not vllm"` and `-m "not realmodel"` are reliable."""
     for item in items:
         if "vllm_server" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.vllm)
+        if "real_server" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.realmodel)
 
 
 from tests.postgres_support import postgres_admin_url, postgres_url, queue_url  # noqa: F401

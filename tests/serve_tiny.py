@@ -13,22 +13,25 @@ import sys
 import threading
 from pathlib import Path
 
-from reviewbot.server.process.launcher import VllmProcess
+from reviewbot.server.process.launcher import LaunchSpec, VllmProcess
 from reviewbot.server.tinymodel import build_tiny_model
 from tests.conftest import tiny_spec
 
 
 def main(info_path: str, state_dir: str) -> None:
     state = Path(state_dir)
-    model_dir = build_tiny_model(state / "tiny-model")
-    spec = tiny_spec(model_dir)
+    serve(tiny_spec(build_tiny_model(state / "tiny-model")), Path(info_path), state / "vllm.log")
+
+
+def serve(spec: LaunchSpec, info_path: Path, log_path: Path) -> None:
+    """Serve `spec` until SIGTERM; its details in `info_path` once it answers."""
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    with VllmProcess(spec, log_path=state / "vllm.log", startup_timeout=900):
-        Path(info_path).write_text(json.dumps({
+    with VllmProcess(spec, log_path=log_path, startup_timeout=900):
+        info_path.write_text(json.dumps({
             "base_url": f"{spec.root_url}/v1", "root_url": spec.root_url,
-            "model": spec.served_model_name, "model_dir": str(model_dir),
-            "max_model_len": spec.max_model_len, "log_path": str(state / "vllm.log"),
+            "model": spec.served_model_name, "model_dir": str(spec.model_dir),
+            "max_model_len": spec.max_model_len, "log_path": str(log_path),
         }))
         print(f"serving {spec.served_model_name} at {spec.root_url}", flush=True)
         stop.wait()

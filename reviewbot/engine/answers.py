@@ -185,6 +185,8 @@ def parse_verdicts(calls: list[tuple[str, str]], ids: set[int]) -> Verdicts:
             else:
                 out.by_id[cid] = verdict
         out.invalid += max(0, len(items) - len(ids) - 1)
+    if ids and not out.by_id and out.usable:  # a real model's `{"verdicts": []}`: no judgement
+        out.usable, out.problem = False, "no verdict on any of the candidates"
     return out
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 import openai
 
+from reviewbot.engine.tokens import CHAT_TEMPLATE_KWARGS
 from reviewbot.errors import (
     BackendUnreachable,
     BadAnswer,
@@ -156,6 +157,7 @@ class ModelClient:
                 temperature=temperature,
                 n=n,
                 extra_headers={AFFINITY_HEADER: route} if route else None,
+                extra_body={"chat_template_kwargs": CHAT_TEMPLATE_KWARGS},
             )
         except openai.BadRequestError as exc:
             text = str(exc).lower()

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import tenacity
 
-from reviewbot.engine.tokens import Cache, Messages, Tools
+from reviewbot.engine.tokens import CHAT_TEMPLATE_KWARGS, Cache, Messages, Tools
 from reviewbot.errors import BackendError
 
 
@@ -153,7 +153,8 @@ class VllmTokenCounter:
         return self._cache.get_many(texts, many)
 
     def count_request(self, messages: Messages, tools: Tools) -> int:
-        return self._post({"messages": messages, "tools": tools, "add_generation_prompt": True})
+        return self._post({"messages": messages, "tools": tools, "add_generation_prompt": True,
+                           "chat_template_kwargs": CHAT_TEMPLATE_KWARGS})
 
     @classmethod
     def probe(cls, root_url: str, model: str, client: httpx.Client,

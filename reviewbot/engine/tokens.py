@@ -22,6 +22,9 @@ from reviewbot.errors import BackendError, UsageError
 
 Messages = list[dict[str, Any]]
 Tools = list[dict[str, Any]]
+# sent with every request and every count: a thinking model (Qwen3.x thinks by default) would
+# spend a chunk's answer budget on reasoning; templates that take no such variable ignore it
+CHAT_TEMPLATE_KWARGS: dict[str, Any] = {"enable_thinking": False}
 
 
 class TokenCounter(Protocol):

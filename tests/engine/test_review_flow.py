@@ -161,6 +161,21 @@ def test_an_unusable_answer_then_a_good_one_completes(reply: Reply) -> None:
     assert result.complete and len(server.requests) == 2 and result.stats.answers_unusable == 1
 
 
+
+def test_a_thinking_model_is_asked_not_to_think() -> None:
+    """Qwen3.x thinks by default: its reasoning would take the answer's whole budget (here, as
+    a server that thinks unless told not to does, the answer is cut before any call)."""
+    def thinks_unless_told(body: dict, n: int) -> Reply:
+        if (body.get("chat_template_kwargs") or {}).get("enable_thinking") is False:
+            return Reply(tool_args={"summary": "ok", "findings": []})
+        return Reply(content="<think>Let me consider each line" + " ..." * 500,
+                     finish_reason="length")
+
+    with FakeOpenAI(thinks_unless_told, max_model_len=8000) as server:
+        result = engine_for(server).review(parse(make_diff(files=1)))
+    assert result.complete and result.stats.answers_unusable == 0, result.stats.errors
+    assert all(r["chat_template_kwargs"] == {"enable_thinking": False} for r in server.requests)
+
 def test_out_of_range_line_is_reanchored_to_nearest_shown_line() -> None:
     def script(body: dict, n: int) -> Reply:
         return Reply(tool_args={"summary": "", "findings": [finding(10_000)]})

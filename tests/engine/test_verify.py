@@ -105,6 +105,15 @@ def test_an_unusable_verification_keeps_the_candidates_unverified_and_the_review
     assert result.complete  # the finding pass answered: every changed line was reviewed
 
 
+
+def test_an_empty_verdict_list_is_asked_again_then_counted_never_a_silent_keep() -> None:
+    """A real 1.5B model answered `{"verdicts": []}` to every verification."""
+    with FakeOpenAI(scripted({"verdicts": []}), max_model_len=8000) as server:
+        result = engine_for(server).review(parse(make_diff(files=1, hunks=1)))
+    s = result.stats
+    assert s.verify_requests == 3 and s.verify_failed == 1  # asked again, then said
+    assert sorted(f.title for f in result.findings) == sorted(CANDIDATES) and result.complete
+
 def test_a_verifier_that_calls_the_wrong_tool_cannot_keep_anything_out() -> None:
     # report_findings arguments to the verify request: no verdicts list, nothing dropped
     with FakeOpenAI(scripted({"summary": "", "findings": []}, verify_name="report_findings"),
