@@ -73,6 +73,10 @@ class Stats:
     dropped: int = 0  # candidates not kept (see ReviewResult.dropped)
     verify_requests: int = 0  # of `requests`, those of the verification pass
     verify_failed: int = 0  # chunks whose verification had no usable answer: kept unverified
+    # a summary that names a problem beside an empty findings list (small real models): the
+    # chunk is asked once more for the problems it named; those still without a finding
+    named_requests: int = 0
+    summary_only: int = 0
     wall_seconds: float = 0.0
     errors: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # worth knowing; the review is complete
@@ -112,6 +116,8 @@ class Stats:
             "dropped": self.dropped,
             "verify_requests": self.verify_requests,
             "verify_failed": self.verify_failed,
+            "named_requests": self.named_requests,
+            "summary_only": self.summary_only,
             "wall_seconds": round(self.wall_seconds, 3),
             "complete": self.complete,
             "errors": list(self.errors),

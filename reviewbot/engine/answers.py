@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -153,6 +154,24 @@ def _finding(item: Any, rows: dict[int, Row],
         suggestion=suggestion,
         confidence=_confidence(item.get("confidence"), None),
     ), anchor.moved
+
+
+# what a summary that names a problem says (a descriptive one, "refactors the handler", does
+# not ask for another request), and what a clean one says
+_PROBLEM = re.compile(r"\b(bug|vulnerab\w*|inject\w*|risk\w*|unsafe|insecure|leak\w*|crash\w*|"
+                      r"race|overflow\w*|incorrect\w*|wrong|missing|fails?|breaks?|exception|"
+                      r"division|divides? by|zero|null|undefined|security|problem|issues?|flaw"
+                      r"\w*|error\w*|unclosed|never closed|not closed|deadlock\w*)\b",
+                      re.IGNORECASE)
+_CLEAN = re.compile(r"\b(no (obvious |apparent |real )?(issues?|problems?|bugs?|defects?|concerns?"
+                    r"|errors?)|looks? (good|correct|fine|ok)|nothing (wrong|to report))\b",
+                    re.IGNORECASE)
+
+
+def names_a_problem(summary: str) -> bool:
+    """Whether a chunk's summary names a problem (then an empty findings list is asked about
+    once more): it speaks of one, and does not say the change is fine."""
+    return bool(_PROBLEM.search(summary)) and not _CLEAN.search(summary)
 
 
 @dataclass(frozen=True)

@@ -94,6 +94,10 @@ class Engine:
             stats.notes.append(stats.cut_note())
             if self.settings.fail_on_skipped:  # not fully reviewed: as strict as a skipped file
                 stats.errors.append(f"{stats.cut_note()}, and fail_on_skipped is set")
+        if stats.summary_only:
+            stats.notes.append(f"in {stats.summary_only} part(s) the model's summary named a "
+                               "problem that it did not report as a finding, even when asked "
+                               "again (see the summary)")
         if isinstance(self.counter, DegradingCounter) and self.counter.problem:
             stats.notes.append("token counts fell back to a conservative estimate when "
                                f"/tokenize failed: {self.counter.problem}")
@@ -190,6 +194,8 @@ def _count(stats: Stats, chunk: Chunk, answer: ChunkAnswer) -> None:
     stats.candidates += answer.candidates
     stats.verify_requests += answer.verify_requests
     stats.verify_failed += answer.verify_failed
+    stats.named_requests += answer.named_requests
+    stats.summary_only += answer.summary_only
     stats.changed_lines_sent += chunk.changed_lines
     lines_cut, chars_cut = chunk.cut
     stats.changed_lines_cut += lines_cut

@@ -38,6 +38,8 @@ class ChunkAnswer:
     candidates: int = 0
     verify_requests: int = 0
     verify_failed: bool = False
+    named_requests: int = 0
+    summary_only: bool = False
 
     def add_usage(self, reply: Reply) -> None:
         self.prompt_tokens += reply.prompt_tokens
@@ -124,10 +126,39 @@ class Passes:
         answer.reanchored = sum(p.reanchored for p in usable)
         answer.candidates = sum(len(p.findings) for p in usable)
         answer.findings, answer.dropped = agree([p.findings for p in usable])
+        if not answer.findings and answers.names_a_problem(answer.summary):
+            self.named(chunk, messages, tool_list, answer, deadline, route)
         if settings.verify and answer.findings:
             answer.verify_requests = self.verify(chunk, messages, tool_list, answer, deadline,
                                                  route)
-        return Attempted(chunk, depth, requests + answer.verify_requests, unusable, answer)
+        return Attempted(chunk, depth,
+                         requests + answer.named_requests + answer.verify_requests, unusable,
+                         answer)
+
+    def named(self, chunk: Chunk, messages: Messages, tool_list: Tools, answer: ChunkAnswer,
+              deadline: float, route: str = "") -> None:
+        """The summary named a problem the findings list left out (a small model's habit): ask
+        once more, in the same conversation, for the problems it named; else count the chunk."""
+        call = self._call(self.requests.named_messages(messages, answer.summary),
+                          tools.requiring_a_finding(tool_list), tools.TOOL_NAME,
+                          self.requests.output_tokens(chunk.changed_lines), route)
+        cap = self.requests.cap(chunk)
+        try:
+            for reply in attempts(deadline, call):
+                answer.named_requests += 1
+                if isinstance(reply, BadAnswer):
+                    continue
+                answer.add_usage(reply)
+                parsed = answers.parse_calls(reply.samples[0].calls, chunk, cap,
+                                             self.requests.settings.categories)
+                if parsed.usable and not reply.truncated:
+                    answer.findings = parsed.findings
+                    answer.candidates += len(parsed.findings)
+                    answer.invalid += parsed.invalid
+                    break
+        except (ContextTooLong, RequestFailed):
+            answer.named_requests += 1
+        answer.summary_only = not answer.findings
 
     def verify(self, chunk: Chunk, messages: Messages, tool_list: Tools, answer: ChunkAnswer,
                deadline: float, route: str = "") -> int:

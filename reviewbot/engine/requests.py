@@ -90,6 +90,11 @@ class Requests:
         text = templates.render("verify.j2", self.settings.prompts_dir, candidates=shown)
         return [*messages, {"role": "user", "content": text}]
 
+    def named_messages(self, messages: Messages, summary: str) -> Messages:
+        """The finding pass's messages, then its own summary back, asking for what it named."""
+        text = templates.render("named.j2", self.settings.prompts_dir, summary=quoted(summary))
+        return [*messages, {"role": "user", "content": text}]
+
     def verify_tokens(self, candidates: int) -> int:
         return 64 + tools.TOKENS_PER_VERDICT * candidates
 

@@ -78,9 +78,11 @@ FINDING = (
     Prop("severity", "string", enum=SEVERITIES),
     Prop("confidence", "number", bounds=(0, 1)),
 )
+# the findings first: a small model that wrote its summary first described the change there
+# ("adds a command to create a tar archive") instead of the problem (shell=True injection)
 REPORT = (
-    Prop("summary", "string", max_chars=400),
     Prop("findings", "array", ref="findings"),
+    Prop("summary", "string", max_chars=400),
 )
 VERDICT = (
     Prop("id", "integer", ref="candidate"),
@@ -159,6 +161,22 @@ def report_tool(chunk: Chunk, cap: int, categories: tuple[str, ...] = CATEGORIES
         "findings": {"type": "array", "items": {"$ref": "#/$defs/finding"}, "maxItems": cap},
         "row": row_schema(chunk.rows()),
     })
+
+
+def requiring_a_finding(tool_list: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`tool_list` with `report_findings` taking one finding at least: asked after a summary
+    that named a problem beside an empty list, a small model fills the list only when it must
+    (Qwen2.5-Coder-1.5B answered `[]` again to the plain question)."""
+    out = []
+    for tool in tool_list:
+        if tool["function"]["name"] == TOOL_NAME:
+            parameters = tool["function"]["parameters"]
+            defs = {**parameters["$defs"],
+                    "findings": {**parameters["$defs"]["findings"], "minItems": 1}}
+            tool = {**tool, "function": {**tool["function"],
+                                         "parameters": {**parameters, "$defs": defs}}}
+        out.append(tool)
+    return out
 
 
 def verify_tool(bound: int) -> dict[str, Any]:

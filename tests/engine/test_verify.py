@@ -219,3 +219,38 @@ def test_a_verdict_cannot_raise_a_finding_past_its_category_cap() -> None:
     up = Verdict(True, Severity.BLOCKER, 0.9, "")
     kept, _, _ = apply_verdicts(notes, {1: up, 2: up})
     assert [f.severity for f in kept] == [Severity.MINOR, Severity.BLOCKER]
+
+
+
+def test_a_summary_that_names_a_problem_beside_no_findings_is_asked_once_more() -> None:
+    """Qwen2.5-Coder-1.5B wrote "introduces a command injection" in its summary and returned
+    no findings in 9 of 12 cases; asked again with one finding required, it reported it."""
+    def script(body: dict[str, Any], n: int) -> Reply:
+        if forced(body) == "verify_findings":
+            return Reply(tool_name="verify_findings", tool_args={"verdicts": [verdict(1, True)]})
+        report = next(t for t in body["tools"] if t["function"]["name"] == "report_findings")
+        if report["function"]["parameters"]["$defs"]["findings"].get("minItems") == 1:
+            return Reply(tool_args={"summary": "s", "findings": [finding(rows(body)[0],
+                                                                         "Command injection")]})
+        return Reply(tool_args={"summary": "This introduces a command injection.", "findings": []})
+
+    with FakeOpenAI(script, max_model_len=8000) as server:
+        result = engine_for(server).review(parse(make_diff(files=1, hunks=1)))
+        named = server.requests[1]
+    assert "This introduces a command injection." in named["messages"][-1]["content"]
+    assert [f.title for f in result.findings] == ["Command injection"]
+    s = result.stats
+    assert (s.named_requests, s.summary_only, s.verify_requests, s.requests) == (1, 0, 1, 3)
+
+
+def test_a_clean_summary_is_not_asked_again_and_a_second_empty_list_is_counted() -> None:
+    clean = Reply(tool_args={"summary": "The change looks correct.", "findings": []})
+    with FakeOpenAI(lambda body, n: clean, max_model_len=8000) as server:
+        result = engine_for(server).review(parse(make_diff(files=1, hunks=1)))
+    assert result.stats.requests == 1 and result.stats.named_requests == 0
+    vague = Reply(tool_args={"summary": "The loop bound is wrong.", "findings": []})
+    with FakeOpenAI(lambda body, n: vague, max_model_len=8000) as server:
+        result = engine_for(server).review(parse(make_diff(files=1, hunks=1)))
+    s = result.stats
+    assert (s.named_requests, s.summary_only, result.findings) == (1, 1, [])
+    assert any("did not report as a finding" in note for note in s.notes)
