@@ -36,9 +36,12 @@ def _review(server: VllmServer, **flags: object):  # type: ignore[no-untyped-def
 
 
 def test_the_planted_shell_injection_is_found_on_its_line(real_server: VllmServer) -> None:
+    """Complete, no invalid call, the injection on its added line, and a summary that names
+    no problem the findings leave out."""
     result = _review(real_server)
     assert result.complete, result.stats.errors
     assert result.stats.tool_calls_invalid == 0 and result.stats.answers_unusable == 0
+    assert result.stats.summary_only == 0, result.summary
     on_line = [f for f in result.findings
                if f.path == "app/backup.py" and f.side is Side.NEW and f.line == INJECTION_LINE]
     assert on_line, [(f.line, f.title) for f in result.findings]
