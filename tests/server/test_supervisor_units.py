@@ -132,3 +132,33 @@ def test_a_failed_warm_up_call_is_reported_not_raised() -> None:
             httpx.Client() as client:
         took = warm_up(client, server.base_url.removesuffix("/v1"), "fake", (1024,), 8192, 5)
     assert took == {"1024": None}
+
+
+def test_the_api_key_reaches_vllm_in_its_environment_never_its_command_line(
+        tmp_path: Path) -> None:
+    """`ps` shows every process's argv to every user of the machine."""
+    import json
+    import sys
+    import time
+
+    from reviewbot.server.process.launcher import LaunchSpec, VllmProcess, free_port
+
+    seen = tmp_path / "seen.json"
+    fake = tmp_path / "python"
+    fake.write_text(f"#!{sys.executable}\nimport json, os, sys\n"
+                    f"json.dump({{'argv': sys.argv, 'key': os.environ.get('VLLM_API_KEY')}}, "
+                    f"open({str(seen)!r}, 'w'))\n")
+    fake.chmod(0o755)
+    (tmp_path / "model").mkdir()
+    spec = LaunchSpec(model_dir=tmp_path / "model", port=free_port(), extra_args=(
+        "--api-key", "sk-never-in-argv-0123"))
+    process = VllmProcess(spec, log_path=tmp_path / "vllm.log", python=str(fake))
+    assert "sk-never-in-argv-0123" not in " ".join(process.argv)
+    process.start()
+    deadline = time.monotonic() + 20
+    while not seen.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    process.stop()
+    got = json.loads(seen.read_text())
+    assert got["key"] == "sk-never-in-argv-0123"
+    assert not any("sk-never-in-argv" in word or word == "--api-key" for word in got["argv"])

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import collections
 import importlib.util
-import itertools
 import logging
 import logging.handlers
 import os
@@ -145,12 +144,22 @@ def check_port_free(host: str, port: int) -> None:
             raise UsageError(f"port {port} on {host} is in use ({exc.strerror})") from exc
 
 
-def redact_argv(argv: Sequence[str]) -> list[str]:
-    """Register the value after --api-key as a secret so logs and errors never show it."""
-    for flag, value in itertools.pairwise(argv):
-        if flag == "--api-key":
-            register_secret(value)
-    return list(argv)
+def key_to_env(argv: Sequence[str]) -> tuple[list[str], str | None]:
+    """`argv` without `--api-key VALUE`, and the value: it goes to vLLM as VLLM_API_KEY, where
+    `ps` cannot show it, and is registered as a secret for every log and error."""
+    out: list[str] = []
+    key = None
+    words = iter(argv)
+    for word in words:
+        if word == "--api-key":
+            key = next(words, None)
+        elif word.startswith("--api-key="):
+            key = word.partition("=")[2]
+        else:
+            out.append(word)
+    if key is not None:
+        register_secret(key)
+    return out, key
 
 
 def group_members(pgid: int) -> list[int]:
@@ -212,7 +221,7 @@ class VllmProcess:
         self.python = python or find_vllm_python()
         self.log_path = Path(log_path)
         self.startup_timeout = startup_timeout
-        self.argv = redact_argv(build_argv(self.python, spec))
+        self.argv, self._api_key = key_to_env(build_argv(self.python, spec))
         self.stop_grace = stop_grace
         self.proc: subprocess.Popen[bytes] | None = None
         self.models: dict[str, object] = {}
@@ -238,7 +247,8 @@ class VllmProcess:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
-            env=build_env(self.spec),
+            env={**build_env(self.spec),
+                 **({"VLLM_API_KEY": self._api_key} if self._api_key is not None else {})},
             start_new_session=True,  # own process group: one killpg reaches the engine too
         )
         self._pump = threading.Thread(
