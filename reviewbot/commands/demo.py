@@ -29,9 +29,9 @@ PIPELINE = (
 )
 SMALL = (
     "This was Qwen2.5-Coder-1.5B-Instruct on the CPU: a real model, but a small one. It finds\n"
-    "plain, local defects (here, most runs: the shell=True injection) and misses subtler ones\n"
-    "(the f-string SQL injection, the division by zero, the unclosed file); its summary can name\n"
-    "a problem its findings do not list. On your GPUs, serve a larger Qwen coder model\n"
+    "plain, local defects such as the shell=True injection and misses subtler ones (in earlier\n"
+    "trials: the f-string SQL injection, the division by zero, the unclosed file); its summary\n"
+    "can name a problem its findings leave out. On your GPUs, serve a larger Qwen coder model\n"
     "(docs/deploy/) and review with --base-url."
 )
 

@@ -34,13 +34,14 @@ SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
 MARKER = ".reviewbot-realmodel"
 SERVE_ARGS = ("--structured-outputs-config", '{"backend": "xgrammar"}')
 CONTEXT = 16_384  # a sample change and its answer; the KV cache stays small on a CPU box
-# greedy (temperature 0), the normal finding cap and answer size (the sample's five problems
-# took more than 1,024 tokens, and a cut answer is asked for again); at 4-8 tokens/s of decode
-# on two cores a long answer takes minutes, so the time limits are the CPU's, not a GPU's.
+# Greedy (temperature 0) and the normal answer size; at 4-8 tokens/s of decode on two cores a
+# long answer takes minutes, so the time limits are the CPU's, not a GPU's.
 # No verification pass: this model's verdicts contradict their own reasons (it dropped the
 # shell=True injection "because it can lead to command injection") or are empty.
+# Three findings a chunk: at temperature 0 on the bundled sample it wrote until the answer was cut
+# at 2,048 tokens (9.5 minutes), and the same prompt asked again is cut the same way.
 SETTINGS: dict[str, object] = {"model": NAME, "temperature": 0.0, "max_context": CONTEXT,
-                               "request_timeout": 1200.0,
+                               "max_findings_per_chunk": 3, "request_timeout": 1200.0,
                                "review_timeout": 3600.0, "verify": False}
 CONVERT = Path(__file__).with_name("convert_gguf.py")
 
