@@ -23,6 +23,7 @@ from reviewbot.tree import MAX_FILE_BYTES, WorkingTree
 
 OUTPUTS = ("text", "json", "sarif", "codequality", "markdown")
 FAIL_ON = ("info", "minor", "major", "critical", "blocker", "never")
+FINDINGS_FORMATS = ("tool", "json")
 
 
 def _env(*names: str) -> dict[str, Any]:
@@ -70,6 +71,9 @@ class Settings:
     max_findings_per_chunk: int = 50  # the bound; a chunk may report one per 25 changed lines
     verify: bool = True  # a second pass judges every candidate (it reuses the prompt cache)
     samples: int = 1  # finding passes per chunk (n in one request); ⌈n/2⌉ must agree
+    # tool: findings through a forced call, guided by its JSON schema; json: asked for as a JSON
+    # object in a free answer, read leniently and validated the same (docs/precision.md, A/B)
+    findings_format: str = "tool"
     prompts_dir: str | None = None
     # what to report: the categories the schema admits; maintainability only at minor or info
     categories: tuple[str, ...] = CATEGORIES
@@ -114,6 +118,8 @@ class Settings:
             raise UsageError(f"output must be one of {', '.join(OUTPUTS)}, not {self.output!r}")
         if self.fail_on not in FAIL_ON:
             raise UsageError(f"fail_on must be one of {', '.join(FAIL_ON)}, not {self.fail_on!r}")
+        if self.findings_format not in FINDINGS_FORMATS:
+            raise UsageError(f"findings_format must be tool or json, not {self.findings_format!r}")
         if self.mode not in ("full", "incremental"):
             raise UsageError(f"mode must be full or incremental, not {self.mode!r}")
         unknown = sorted(set(self.categories) - set(CATEGORIES))

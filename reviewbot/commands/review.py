@@ -94,6 +94,9 @@ def engine_options(command: Callable[..., None]) -> Callable[..., None]:
         click.option("--verify/--no-verify", default=None,
                      help="Judge every candidate in a second pass (default: on)."),
         click.option("--samples", type=int, help="Finding passes per chunk that vote (1)."),
+        click.option("--findings-format", type=click.Choice(config.FINDINGS_FORMATS),
+                     help="tool: a forced call guided by its schema (default); json: a free "
+                     "answer holding a JSON object."),
         click.option("--config", "config_path",
                      help="Config file (default: ./.reviewbot.toml)."),
     ]

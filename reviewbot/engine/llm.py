@@ -145,14 +145,16 @@ class ModelClient:
                   name: str, max_tokens: int, temperature: float, n: int = 1,
                   route: str = "") -> Reply:
         """A forced call of the tool `name`, with every tool of `tools` sent (the same list in
-        every pass keeps the prompt prefix shared). `route` goes out as AFFINITY_HEADER, so a
+        every pass keeps the prompt prefix shared); with no tools, a free answer taken as the
+        arguments of `name`. `route` goes out as AFFINITY_HEADER, so a
         balancer keeps one review's requests on the replica that caches their prefix."""
+        # no tools: a free-form answer, read as the arguments of `name` (findings_format json)
+        forced = {"tools": tools, "tool_choice": {"type": "function", "function": {"name": name}}}
         try:
             response = self._client.chat.completions.create(  # type: ignore[call-overload]
                 model=model,
                 messages=messages,  # plain dicts: the schema is ours, not openai's types
-                tools=tools,
-                tool_choice={"type": "function", "function": {"name": name}},
+                **(forced if tools else {}),
                 max_tokens=max_tokens,
                 temperature=temperature,
                 n=n,
@@ -205,21 +207,33 @@ def _sample(choice: Any, name: str) -> Sample:
 
 
 _TOOL_CALL = re.compile(r"<tool_call>\s*(\{.*\})\s*(?:</tool_call>)?", re.DOTALL)
+_FENCED = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.DOTALL)
+
+
+def _object(text: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(text, strict=False)
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def _arguments_from_content(content: str) -> str:
-    """A call the server did not parse: plain JSON arguments (a server without tool parsing),
-    or a hermes `<tool_call>{"name", "arguments"}` block its parser refused (vLLM's parser is
-    strict about raw control characters in strings; the validator here is not)."""
+    """A call the server did not parse, or a free answer: a hermes `<tool_call>{"name",
+    "arguments"}` block its parser refused (vLLM's parser is strict about raw control characters
+    in strings; the validator here is not), else the JSON object of a ```json fence or between
+    the first `{` and the last `}` (prose around it is what free-form models write), else the
+    text itself, for the validator to refuse."""
     match = _TOOL_CALL.search(content)
-    if match is None:
-        return content
-    try:
-        call = json.loads(match.group(1), strict=False)
-    except (json.JSONDecodeError, RecursionError):
-        return content
-    args = call.get("arguments") if isinstance(call, dict) else None
-    return json.dumps(args) if isinstance(args, dict) else content
+    call = _object(match.group(1)) if match else None
+    if call is not None and isinstance(call.get("arguments"), dict):
+        return json.dumps(call["arguments"])
+    fenced = _FENCED.search(content)
+    braces = content[content.find("{"):content.rfind("}") + 1] if "{" in content else ""
+    for text in (fenced.group(1) if fenced else "", braces):
+        if text and _object(text) is not None:
+            return text
+    return content
 
 
 def _short(exc: openai.APIError) -> str:

@@ -166,7 +166,8 @@ class Passes:
         candidates stay, unverified, and the chunk says so (its review is still complete: the
         finding pass answered)."""
         candidates = answer.findings
-        call = self._call(self.requests.verify_messages(chunk, messages, candidates), tool_list,
+        call = self._call(self.requests.verify_messages(chunk, messages, candidates),
+                          self.requests.verify_tools(tool_list),
                           tools.VERIFY_TOOL, self.requests.verify_tokens(len(candidates)), route)
         requests = 0
         try:

@@ -49,7 +49,13 @@ class Requests:
     @cached_property
     def system_prompt(self) -> str:
         return templates.render("system.j2", self.settings.prompts_dir,
-                                categories=list(self.settings.categories))
+                                categories=list(self.settings.categories),
+                                json_answer=self.json_answer)
+
+    @property
+    def json_answer(self) -> bool:
+        """Findings asked for as JSON in a free answer (findings_format json), not a forced call."""
+        return self.settings.findings_format == "json"
 
     def messages(self, chunk: Chunk, context: Context) -> Messages:
         files = ["\n".join([file_header(f)] + [p.text for p in pieces])
@@ -64,13 +70,17 @@ class Requests:
             agents_md=quoted(context.agents_md) if context.agents_md else "",
             rules=[quoted(r.text) for r in applicable(self.settings.rules + context.guidance,
                                                       paths)],
-            index=chunk.index, whole=chunk.whole, files=files, around=chunk.around)
+            index=chunk.index, whole=chunk.whole, files=files, around=chunk.around,
+            json_answer=self.json_answer, cap=self.cap(chunk),
+            categories=list(self.settings.categories))
         return [{"role": "system", "content": self.system_prompt}, {"role": "user", "content": user}]
 
     def request(self, chunk: Chunk, context: Context) -> tuple[Messages, Tools]:
         """The finding pass's messages and the tools both passes send (without verification,
-        only the finding tool: no second pass shares the prefix)."""
+        only the finding tool: no second pass shares the prefix; a free JSON answer, none)."""
         report = tools.report_tool(chunk, self.cap(chunk), self.settings.categories)
+        if self.json_answer:
+            return self.messages(chunk, context), []
         if not self.settings.verify:
             return self.messages(chunk, context), [report]
         return self.messages(chunk, context), [
@@ -92,8 +102,13 @@ class Requests:
 
     def named_messages(self, messages: Messages, summary: str) -> Messages:
         """The finding pass's messages, then its own summary back, asking for what it named."""
-        text = templates.render("named.j2", self.settings.prompts_dir, summary=quoted(summary))
+        text = templates.render("named.j2", self.settings.prompts_dir, summary=quoted(summary),
+                                json_answer=self.json_answer)
         return [*messages, {"role": "user", "content": text}]
+
+    def verify_tools(self, tool_list: Tools) -> Tools:
+        """The finding pass's tools when they hold the verifier (a shared prefix), else its own."""
+        return tool_list or [tools.verify_tool(self.settings.max_findings_per_chunk)]
 
     def verify_tokens(self, candidates: int) -> int:
         return 64 + tools.TOKENS_PER_VERDICT * candidates

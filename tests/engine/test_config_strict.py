@@ -177,3 +177,9 @@ def test_a_context_too_small_names_the_setting_to_raise() -> None:
                                       "max_context": 300}, env={}, file_values={}))
         with pytest.raises(ContextTooSmall, match=r"give --max-context at least \d+"):
             engine.review(parse(make_diff(files=1)))
+
+
+def test_findings_format_is_tool_or_json() -> None:
+    with pytest.raises(UsageError, match="findings_format must be tool or json, not 'xml'"):
+        resolve({}, env={}, file_values=parse_text('findings_format = "xml"', ".reviewbot.toml"))
+    assert resolve({"findings_format": "json"}, env={}, file_values={}).findings_format == "json"

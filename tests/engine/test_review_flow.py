@@ -13,7 +13,7 @@ import pytest
 from reviewbot.config import resolve
 from reviewbot.diff import parse
 from reviewbot.engine.build import make_engine
-from tests.fake_openai import FakeOpenAI, Reply, request_tokens, row_ranges
+from tests.fake_openai import FakeOpenAI, Reply, request_tokens, row_of, row_ranges, user_text
 
 
 def make_diff(files: int = 3, hunks: int = 2, lines: int = 4) -> bytes:
@@ -306,6 +306,48 @@ def test_an_unparsed_hermes_call_in_content_is_still_read() -> None:
     with FakeOpenAI(script, max_model_len=8000) as server:
         result = engine_for(server).review(parse(make_diff(files=1)))
     assert len(result.findings) == 1 and result.stats.tool_calls_invalid == 0
+
+
+@pytest.mark.parametrize("wrap", [
+    "{}",
+    "Here is my review.\n```json\n{}\n```\nThat is all.",
+    "The change looks risky: {} (see above)",
+])
+def test_findings_format_json_reads_a_free_answer_and_sends_no_tools(wrap: str) -> None:
+    def script(body: dict, n: int) -> Reply:
+        assert "tools" not in body and "tool_choice" not in body
+        args = {"findings": [finding(row_of(body, "new_0_0_0"))], "summary": "s"}
+        return Reply(tool_args=None, content=wrap.format(json.dumps(args)), finish_reason="stop")
+
+    with FakeOpenAI(script, max_model_len=8000) as server:
+        result = engine_for(server, findings_format="json").review(parse(make_diff(files=1)))
+        prompt = user_text(server.requests[0])
+    assert result.complete and result.stats.tool_calls_invalid == 0
+    assert [(f.path, f.line) for f in result.findings] == [("src/m0.py", 2)]
+    assert "Answer with one JSON object" in prompt and "report_findings" not in prompt
+
+
+def test_findings_format_json_verifies_through_the_forced_verify_call() -> None:
+    def script(body: dict, n: int) -> Reply:
+        if "tools" in body:  # the verification pass: its own tool, forced
+            assert body["tool_choice"]["function"]["name"] == "verify_findings"
+            return Reply(tool_name="verify_findings", tool_args={"verdicts": [
+                {"id": 1, "reason": "wrong", "keep": False, "severity": "minor",
+                 "confidence": 0.9}]})
+        args = {"findings": [finding(row_of(body, "new_0_0_0"))], "summary": "s"}
+        return Reply(tool_args=None, content=json.dumps(args), finish_reason="stop")
+
+    with FakeOpenAI(script, max_model_len=8000) as server:
+        result = engine_for(server, findings_format="json", verify=True).review(
+            parse(make_diff(files=1)))
+    assert result.complete and not result.findings and result.stats.verify_requests == 1
+
+
+def test_findings_format_json_counts_prose_without_json_as_unusable() -> None:
+    prose = Reply(tool_args=None, content="The change looks fine to me.", finish_reason="stop")
+    with FakeOpenAI(lambda body, n: prose, max_model_len=8000) as server:
+        result = engine_for(server, findings_format="json").review(parse(make_diff(files=1)))
+    assert not result.complete and result.stats.answers_unusable == 3
 
 
 def test_an_answer_with_10000_findings_keeps_at_most_the_cap() -> None:
