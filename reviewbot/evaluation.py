@@ -16,6 +16,7 @@ golden comments recall is 1 (nothing was missed).
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -89,14 +90,48 @@ class CaseScore:
     judged: Score | None = None
 
 
+Interval = tuple[float, float]
+RESAMPLES = 2000
+CONFIDENCE = 0.9
+
+
+def intervals(cases: list[Score], resamples: int = RESAMPLES,
+              seed: int = 0) -> dict[str, Interval]:
+    """Bootstrap CONFIDENCE intervals of micro-averaged precision, recall and F1: the cases
+    drawn with replacement `resamples` times (the case is the unit: its findings are not
+    independent of each other), the percentile bounds of the figures; seeded, so reproducible."""
+    draw = random.Random(seed)
+    figures: dict[str, list[float]] = {"precision": [], "recall": [], "f1": []}
+    for _ in range(resamples if cases else 0):
+        total = Score()
+        for case in draw.choices(cases, k=len(cases)):
+            total.add(case)
+        for name, values in figures.items():
+            values.append(getattr(total, name))
+    tail = (1 - CONFIDENCE) / 2
+
+    def bounds(values: list[float]) -> Interval:
+        values.sort()
+        if not values:
+            return (0.0, 0.0)
+        return (values[int(tail * (len(values) - 1))], values[int((1 - tail) * (len(values) - 1))])
+
+    return {name: bounds(values) for name, values in figures.items()}
+
+
 @dataclass
 class Report:
     lines: Score = field(default_factory=Score)
     judged: Score | None = None
     cases: list[CaseScore] = field(default_factory=list)
 
+    def intervals(self) -> dict[str, Interval]:
+        return intervals([c.lines for c in self.cases])
+
     def to_dict(self) -> dict[str, Any]:
         out = self.lines.to_dict()
+        out["interval_90"] = {name: [round(lo, 4), round(hi, 4)]
+                              for name, (lo, hi) in self.intervals().items()}
         if self.judged is not None:
             out["judged"] = self.judged.to_dict()
         out["cases"] = [{"id": c.id, **c.lines.to_dict(),
@@ -223,6 +258,8 @@ def render_text(report: Report, cost: dict[str, Any] | None = None) -> str:
 
     out = [row(c.id, c.lines) for c in report.cases]
     out.append(row("all cases (line match)", report.lines))
+    out.append(f"{'90% intervals (bootstrap)':<32} " + "  ".join(
+        f"{name} {lo:.1%}–{hi:.1%}" for name, (lo, hi) in report.intervals().items()))
     if report.judged is not None:
         out.append(row("all cases (line match + judge)", report.judged))
     if cost:

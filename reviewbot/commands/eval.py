@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -76,39 +77,87 @@ def score(golden_dir: Path, results_dir: Path, window: int, fmt: str, output_fil
     _output(evaluation.score(cases, results_dir, window, same), fmt, output_file)
 
 
-@eval_group.command()
-@_with_common
-@click.option("--results", "results_dir", type=click.Path(path_type=Path),
-              help="Where to write DIR/<case>.json (default: ./eval-results).")
-@engine_options
-def run(golden_dir: Path, results_dir: Path | None, window: int, fmt: str,
-        output_file: str | None, judge: bool, config_path: str | None, **flags: object) -> None:
-    """Review every case with this server and model, then score, with the cost."""
+# (name, findings_format, verify): `eval run --compare` runs each on the same golden set
+VARIANTS = (("tool+verify", "tool", True), ("tool", "tool", False),
+            ("json+verify", "json", True), ("json", "json", False))
+
+
+def _review_all(cases: list[evaluation.Case], settings: config.Settings,
+                results: Path) -> dict[str, Any]:
+    """Review every case into RESULTS/<case>.json; the cost, and the share of finding-pass
+    answers that were unusable (asked for again)."""
     from reviewbot.engine.build import make_engine
 
-    cases = evaluation.load_golden(golden_dir)
-    settings = config.resolve(flags, config_path=config_path)
-    config.check_paths(settings)
-    results = results_dir or Path("eval-results")
     try:
         results.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UsageError(f"cannot create {results}: {exc.strerror}") from None
     engine = make_engine(settings)
     cost = {"prompt_tokens": 0, "cached_tokens": 0, "completion_tokens": 0, "requests": 0,
-            "wall_seconds": 0.0, "incomplete_cases": 0}
+            "wall_seconds": 0.0, "incomplete_cases": 0, "answers_unusable": 0}
+    finding_answers = 0
     for case in cases:
         started = time.monotonic()
         result = engine.review(diff.parse(case.diff.read_bytes()))
         cost["wall_seconds"] += time.monotonic() - started
         s = result.stats
-        cost["prompt_tokens"] += s.prompt_tokens
-        cost["cached_tokens"] += s.cached_tokens
-        cost["completion_tokens"] += s.completion_tokens
-        cost["requests"] += s.requests
+        for name in ("prompt_tokens", "cached_tokens", "completion_tokens", "requests",
+                     "answers_unusable"):
+            cost[name] += getattr(s, name)
+        finding_answers += s.requests - s.verify_requests - s.named_requests
         cost["incomplete_cases"] += not result.complete
         emit(json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n",
              str(results / f"{case.id}.json"))
     cost["wall_seconds"] = round(cost["wall_seconds"], 3)
+    cost["unusable_share"] = round(cost["answers_unusable"] / finding_answers, 4) \
+        if finding_answers else 0.0
+    return cost
+
+
+def _compare_text(rows: list[tuple[str, evaluation.Report, dict[str, Any]]]) -> str:
+    def cell(score: float, bounds: evaluation.Interval) -> str:
+        return f"{score:6.1%} [{bounds[0]:.0%}–{bounds[1]:.0%}]"
+
+    head = (f"{'variant':<12} {'precision [90%]':<20} {'recall [90%]':<20} {'F1 [90%]':<20} "
+            f"{'unusable':>8} {'wall s':>8}")
+    out = [head]
+    for name, report, cost in rows:
+        bounds, s = report.intervals(), report.lines
+        out.append(f"{name:<12} {cell(s.precision, bounds['precision']):<20} "
+                   f"{cell(s.recall, bounds['recall']):<20} {cell(s.f1, bounds['f1']):<20} "
+                   f"{cost['unusable_share']:>8.1%} {cost['wall_seconds']:>8.0f}")
+    return "\n".join(out) + "\n"
+
+
+@eval_group.command()
+@_with_common
+@click.option("--results", "results_dir", type=click.Path(path_type=Path),
+              help="Where to write DIR/<case>.json (default: ./eval-results).")
+@click.option("--compare", is_flag=True,
+              help="Run each of tool+verify, tool, json+verify and json (findings_format and "
+              "verification) into RESULTS/<variant>/ and compare them.")
+@engine_options
+def run(golden_dir: Path, results_dir: Path | None, window: int, fmt: str,
+        output_file: str | None, judge: bool, compare: bool, config_path: str | None,
+        **flags: object) -> None:
+    """Review every case with this server and model, then score, with the cost."""
+    cases = evaluation.load_golden(golden_dir)
+    settings = config.resolve(flags, config_path=config_path)
+    config.check_paths(settings)
+    results = results_dir or Path("eval-results")
     same = _judge(settings) if judge else None
-    _output(evaluation.score(cases, results, window, same), fmt, output_file, cost)
+    if not compare:
+        cost = _review_all(cases, settings, results)
+        _output(evaluation.score(cases, results, window, same), fmt, output_file, cost)
+        return
+    rows = []
+    for name, findings_format, verify in VARIANTS:
+        variant = replace(settings, findings_format=findings_format, verify=verify)
+        cost = _review_all(cases, variant, results / name)
+        rows.append((name, evaluation.score(cases, results / name, window, same), cost))
+    if fmt == "json":
+        emit(json.dumps({"variants": [{"variant": name, **report.to_dict(), "cost": cost}
+                                      for name, report, cost in rows]}, indent=2) + "\n",
+             output_file)
+    else:
+        emit(_compare_text(rows), output_file)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -13,11 +14,22 @@ from typing import Any
 
 import pytest
 
-from reviewbot.evaluation import Comment, Score, load_golden, match, score
+from reviewbot.diff import Side, parse
+from reviewbot.evaluation import Comment, Score, intervals, load_golden, match, score
 from tests.fake_openai import FakeOpenAI, Reply
 
 GOLDEN = Path(__file__).parent / "golden"
 ROOT = Path(__file__).parents[2]
+LANGUAGES = {".py": "Python", ".go": "Go", ".ts": "TypeScript", ".java": "Java"}
+
+
+@pytest.fixture
+def click(tmp_path: Path) -> Path:
+    """The five click cases alone: the scripted model below knows their answers."""
+    out = tmp_path / "click-golden"
+    for case in GOLDEN.glob("click-*"):
+        shutil.copytree(case, out / case.name)
+    return out
 
 
 def c(line: int, end: int | None = None, side: str = "new", path: str = "a.py") -> Comment:
@@ -49,28 +61,46 @@ def test_scores_and_their_edge_cases() -> None:
     assert Score(1, 0, 0).recall == 1.0 and Score(1, 0, 0).precision == 0.0
 
 
-def test_the_shipped_golden_set_is_valid() -> None:
-    cases = {case.id: case for case in load_golden(GOLDEN)}
+def test_the_shipped_golden_set_is_valid(click: Path) -> None:
+    cases = {case.id: case for case in load_golden(click)}
     assert len(cases) == 5 and cases["click-docstring-rewrap"].comments == []
     assert cases["click-clirunner-reset"].comments[0].side == "old"
+
+
+def test_the_golden_set_is_30_real_changes_in_four_languages_each_comment_on_a_changed_line() -> None:
+    cases = load_golden(GOLDEN)
+    readme = (GOLDEN / "README.md").read_text(encoding="utf-8")
+    assert len(cases) >= 30
+    languages: dict[str, int] = {}
+    for case in cases:
+        assert f"| {case.id} |" in readme, f"{case.id} is not in the README's table"
+        changes = parse(case.diff.read_bytes())
+        for comment in case.comments:
+            file = changes.file(comment.path)
+            assert file is not None, f"{case.id}: {comment.path} is not in its diff"
+            line = file.line_at(Side(comment.side), comment.line)
+            assert line is not None and line.changed, f"{case.id}: {comment.line} is not changed"
+            language = LANGUAGES[Path(comment.path).suffix]
+            languages[language] = languages.get(language, 0) + 1
+    assert set(languages) == set(LANGUAGES.values()) and min(languages.values()) >= 6
 
 
 def _result(findings: list[dict[str, Any]]) -> dict[str, Any]:
     return {"findings": findings, "summary": "", "stats": {}}
 
 
-def test_score_reads_results_and_micro_averages(tmp_path: Path) -> None:
+def test_score_reads_results_and_micro_averages(tmp_path: Path, click: Path) -> None:
     hit = {"path": "src/click/core.py", "line": 3114, "side": "new"}  # one line off: in window
     (tmp_path / "click-default-str-check.json").write_text(json.dumps(_result([hit])))
     (tmp_path / "click-docstring-rewrap.json").write_text(json.dumps(_result([
         {"path": "src/click/core.py", "line": 2020, "side": "new"}])))
     for case in ("click-clirunner-reset", "click-help-hint", "click-double-bracket"):
         (tmp_path / f"{case}.json").write_text(json.dumps(_result([])))
-    report = score(load_golden(GOLDEN), tmp_path, window=3)
+    report = score(load_golden(click), tmp_path, window=3)
     assert report.to_dict()["matched"] == 1
     assert (report.lines.findings, report.lines.golden) == (2, 4)
     assert report.lines.precision == 0.5 and report.lines.recall == 0.25
-    tight = score(load_golden(GOLDEN), tmp_path, window=0)
+    tight = score(load_golden(click), tmp_path, window=0)
     assert tight.lines.matched == 0
 
 
@@ -111,13 +141,14 @@ def _rows_and_code(prompt: str) -> list[tuple[int, str]]:
 
 
 def _script(body: dict[str, Any], n: int) -> Reply:
-    if body["tool_choice"]["function"]["name"] == "verify_findings":
+    forced = body.get("tool_choice", {}).get("function", {}).get("name")
+    if forced == "verify_findings":
         text = body["messages"][-1]["content"]
         ids = re.findall(r"^\[(\d+)\] .*\ntitle: (.*)$", text, re.MULTILINE)
         return Reply(tool_name="verify_findings", tool_args={"verdicts": [
             {"id": int(i), "reason": "checked", "keep": title != FALSE_POSITIVE,
              "severity": "major", "confidence": 0.9} for i, title in ids]})
-    if body["tool_choice"]["function"]["name"] == "same_problem":
+    if forced == "same_problem":
         text = body["messages"][-1]["content"]
         return Reply(tool_name="same_problem",
                      tool_args={"reason": "r", "same": "shadowed" in text})
@@ -127,15 +158,18 @@ def _script(body: dict[str, Any], n: int) -> Reply:
             if needle in code:
                 findings.append({"row": int(row), "title": title, "body": "because",
                                  "category": category, "severity": "major", "confidence": 0.9})
-    return Reply(tool_args={"summary": "", "findings": findings})
+    answer = {"summary": "", "findings": findings}
+    if forced is None:  # findings_format json: a free answer, prose around the object
+        return Reply(content=f"My review:\n```json\n{json.dumps(answer)}\n```")
+    return Reply(tool_args=answer)
 
 
-def test_eval_run_reviews_every_case_and_scores_exactly(tmp_path: Path) -> None:
+def test_eval_run_reviews_every_case_and_scores_exactly(tmp_path: Path, click: Path) -> None:
     with FakeOpenAI(_script, max_model_len=16000) as server:
-        plain = _cli("run", "--golden", str(GOLDEN), "--results", str(tmp_path / "plain"),
+        plain = _cli("run", "--golden", str(click), "--results", str(tmp_path / "plain"),
                      "--base-url", server.base_url, "--no-verify", "--output", "json",
                      "--config", "/dev/null")
-        verified = _cli("run", "--golden", str(GOLDEN), "--results", str(tmp_path / "ver"),
+        verified = _cli("run", "--golden", str(click), "--results", str(tmp_path / "ver"),
                         "--base-url", server.base_url, "--output", "json", "--judge",
                         "--config", "/dev/null")
     assert plain.returncode == 0, plain.stderr
@@ -160,15 +194,50 @@ def test_eval_run_reviews_every_case_and_scores_exactly(tmp_path: Path) -> None:
     assert doc["judged"]["matched"] == 1 and doc["judged"]["precision"] == round(1 / 3, 4)
 
 
-def test_eval_score_text_output(tmp_path: Path) -> None:
+def test_eval_run_compare_scores_each_variant_with_intervals(tmp_path: Path,
+                                                              click: Path) -> None:
     with FakeOpenAI(_script, max_model_len=16000) as server:
-        ran = _cli("run", "--golden", str(GOLDEN), "--results", str(tmp_path),
+        proc = _cli("run", "--golden", str(click), "--results", str(tmp_path), "--compare",
+                    "--base-url", server.base_url, "--output", "json", "--config", "/dev/null")
+        text = _cli("score", "--golden", str(click), "--results", str(tmp_path / "json"))
+    assert proc.returncode == 0, proc.stderr
+    variants = {v["variant"]: v for v in json.loads(proc.stdout)["variants"]}
+    assert list(variants) == ["tool+verify", "tool", "json+verify", "json"]
+    # the scripted model says the same either way; verification drops its false positive
+    for name in ("tool", "json"):
+        assert (variants[name]["findings"], variants[name]["matched"]) == (4, 2)
+        assert (variants[f"{name}+verify"]["findings"], variants[f"{name}+verify"]["matched"]) \
+            == (3, 2)
+    for v in variants.values():
+        assert v["cost"]["unusable_share"] == 0 and v["cost"]["incomplete_cases"] == 0
+        for figure in ("precision", "recall", "f1"):
+            low, high = v["interval_90"][figure]
+            assert 0 <= low <= v[figure] <= high <= 1
+        assert v["interval_90"]["recall"][0] < v["interval_90"]["recall"][1]
+    assert (tmp_path / "json" / "click-help-hint.json").is_file()
+    assert "90% intervals (bootstrap)" in text.stdout
+
+
+def test_bootstrap_intervals_are_seeded_and_collapse_when_every_case_agrees() -> None:
+    same = [Score(2, 2, 1)] * 10
+    assert intervals(same) == {"precision": (0.5, 0.5), "recall": (0.5, 0.5), "f1": (0.5, 0.5)}
+    mixed = [Score(1, 1, 1), Score(1, 1, 0), Score(2, 1, 1), Score(0, 1, 0)] * 3
+    assert intervals(mixed) == intervals(mixed) != intervals(mixed, seed=1)
+    low, high = intervals(mixed)["recall"]
+    assert low < sum(s.matched for s in mixed) / sum(s.golden for s in mixed) < high
+
+
+def test_eval_score_text_output(tmp_path: Path, click: Path) -> None:
+    with FakeOpenAI(_script, max_model_len=16000) as server:
+        ran = _cli("run", "--golden", str(click), "--results", str(tmp_path),
                    "--base-url", server.base_url, "--no-verify", "--config", "/dev/null")
     assert ran.returncode == 0, ran.stderr
-    scored = _cli("score", "--golden", str(GOLDEN), "--results", str(tmp_path))
+    scored = _cli("score", "--golden", str(click), "--results", str(tmp_path))
     assert scored.returncode == 0, scored.stderr
-    last = scored.stdout.strip().splitlines()[-1]
-    assert last.startswith("all cases (line match)") and "P  50.0%" in last and "R  50.0%" in last
+    total, spread = scored.stdout.strip().splitlines()[-2:]
+    assert total.startswith("all cases (line match)") and "P  50.0%" in total \
+        and "R  50.0%" in total
+    assert spread.startswith("90% intervals (bootstrap)") and "recall 0.0%–100.0%" in spread
 
 
 @pytest.mark.parametrize("golden, message", [
@@ -188,15 +257,15 @@ def test_a_malformed_golden_set_is_one_line_and_exit_2(tmp_path: Path, golden: A
     assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
 
 
-def test_a_missing_result_is_named(tmp_path: Path) -> None:
-    proc = _cli("score", "--golden", str(GOLDEN), "--results", str(tmp_path))
+def test_a_missing_result_is_named(tmp_path: Path, click: Path) -> None:
+    proc = _cli("score", "--golden", str(click), "--results", str(tmp_path))
     assert proc.returncode == 2 and "no result for case click-clirunner-reset" in proc.stderr
 
 
-def test_eval_run_against_the_real_vllm(vllm_server, tmp_path: Path) -> None:
+def test_eval_run_against_the_real_vllm(vllm_server, tmp_path: Path, click: Path) -> None:
     """The whole loop on the real server (a random-weight model: the figures mean nothing, the
     contract does): every case reviewed completely, scored, with its cost."""
-    proc = _cli("run", "--golden", str(GOLDEN), "--results", str(tmp_path), "--base-url",
+    proc = _cli("run", "--golden", str(click), "--results", str(tmp_path), "--base-url",
                 vllm_server.base_url, "--output", "json", "--max-context", "8192",
                 "--config", "/dev/null", timeout=600)
     assert proc.returncode == 0, proc.stderr
