@@ -24,6 +24,8 @@ from reviewbot.tree import MAX_FILE_BYTES, WorkingTree
 OUTPUTS = ("text", "json", "sarif", "codequality", "markdown")
 FAIL_ON = ("info", "minor", "major", "critical", "blocker", "never")
 FINDINGS_FORMATS = ("tool", "json")
+CHOICES = {"output": OUTPUTS, "fail_on": FAIL_ON, "mode": ("full", "incremental"),
+           "findings_format": FINDINGS_FORMATS, "inline_min_severity": FAIL_ON[:-1]}
 
 
 def _env(*names: str) -> dict[str, Any]:
@@ -71,9 +73,7 @@ class Settings:
     max_findings_per_chunk: int = 50  # the bound; a chunk may report one per 25 changed lines
     verify: bool = True  # a second pass judges every candidate (it reuses the prompt cache)
     samples: int = 1  # finding passes per chunk (n in one request); ⌈n/2⌉ must agree
-    # tool: findings through a forced call, guided by its JSON schema; json: asked for as a JSON
-    # object in a free answer, read leniently and validated the same (docs/precision.md, A/B)
-    findings_format: str = "tool"
+    findings_format: str = "tool"  # or json: a JSON object in a free answer (precision.md)
     prompts_dir: str | None = None
     # what to report: the categories the schema admits; maintainability only at minor or info
     categories: tuple[str, ...] = CATEGORIES
@@ -114,21 +114,14 @@ class Settings:
     tree_cache_mb: float = 4096.0
 
     def __post_init__(self) -> None:
-        if self.output not in OUTPUTS:
-            raise UsageError(f"output must be one of {', '.join(OUTPUTS)}, not {self.output!r}")
-        if self.fail_on not in FAIL_ON:
-            raise UsageError(f"fail_on must be one of {', '.join(FAIL_ON)}, not {self.fail_on!r}")
-        if self.findings_format not in FINDINGS_FORMATS:
-            raise UsageError(f"findings_format must be tool or json, not {self.findings_format!r}")
-        if self.mode not in ("full", "incremental"):
-            raise UsageError(f"mode must be full or incremental, not {self.mode!r}")
+        for name, choices in CHOICES.items():
+            if getattr(self, name) not in choices:
+                raise UsageError(f"{name} must be one of {', '.join(choices)}, "
+                                 f"not {getattr(self, name)!r}")
         unknown = sorted(set(self.categories) - set(CATEGORIES))
         if unknown or not self.categories:
             raise UsageError(f"categories must be some of {', '.join(CATEGORIES)}"
                              + (f", not {unknown[0]!r}" if unknown else ""))
-        if self.inline_min_severity not in FAIL_ON[:-1]:
-            raise UsageError(f"inline_min_severity must be one of {', '.join(FAIL_ON[:-1])}, "
-                             f"not {self.inline_min_severity!r}")
         if not 0 <= self.min_confidence <= 1:
             raise UsageError("min_confidence must be between 0 and 1")
         for name, (low, high) in RANGES.items():  # nan fails every comparison: refused too

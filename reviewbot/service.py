@@ -15,7 +15,7 @@ from reviewbot.config import Settings
 from reviewbot.context import Context
 from reviewbot.conversation.learnings import LearningStore, scope
 from reviewbot.conversation.notes import Note, Thread
-from reviewbot.conversation.respond import Response, respond
+from reviewbot.conversation.respond import Response, Threads, respond
 from reviewbot.diff import ChangeSet
 from reviewbot.engine.passes import Passes
 from reviewbot.errors import UsageError
@@ -71,13 +71,8 @@ def answer(order: ReviewOrder, note_id: int, passes: Callable[[], Passes],
            discussion_id: str | None = None) -> Response:
     """Do what a note on the order's merge request asks of the bot (conversation.respond):
     answer it in its thread, or run the command it gives; dismissals become `learnings`."""
-    if order.target.forge != "gitlab":
-        raise UsageError("answering notes works on GitLab merge requests so far")
-    from reviewbot.forges.gitlab.forge import GitLabForge
-    from reviewbot.forges.gitlab.threads import GitLabThreads
-
     forge = open_forge(order.target, order.settings)
-    assert isinstance(forge, GitLabForge)
+    threads = _threads(forge, discussion_id)
 
     def full_review() -> str:
         full = replace(order, settings=replace(order.settings, mode="full"))
@@ -85,12 +80,25 @@ def answer(order: ReviewOrder, note_id: int, passes: Callable[[], Passes],
         return run.summary.split("\n", 1)[0][:300] if code != 3 else "incomplete (see the summary)"
 
     def learn(thread: Thread, note: Note, text: str, category: str) -> None:
-        if learnings is not None:
+        if learnings is not None and isinstance(forge, Keyed):
             learnings.add(forge.project_key(), text, scope(thread.path), category,
-                          note.author, f"!{order.target.number} thread {thread.id}",
+                          note.author, f"{order.target.ref} thread {thread.id}",
                           approved=not order.settings.learnings_need_approval)
 
-    return respond(GitLabThreads(forge, discussion_id), note_id, order.settings, passes, full_review, learn)
+    return respond(threads, note_id, order.settings, passes, full_review, learn)
+
+
+def _threads(forge: object, discussion_id: str | None) -> Threads:
+    from reviewbot.forges.github.forge import GitHubForge
+    from reviewbot.forges.github.threads import GitHubThreads
+    from reviewbot.forges.gitlab.forge import GitLabForge
+    from reviewbot.forges.gitlab.threads import GitLabThreads
+
+    if isinstance(forge, GitLabForge):
+        return GitLabThreads(forge, discussion_id)
+    if isinstance(forge, GitHubForge):
+        return GitHubThreads(forge, discussion_id)
+    raise UsageError("answering comments needs a GitLab merge request or a GitHub pull request")
 
 
 @runtime_checkable

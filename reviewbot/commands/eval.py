@@ -136,22 +136,29 @@ def _compare_text(rows: list[tuple[str, evaluation.Report, dict[str, Any]]]) -> 
 @click.option("--compare", is_flag=True,
               help="Run each of tool+verify, tool, json+verify and json (findings_format and "
               "verification) into RESULTS/<variant>/ and compare them.")
+@click.option("--variant", "variants", multiple=True,
+              type=click.Choice([name for name, _, _ in VARIANTS]),
+              help="With --compare: run only this variant (repeatable).")
 @engine_options
 def run(golden_dir: Path, results_dir: Path | None, window: int, fmt: str,
-        output_file: str | None, judge: bool, compare: bool, config_path: str | None,
-        **flags: object) -> None:
+        output_file: str | None, judge: bool, compare: bool, variants: tuple[str, ...],
+        config_path: str | None, **flags: object) -> None:
     """Review every case with this server and model, then score, with the cost."""
     cases = evaluation.load_golden(golden_dir)
     settings = config.resolve(flags, config_path=config_path)
     config.check_paths(settings)
     results = results_dir or Path("eval-results")
     same = _judge(settings) if judge else None
+    if variants and not compare:
+        raise UsageError("--variant goes with --compare")
     if not compare:
         cost = _review_all(cases, settings, results)
         _output(evaluation.score(cases, results, window, same), fmt, output_file, cost)
         return
     rows = []
     for name, findings_format, verify in VARIANTS:
+        if variants and name not in variants:
+            continue
         variant = replace(settings, findings_format=findings_format, verify=verify)
         cost = _review_all(cases, variant, results / name)
         rows.append((name, evaluation.score(cases, results / name, window, same), cost))

@@ -1,10 +1,10 @@
 """What a note says to the bot, decided from the note alone (pure).
 
-A note is for the bot only when it mentions the bot's own account (`@login`, as a word) or
-replies in a thread the bot started; the bot's own notes and system notes never are. After the
-mention (or at the start of a reply in a bot thread) the first word may be a command; anything
-else in a bot thread is a question about its finding, and anything else elsewhere gets the
-list of commands. Mentions and commands are read only from the note's own words: never inside
+A note is for the bot only when it mentions the bot's own account (`@login`, as a word; a
+GitHub App's `slug[bot]` also as `@slug`) or replies in a thread the bot started; the bot's own
+notes and system notes never are. After the mention (or at the start of a reply in a bot
+thread) the first word may be a command; anything else in a bot thread is a question about its
+finding, and anything else elsewhere gets the list of commands. Mentions and commands are read only from the note's own words: never inside
 a quote (a quote-reply of someone else's `@bot ignore`), code, or HTML (comments included).
 """
 
@@ -65,7 +65,9 @@ def addressed(note: Note, me_id: int, login: str, thread: Thread | None) -> Addr
     """What `note` asks of the bot, or None when it is not for the bot."""
     if note.system or note.bot or note.author_id == me_id:
         return None  # never the bot itself, a system note or another bot: no loops
-    mention = re.compile(rf"(?<![\w@.-])@{re.escape(login)}(?![\w-])", re.IGNORECASE)
+    # a GitHub App writes as `slug[bot]` and is mentioned as `@slug`
+    names = "|".join(re.escape(n) for n in dict.fromkeys((login, login.removesuffix("[bot]"))))
+    mention = re.compile(rf"(?<![\w@.-])@(?:{names})(?![\w\[-])", re.IGNORECASE)
     in_bot_thread = thread is not None and thread.fingerprint is not None
     own = own_words(note.body)
     found = mention.search(own)

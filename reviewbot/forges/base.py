@@ -31,6 +31,11 @@ class Target:
     number: int
     url: str | None = None
 
+    @property
+    def ref(self) -> str:
+        """How the forge's own text names the change: `!12` on GitLab, `#12` on GitHub."""
+        return f"{'!' if self.forge == 'gitlab' else '#'}{self.number}"
+
 
 @dataclass(frozen=True)
 class ForgeSettings:

@@ -16,6 +16,8 @@ from reviewbot.webhook.jobs import QueuedRequest
 
 GITLAB_ACTIONS = ("open", "reopen", "update")
 GITHUB_ACTIONS = ("opened", "synchronize", "reopened")
+GITHUB_COMMENTS = ("issue_comment", "pull_request_review_comment")
+ISSUE = "issue"  # a GitHub job's discussion_id: a comment on the conversation tab
 
 
 @dataclass(frozen=True)
@@ -170,6 +172,8 @@ def parse_gitlab_note(payload: object) -> Accepted | Ignored:
 
 
 def parse_github(event: str | None, payload: object) -> Accepted | Ignored:
+    if event in GITHUB_COMMENTS:
+        return parse_github_comment(event, payload)
     if event != "pull_request":
         return Ignored(f"event {event!r} is not reviewed", "event")
     if not isinstance(payload, dict):
@@ -187,5 +191,41 @@ def parse_github(event: str | None, payload: object) -> Accepted | Ignored:
         head_sha=head_sha,
         base_url=github_api_base(_str(payload, "repository.url"), full_name),
         delivery_id=event_key(full_name, number, payload.get("before"), head_sha, action),
+    )
+    return Accepted(request, (full_name,))
+
+
+def parse_github_comment(event: str, payload: object) -> Accepted | Ignored:
+    """A new comment on a pull request (a review comment, or one on its conversation tab),
+    queued when it may be for the bot; as on GitLab, whether it is, and from a collaborator
+    with write access, the job decides through the API."""
+    if not isinstance(payload, dict):
+        raise MalformedPayload(f"an {event} event must be a JSON object")
+    if payload.get("action") != "created":
+        return Ignored("only new comments are answered", "action")
+    body = _field(payload, "comment.body")
+    if isinstance(body, str) and decode(body) is not None:  # only the bot writes its markers
+        return Ignored("the bot's own comment", "own")
+    review = event == "pull_request_review_comment"
+    if not review:
+        issue = _field(payload, "issue")
+        if not isinstance(issue, dict) or "pull_request" not in issue:
+            return Ignored("only comments on pull requests are answered", "noteable")
+        if not (isinstance(body, str) and "@" in body):
+            return Ignored("a comment that mentions no one, outside a review thread",
+                           "not-addressed")
+    full_name = _str(payload, "repository.full_name")
+    number = _int(payload, "pull_request.number" if review else "issue.number")
+    comment_id = _int(payload, "comment.id")
+    request = QueuedRequest(
+        forge="github",
+        project=full_name,
+        number=number,
+        head_sha=_sha(payload, "pull_request.head.sha") if review else "",
+        base_url=github_api_base(_str(payload, "repository.url"), full_name),
+        # answered once, however sent; the two kinds of comment have their own ids
+        delivery_id=f"{full_name.lower()}/{'review-' if review else ''}comment#{comment_id}",
+        note_id=comment_id,
+        discussion_id=None if review else ISSUE,
     )
     return Accepted(request, (full_name,))

@@ -24,6 +24,15 @@ def test_only_a_mention_as_a_word_or_a_bot_thread_addresses_the_bot() -> None:
     assert _ask("ignore", BOT) == "ignore"
 
 
+def test_a_github_app_is_mentioned_by_its_slug() -> None:
+    def ask(body: str) -> str | None:
+        found = addressed(Note(9, 3, "dana", body), 1, "reviewbot[bot]", PLAIN)
+        return found.kind if found else None
+
+    assert ask("@reviewbot pause") == ask("@reviewbot[bot] pause") == "pause"
+    assert ask("@reviewbot[other] pause") is None and ask("@reviewbot-x pause") is None
+
+
 def test_ignore_needs_a_bot_thread_and_unknown_words_get_help() -> None:
     assert _ask("@reviewbot ignore") == "help"  # nothing to withdraw outside a finding's thread
     assert _ask("@reviewbot frobnicate") == "help"

@@ -180,6 +180,6 @@ def test_a_context_too_small_names_the_setting_to_raise() -> None:
 
 
 def test_findings_format_is_tool_or_json() -> None:
-    with pytest.raises(UsageError, match="findings_format must be tool or json, not 'xml'"):
+    with pytest.raises(UsageError, match="findings_format must be one of tool, json, not 'xml'"):
         resolve({}, env={}, file_values=parse_text('findings_format = "xml"', ".reviewbot.toml"))
     assert resolve({"findings_format": "json"}, env={}, file_values={}).findings_format == "json"

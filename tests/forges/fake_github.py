@@ -31,6 +31,8 @@ from tests.forges.github_repo import GitRepo, PatchFile, split_files
 BOT = {"login": "reviewbot[bot]", "id": 41898282, "type": "Bot"}
 MALLORY = {"login": "mallory", "id": 666, "type": "User"}
 MALLORY_TOKEN = "ghp_mallory_token_987654321"
+MARIA = {"login": "maria", "id": 700, "type": "User"}  # a collaborator with write access
+MARIA_TOKEN = "ghp_maria_token_1234567890"
 TS = "2026-01-01T00:00:00Z"
 
 
@@ -62,6 +64,7 @@ class PullState:
     base: str
     head: str
     body: str | None = "Makes the parser robust against empty input."
+    author: dict[str, Any] = field(default_factory=lambda: dict(BOT))
 
 
 @dataclass
@@ -80,7 +83,14 @@ class FakeGitHub:
     base_url: str = ""
     lock: threading.Lock = field(default_factory=threading.Lock)
     # another account that can comment (authorship matters: only the bot's comments count)
-    others: dict[str, dict[str, Any]] = field(default_factory=lambda: {MALLORY_TOKEN: MALLORY})
+    others: dict[str, dict[str, Any]] = field(default_factory=lambda: {MALLORY_TOKEN: MALLORY,
+                                                                        MARIA_TOKEN: MARIA})
+    # repository permissions by login (GET …/collaborators/{login}/permission); any other
+    # account reads as "read", as a stranger does on a public repository
+    permissions: dict[str, str] = field(default_factory=lambda: {"maria": "write",
+                                                                 "reviewbot[bot]": "write"})
+    reactions: list[dict[str, Any]] = field(default_factory=list)  # {on, id, content, user}
+    resolved: set[int] = field(default_factory=set)  # root comment ids of resolved threads
     # GET /user with the bot's token: its account, or 403 as for an Actions installation token
     user_forbidden: bool = False
     pull_url_base: str = ""  # answer PR URLs under another prefix (a misconfigured proxy)

@@ -29,7 +29,7 @@ def routes(fake: FakeGitHub) -> list[tuple[str, Callable[..., Any], list[str]]]:
         return {"id": number, "number": number, "title": pr.title, "body": pr.body,
                 "state": "open", "url": url,
                 "html_url": f"http://github.invalid/{fake.full_name}/pull/{number}",
-                "issue_url": f"{fake.repo_url()}/issues/{number}", "user": BOT,
+                "issue_url": f"{fake.repo_url()}/issues/{number}", "user": pr.author,
                 "head": {"sha": pr.head, "ref": "feature", "label": "acme:feature",
                          "repo": repo_json()},
                 "base": {"sha": pr.base, "ref": "main", "label": "acme:main",
@@ -154,13 +154,89 @@ def routes(fake: FakeGitHub) -> list[tuple[str, Callable[..., Any], list[str]]]:
         cid = fake.next_id()
         comment = {"id": cid, "number": number, "body": body, "user": request.state.user,
                    "url": f"{fake.repo_url()}/issues/comments/{cid}",
+                   "issue_url": f"{fake.repo_url()}/issues/{number}",
                    "html_url": f"http://github.invalid/ic/{cid}",
                    "created_at": TS, "updated_at": TS}
         fake.issue_comments.append(comment)
         return JSONResponse(comment, status_code=201)
 
     async def edit_issue_comment(request: Request) -> Response:
+        if request.method == "GET":
+            return one(fake.issue_comments, request.path_params["cid"])
         return await edit(request, fake.issue_comments)
+
+    def one(store: list[dict[str, Any]], cid: int) -> Response:
+        found = next((c for c in store if c["id"] == cid), None)
+        return JSONResponse(found) if found else JSONResponse({"message": "Not Found"},
+                                                              status_code=404)
+
+    async def reply(request: Request) -> Response:
+        """GitHub answers 404 unless the comment is a top-level review comment of this pull
+        request: replies to replies are not supported."""
+        number, cid = request.path_params["number"], request.path_params["cid"]
+        root = next((c for c in fake.review_comments if c["id"] == cid
+                     and c["number"] == number and not c.get("in_reply_to_id")), None)
+        if root is None:
+            return JSONResponse({"message": "Not Found"}, status_code=404)
+        body = (await request.json()).get("body")
+        if not isinstance(body, str) or not body or len(body) > MAX_BODY:
+            return unprocessable("body is missing or too long")
+        with fake.lock:
+            comment = comment_json({"body": body, "path": root["path"], "line": root["line"],
+                                    "side": root["side"]}, root["pull_request_review_id"],
+                                   root["commit_id"], number, request.state.user)
+            comment["in_reply_to_id"] = cid
+            fake.review_comments.append(comment)
+        return JSONResponse(comment, status_code=201)
+
+    async def reactions(request: Request) -> Response:
+        on, cid = request.path_params["on"], request.path_params["cid"]
+        if on not in ("pulls", "issues"):
+            return JSONResponse({"message": "Not Found"}, status_code=404)
+        store = fake.review_comments if on == "pulls" else fake.issue_comments
+        if not any(c["id"] == cid for c in store):
+            return JSONResponse({"message": "Not Found"}, status_code=404)
+        mine = [r for r in fake.reactions if (r["on"], r["id"]) == (on, cid)]
+        if request.method == "GET":
+            return page(request, [{"id": i, "content": r["content"], "user": r["user"],
+                                   "created_at": TS} for i, r in enumerate(mine, 1)])
+        content = (await request.json()).get("content")
+        if content not in ("+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"):
+            return unprocessable("content is not a valid reaction")
+        reaction = {"on": on, "id": cid, "content": content, "user": request.state.user}
+        fake.reactions.append(reaction)
+        return JSONResponse({"id": len(fake.reactions), "content": content,
+                             "user": request.state.user, "created_at": TS}, status_code=201)
+
+    async def permission(request: Request) -> Response:
+        login = request.path_params["login"]
+        level = fake.permissions.get(login, "read")
+        return JSONResponse({"permission": level, "role_name": level,
+                             "user": {"login": login, "id": 1, "type": "User"}})
+
+    async def graphql(request: Request) -> Response:
+        """The two GraphQL calls the bot makes: a pull request's review threads (each named
+        after its first comment), and resolveReviewThread."""
+        data = await request.json()
+        query, variables = data.get("query", ""), data.get("variables") or {}
+        roots = [c for c in fake.review_comments if not c.get("in_reply_to_id")]
+        if "resolveReviewThread" in query:
+            thread = variables.get("id", "")
+            root = next((c for c in roots if f"PRRT_{c['id']}" == thread), None)
+            if root is None:
+                return JSONResponse({"data": None, "errors": [
+                    {"type": "NOT_FOUND", "message": f"Could not resolve to a node with the "
+                     f"global id of '{thread}'"}]})
+            fake.resolved.add(root["id"])
+            return JSONResponse({"data": {"resolveReviewThread": {
+                "thread": {"id": thread, "isResolved": True}}}})
+        if "reviewThreads" not in query or variables.get("number") not in fake.pulls:
+            return JSONResponse({"data": None, "errors": [{"message": "unknown query"}]})
+        nodes = [{"id": f"PRRT_{c['id']}", "isResolved": c["id"] in fake.resolved,
+                  "comments": {"nodes": [{"databaseId": c["id"]}]}}
+                 for c in roots if c["number"] == variables["number"]]
+        return JSONResponse({"data": {"repository": {"pullRequest": {"reviewThreads": {
+            "nodes": nodes, "pageInfo": {"hasNextPage": False, "endCursor": None}}}}}})
 
     async def edit(request: Request, store: list[dict[str, Any]]) -> Response:
         body = (await request.json())["body"]
@@ -224,7 +300,11 @@ def routes(fake: FakeGitHub) -> list[tuple[str, Callable[..., Any], list[str]]]:
         (R + "/pulls/{number:int}/comments", list_review_comments, ["GET"]),
         (R + "/pulls/comments/{cid:int}", review_comment, ["GET", "PATCH"]),
         (R + "/issues/{number:int}/comments", issue_comments, ["GET", "POST"]),
-        (R + "/issues/comments/{cid:int}", edit_issue_comment, ["PATCH"]),
+        (R + "/issues/comments/{cid:int}", edit_issue_comment, ["GET", "PATCH"]),
+        (R + "/pulls/{number:int}/comments/{cid:int}/replies", reply, ["POST"]),
+        (R + "/{on:str}/comments/{cid:int}/reactions", reactions, ["GET", "POST"]),
+        (R + "/collaborators/{login}/permission", permission, ["GET"]),
+        ("/api/graphql", graphql, ["POST"]),
         (R + "/commits/{sha}", get_commit, ["GET"]),
         (R + "/compare/{spec:path}", compare, ["GET"]),
     ]

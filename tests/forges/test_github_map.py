@@ -9,10 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reviewbot.diff import Side, parse
-from reviewbot.forges.github.forge import MAX_COMMENT, _fit
 from reviewbot.forges.github.map import (
+    MAX_COMMENT,
     FileEntry,
     files_to_diff,
+    fit_comment,
     outdated_body,
     posted_comment,
     review_comment,
@@ -93,7 +94,7 @@ def test_posted_comment_reads_the_marker_and_the_outdated_state() -> None:
 def test_a_long_summary_is_cut_to_githubs_limit_keeping_the_marker() -> None:
     tail = SummaryMarker("f" * 40).render()
     body = "x" * 100_000 + "\n\n" + tail
-    fitted = _fit(body)
+    fitted = fit_comment(body)
     assert len(fitted) <= MAX_COMMENT and fitted.endswith(tail)
     assert decode(fitted) == {"kind": "summary", "last_reviewed_sha": "f" * 40}
-    assert _fit("short") == "short"
+    assert fit_comment("short") == "short"

@@ -30,15 +30,20 @@ from reviewbot.errors import ForgeError
 from reviewbot.findings import Finding
 from reviewbot.forges.base import ChangeRequest, ForgeSettings, PostedComment, PostOutcome
 from reviewbot.forges.github.client import api_url, change_error, forge_error, make_client
-from reviewbot.forges.github.map import FileEntry, files_to_diff, outdated_body, posted_comment
+from reviewbot.forges.github.map import (
+    file_entry,
+    files_to_diff,
+    fit_comment,
+    outdated_body,
+    posted_comment,
+)
 from reviewbot.forges.github.post import BATCH_SIZE, Poster, plan, review_body
-from reviewbot.forges.markers import PREFIX, summary_marker
+from reviewbot.forges.markers import summary_marker
 from reviewbot.result import SkippedFile
 
 log = logging.getLogger(__name__)
 
 DIFF_MEDIA_TYPE = "application/vnd.github.v3.diff"
-MAX_COMMENT = 65536
 MAX_LISTED_FILES = 3000
 MAX_COMPARE_FILES = 300
 _GH_ERRORS = (GithubException, RequestException)
@@ -58,6 +63,7 @@ class GitHubForge:
         self._comments: dict[str, PullRequestComment] = {}
         self._summary: IssueComment | None = None
         self._me: str | None = None
+        self._me_id = 0  # unknown to an installation token: its comments are a Bot's anyway
         self._bot_login = settings.bot_login
         self._settings = settings
 
@@ -69,7 +75,8 @@ class GitHubForge:
         """
         if self._me is None:
             try:
-                self._me = str(self._gh.get_user().login)
+                user = self._gh.get_user()
+                self._me, self._me_id = str(user.login), int(user.id)
             except GithubException as exc:
                 if exc.status != 403:
                     raise forge_error("reading the token's user", exc) from None
@@ -78,7 +85,15 @@ class GitHubForge:
                 raise forge_error("reading the token's user", exc) from None
         return self._me
 
-    def _mine(self, comment: Any) -> bool:
+    def project_key(self) -> str:
+        """Learnings are kept under the repository's full name, as `--repo` names it."""
+        return self._repo_name
+
+    def me_id(self) -> int:
+        self.me()
+        return self._me_id
+
+    def mine(self, comment: Any) -> bool:
         user = comment.user
         return user is not None and user.login == self.me()
 
@@ -132,7 +147,7 @@ class GitHubForge:
 
     def _files(self, pr: PullRequest) -> tuple[ChangeSet, list[SkippedFile]]:
         try:
-            entries = [_entry(f) for f in pr.get_files()]
+            entries = [file_entry(f) for f in pr.get_files()]
         except _GH_ERRORS as exc:
             raise forge_error(f"listing the files of #{self._number}", exc) from None
         text, skipped = files_to_diff(entries)
@@ -153,7 +168,7 @@ class GitHubForge:
             return None
         if status == "identical":
             return ChangeSet()
-        entries = [_entry(f) for f in files]
+        entries = [file_entry(f) for f in files]
         if status != "ahead" or len(files) >= MAX_COMPARE_FILES or any(
                 e.patch is None and e.changes for e in entries):
             # history rewritten, more files than compare lists, or a text diff GitHub left out:
@@ -208,7 +223,7 @@ class GitHubForge:
             raise forge_error("listing review comments", exc) from None
         out = []
         for c in comments:
-            posted = posted_comment(c) if self._mine(c) else None
+            posted = posted_comment(c) if self.mine(c) else None
             if posted is not None:
                 self._comments[posted.id] = c
                 out.append(posted)
@@ -217,7 +232,7 @@ class GitHubForge:
     def read_summary(self) -> str | None:
         try:
             for c in self.pull().get_issue_comments():
-                if self._mine(c) and summary_marker(c.body) is not None:
+                if self.mine(c) and summary_marker(c.body) is not None:
                     self._summary = c
                     return c.body
         except _GH_ERRORS as exc:
@@ -248,7 +263,10 @@ class GitHubForge:
         return {c.fingerprint for c in self.existing()}
 
     def write_summary(self, request: ChangeRequest, body: str) -> None:
-        body = _fit(body)
+        self.write_summary_text(body)
+
+    def write_summary_text(self, body: str) -> None:
+        body = fit_comment(body)
         try:
             if self._summary is None:
                 self.read_summary()
@@ -271,21 +289,6 @@ class GitHubForge:
         if errors:
             raise ForgeError(f"{len(errors)} of {len(comments)} outdated comments not marked: "
                              f"{errors[0]}")
-
-
-def _entry(f: Any) -> FileEntry:
-    return FileEntry(filename=f.filename, status=f.status, patch=f.patch,
-                     previous_filename=f.previous_filename, changes=f.changes or 0)
-
-
-def _fit(body: str) -> str:
-    """GitHub caps a comment at 65,536 characters: cut the middle, keep the trailing marker."""
-    if len(body) <= MAX_COMMENT:
-        return body
-    head, sep, marker = body.rpartition(PREFIX)
-    tail = sep + marker if sep else ""
-    note = "\n\n… (summary cut to fit GitHub's comment limit)\n\n"
-    return (head if sep else body)[: MAX_COMMENT - len(tail) - len(note)] + note + tail
 
 
 def archive_link_allowed(link: str, api: str) -> bool:

@@ -8,6 +8,7 @@
   so the one diff parser (`reviewbot.diff.parse`) does all line arithmetic; entries without a
   `patch` (binary, or too large for GitHub) come back as skipped files.
 - `posted_comment`: a review comment from GitHub → PostedComment, via its hidden marker.
+- `fit_comment`: a body cut to GitHub's 65,536 characters, keeping its trailing marker.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from reviewbot import anchoring
 from reviewbot.diff import ChangeSet, Side
 from reviewbot.findings import Finding
 from reviewbot.forges.base import PostedComment
-from reviewbot.forges.markers import FindingMarker, finding_marker, without_marker
+from reviewbot.forges.markers import PREFIX, FindingMarker, finding_marker, without_marker
 from reviewbot.rendering import comment, suggestion_block
 from reviewbot.result import SkippedFile
 
@@ -105,3 +106,21 @@ def files_to_diff(entries: Iterable[FileEntry]) -> tuple[str, list[SkippedFile]]
         else:  # a pure rename: no lines to comment on
             parts.append("\n".join(head) + "\n")
     return "".join(parts), skipped
+
+
+MAX_COMMENT = 65536
+
+
+def file_entry(f: Any) -> FileEntry:
+    return FileEntry(filename=f.filename, status=f.status, patch=f.patch,
+                     previous_filename=f.previous_filename, changes=f.changes or 0)
+
+
+def fit_comment(body: str) -> str:
+    """GitHub caps a comment at 65,536 characters: cut the middle, keep the trailing marker."""
+    if len(body) <= MAX_COMMENT:
+        return body
+    head, sep, marker = body.rpartition(PREFIX)
+    tail = sep + marker if sep else ""
+    note = "\n\n… (summary cut to fit GitHub's comment limit)\n\n"
+    return (head if sep else body)[: MAX_COMMENT - len(tail) - len(note)] + note + tail
