@@ -73,6 +73,15 @@ def _norm(text: str) -> str:
     return _WS.sub(" ", text).strip().lower()
 
 
+MARKED_TITLE = 200  # characters of a title the bot's comment markers keep
+
+
+def topic(path: str, category: str, title: str) -> tuple[str, str, str]:
+    """What a finding is about, whatever its line and code: a finding a member dismissed is
+    held back when the model raises it again after the code moved (its fingerprint changed)."""
+    return path, _norm(category), _norm(title[:MARKED_TITLE])
+
+
 def fingerprint(finding: Finding, changes: ChangeSet) -> str:
     """Stable across pushes that move the code: path + the anchored code (normalized) + category/title.
 

@@ -50,6 +50,8 @@ class Held:
     reason: str
 
 
+DISMISSED = "dismissed by a project member earlier on this change"  # a Held reason
+
 @dataclass
 class Stats:
     files_total: int = 0
@@ -149,6 +151,12 @@ class ReviewResult:
     @property
     def complete(self) -> bool:
         return self.stats.complete
+
+    def hold_back(self, fingerprints: list[str], reason: str) -> None:
+        """These findings are counted, never shown, never gating (unless already held)."""
+        held = {h.fingerprint for h in self.held}
+        self.held += [Held(fp, "none", reason) for fp in dict.fromkeys(fingerprints)
+                      if fp not in held]
 
     def hidden(self) -> set[str]:
         """Fingerprints held back below the noise floor: counted, never shown, never gating."""

@@ -15,7 +15,7 @@ from reviewbot.config import Settings
 from reviewbot.context import Context
 from reviewbot.conversation.learnings import LearningStore, scope
 from reviewbot.conversation.notes import Note, Thread
-from reviewbot.conversation.respond import Response, Threads, respond
+from reviewbot.conversation.respond import Learn, Response, Threads, respond, votes
 from reviewbot.diff import ChangeSet
 from reviewbot.engine.passes import Passes
 from reviewbot.errors import UsageError
@@ -46,6 +46,8 @@ def review(order: ReviewOrder, reviewer: Reviewer, cancel: threading.Event | Non
     """
     settings = order.settings
     forge = open_forge(order.target, settings)
+    if not order.dry_run:
+        _take_votes(order, forge, learnings)
     guided = reviewer
     if learnings is not None and isinstance(forge, Keyed):
         guidance = learnings.rules(forge.project_key())
@@ -57,6 +59,17 @@ def review(order: ReviewOrder, reviewer: Reviewer, cancel: threading.Event | Non
                                 cancel=cancel, fail_on_skipped=settings.fail_on_skipped,
                                 force=force, trees=Trees.from_settings(settings))
     return run, exit_code(run.complete, run.result.worst(), settings.fail_on)
+
+
+def _take_votes(order: ReviewOrder, forge: object, learnings: LearningStore | None) -> None:
+    """GitHub sends no event for a reaction: before a review, the 👍/👎 on the bot's open
+    findings are read, so a member's 👎 dismisses its finding before this review posts."""
+    from reviewbot.forges.github.forge import GitHubForge
+
+    if isinstance(forge, GitHubForge):
+        threads = _threads(forge, None)
+        for comment_id in forge.voted():
+            votes(threads, comment_id, order.settings, _learner(order, forge, learnings))
 
 
 def report_failure(order: ReviewOrder, reason: str) -> None:
@@ -79,13 +92,18 @@ def answer(order: ReviewOrder, note_id: int, passes: Callable[[], Passes],
         run, code = review(full, reviewer(), learnings=learnings, force=True)
         return run.summary.split("\n", 1)[0][:300] if code != 3 else "incomplete (see the summary)"
 
+    return respond(threads, note_id, order.settings, passes, full_review,
+                   _learner(order, forge, learnings))
+
+
+def _learner(order: ReviewOrder, forge: object, learnings: LearningStore | None) -> Learn:
+    """How a dismissal on this order's change becomes a learning of its project."""
     def learn(thread: Thread, note: Note, text: str, category: str) -> None:
         if learnings is not None and isinstance(forge, Keyed):
             learnings.add(forge.project_key(), text, scope(thread.path), category,
                           note.author, f"{order.target.ref} thread {thread.id}",
                           approved=not order.settings.learnings_need_approval)
-
-    return respond(threads, note_id, order.settings, passes, full_review, learn)
+    return learn
 
 
 def _threads(forge: object, discussion_id: str | None) -> Threads:

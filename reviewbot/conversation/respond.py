@@ -19,12 +19,13 @@ from reviewbot.engine.passes import Passes
 from reviewbot.engine.requests import Anchor
 from reviewbot.errors import IncompleteReview
 from reviewbot.forges.markers import ReplyMarker, reply_marker
-from reviewbot.modeltext import prose
+from reviewbot.modeltext import inline, prose
 
 AROUND = 12  # lines of code shown on each side of a finding's anchor
 MAX_HISTORY = 20  # the newest members' notes of a thread the model sees
 MAX_NOTE_CHARS = 2_000  # of each of them
 MAX_AUTHORS = 20  # whose access is looked up per answer (one request each)
+MAX_REASON = 300  # characters of a 👎's reason kept in its learning
 AUTHOR_ONLY = ("You wrote this change, so `{kind}` has to come from another project member: "
                "the author cannot switch off the review of their own change.")
 LIMIT = ("I have answered here {n} times, which is as far as I go in one thread; a maintainer "
@@ -70,13 +71,15 @@ class Threads(Protocol):
 
     def acknowledge(self, note: Note) -> None: ...
 
+    def reactions(self, note: Note) -> list[tuple[int, str, str]]: ...  # (user, login, "-1"…)
+
     def set_paused(self, paused: bool) -> None: ...
 
 
 @dataclass(frozen=True)
 class Response:
     action: str  # not-addressed | not-a-member | answered-before | help | ignored | reviewed |
-    #              answered | limit | author-refused
+    #              answered | limit | author-refused | dismissed | dismissed-before | voted
     detail: str = ""
 
 
@@ -87,6 +90,8 @@ def respond(threads: Threads, note_id: int, settings: Settings, passes: Callable
     keeps a dismissal for later reviews of the project."""
     me_id, login = threads.me()
     note, thread = threads.find(note_id)
+    if note.author_id == me_id and thread.fingerprint and note == thread.notes[0]:
+        return _voted(threads, thread, settings, me_id, learn)  # reactions on its finding
     asked = addressed(note, me_id, login, thread)
     if asked is None:
         return Response("not-addressed")
@@ -107,7 +112,8 @@ def respond(threads: Threads, note_id: int, settings: Settings, passes: Callable
         learn(thread, note, *_dismissed(thread))
         threads.resolve(thread)
         threads.reply(thread, "Withdrawn at a member's request: I will not raise this finding "
-                      "again on this merge request." + mark)
+                      "again on this merge request.\n\n"
+                      + ReplyMarker(note.id, dismissed=True).render())
         return Response("ignored", thread.fingerprint or "")
     if asked.kind in ("pause", "resume"):
         threads.set_paused(asked.kind == "pause")
@@ -121,7 +127,54 @@ def respond(threads: Threads, note_id: int, settings: Settings, passes: Callable
         return Response("reviewed", outcome)
     if by_author:  # the author may argue; their words never become a rule
         learn = _nothing
-    return _answer(threads, note, thread, settings, passes(), me_id, mark, learn)
+    return _answer(threads, note, thread, settings, passes(), me_id, learn)
+
+
+def votes(threads: Threads, note_id: int, settings: Settings, learn: Learn = _nothing
+          ) -> Response:
+    """What the reactions on the bot's finding `note_id` ask (GitHub sends no event for them:
+    a review reads them first)."""
+    me_id, _ = threads.me()
+    note, thread = threads.find(note_id)
+    if note.author_id != me_id or not thread.fingerprint or note != thread.notes[0]:
+        return Response("not-addressed")
+    return _voted(threads, thread, settings, me_id, learn)
+
+
+def _voted(threads: Threads, thread: Thread, settings: Settings, me_id: int,
+           learn: Learn) -> Response:
+    """Reactions on the bot's finding: a member's 👎 dismisses it like `ignore` (the change's
+    author's only with author_commands), with what they said in the thread as the reason; a 👍
+    is counted, never a rule. Done once: the dismissal's reply carries its marker."""
+    finding = thread.notes[0]
+    if any(n.author_id == me_id and _dismisses(n) for n in thread.notes[1:]):
+        return Response("dismissed-before")
+    votes = [(user, who, name) for user, who, name in threads.reactions(finding)
+             if name in ("+1", "-1") and user != me_id]
+    if not votes:
+        return Response("not-addressed")  # its own note, and nobody voted on it
+    author, ups = threads.change_author(), 0
+    for user, who, name in votes:
+        if threads.access_level(user) < settings.command_min_access:
+            continue
+        if name == "+1":
+            ups += 1
+        elif user != author or settings.author_commands:
+            text, category = _dismissed(thread)
+            said = [n.body for n in thread.notes[1:] if n.author_id == user]
+            reason = f" Their reason: {said[-1][:MAX_REASON]}" if said else ""
+            learn(thread, Note(0, user, who, "👎"), text + reason, category)
+            threads.resolve(thread)
+            threads.reply(thread, f"Dismissed after a 👎 from {inline(who)}: I will not raise "
+                          "this finding again on this merge request.\n\n"
+                          + ReplyMarker(finding.id, dismissed=True).render())
+            return Response("dismissed", thread.fingerprint or "")
+    return Response("voted", f"{ups} 👍")
+
+
+def _dismisses(note: Note) -> bool:
+    marker = reply_marker(note.body)
+    return marker is not None and marker.dismissed
 
 
 def _limit_said(note: Note) -> bool:
@@ -135,7 +188,7 @@ def _answers(note: Note) -> int | None:
 
 
 def _answer(threads: Threads, note: Note, thread: Thread, settings: Settings, passes: Passes,
-            me_id: int, mark: str, learn: Learn) -> Response:
+            me_id: int, learn: Learn) -> Response:
     mine = [n for n in thread.notes[1:] if n.author_id == me_id]
     said_limit = any(_limit_said(n) for n in mine)  # by its marker: model text never has one
     if len(mine) >= settings.max_replies_per_thread or said_limit:
@@ -154,6 +207,7 @@ def _answer(threads: Threads, note: Note, thread: Thread, settings: Settings, pa
     if answer.verdict != "keep":
         threads.resolve(thread)
     verdict = VERDICT[answer.verdict]  # the reply last, as above
+    mark = "\n\n" + ReplyMarker(note.id, dismissed=answer.verdict == "withdraw").render()
     threads.reply(thread, prose(answer.body) + (f"\n\n{verdict}" if verdict else "") + mark)
     return Response("answered", answer.verdict)
 

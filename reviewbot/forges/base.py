@@ -14,7 +14,7 @@ from reviewbot.config import Settings
 from reviewbot.context import Intent
 from reviewbot.diff import ChangeSet, Side
 from reviewbot.errors import EXIT_USAGE, ForgeError
-from reviewbot.findings import Finding, Severity
+from reviewbot.findings import Finding, Severity, topic
 from reviewbot.forges.markers import FindingMarker
 from reviewbot.result import SkippedFile
 
@@ -97,6 +97,10 @@ class PostedComment:
     side: str = ""
     head_sha: str = ""
     marker: FindingMarker | None = None  # what the comment says of its finding
+    dismissed: bool = False  # a member withdrew it (`ignore`, 👎, a rebuttal the bot accepted)
+
+    def topic(self) -> tuple[str, str, str] | None:
+        return topic(self.path, self.marker.category, self.marker.title) if self.marker else None
 
     def open_finding(self) -> Finding | None:
         """The finding this open thread still stands for, as the gate counts it (None for a
@@ -109,6 +113,13 @@ class PostedComment:
                        severity=Severity.parse(m.severity), title=m.title,
                        body="Still open from an earlier review of this change.",
                        category=m.category or "bug", fingerprint=self.fingerprint)
+
+
+def still_open(existing: list[PostedComment], shown_now: set[str]) -> list[Finding]:
+    """The findings of the bot's unresolved threads that this review did not find again: the
+    verdict keeps covering them until the code changes or a human resolves the thread."""
+    out = [c.open_finding() for c in existing if c.fingerprint not in shown_now]
+    return [f for f in out if f is not None]
 
 
 @dataclass(frozen=True)

@@ -14,13 +14,13 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from reviewbot.findings import SEVERITIES, Finding
+from reviewbot.findings import MARKED_TITLE, SEVERITIES, Finding
 
 PREFIX = "<!-- reviewbot:"
 _MARKER = re.compile(r"<!-- reviewbot:([A-Za-z0-9+/=]{1,60000}) -->\s*\Z")
 _SHA = re.compile(r"[0-9A-Za-z]{1,64}")  # a commit id (tests use short names)
 OUTDATED = "outdated"
-_TITLE, _CATEGORY = 200, 40
+_TITLE, _CATEGORY = MARKED_TITLE, 40
 
 
 @dataclass(frozen=True)
@@ -69,9 +69,11 @@ class ReplyMarker:
 
     to: int
     limit: bool = False
+    dismissed: bool = False  # it withdraws the thread's finding: not raised again on the change
 
     def render(self) -> str:
-        return encode("reply", {"to": str(self.to), **({"limit": "true"} if self.limit else {})})
+        flags = {k: "true" for k, v in (("limit", self.limit), ("dismissed", self.dismissed)) if v}
+        return encode("reply", {"to": str(self.to), **flags})
 
 
 Marker = FindingMarker | SummaryMarker | ReplyMarker
@@ -110,9 +112,10 @@ def parse(body: str | None) -> Marker | None:
             return None
         return SummaryMarker(sha, unanchored, data.get("paused") == "true")
     if data.get("kind") == "reply":
-        to, limit = data.get("to"), data.get("limit")
-        if isinstance(to, str) and to.isdigit() and len(to) < 20 and limit in (None, "true"):
-            return ReplyMarker(int(to), limit == "true")
+        to, limit, dismissed = data.get("to"), data.get("limit"), data.get("dismissed")
+        if isinstance(to, str) and to.isdigit() and len(to) < 20 \
+                and limit in (None, "true") and dismissed in (None, "true"):
+            return ReplyMarker(int(to), limit == "true", dismissed == "true")
         return None
     return None
 

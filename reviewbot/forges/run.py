@@ -16,18 +16,19 @@ from typing import Protocol, runtime_checkable
 from reviewbot import anchoring, gathering
 from reviewbot.diff import ChangeSet, Side
 from reviewbot.errors import ForgeError
-from reviewbot.findings import Finding, merge, with_fingerprints
+from reviewbot.findings import Finding, merge, topic, with_fingerprints
 from reviewbot.forges.base import (
     ChangeRequest,
     Forge,
     PostedComment,
     PostOutcome,
     Resolver,
+    still_open,
 )
 from reviewbot.forges.markers import SummaryMarker, summary_marker
-from reviewbot.forges.summary import MAX_BODY, SummaryInput, render_summary, unpack
+from reviewbot.forges.summary import MAX_BODY, SummaryInput, carried, render_summary, unpack
 from reviewbot.headtree import Trees
-from reviewbot.result import Reviewer, ReviewResult, Stats, exit_code, unreviewed_error
+from reviewbot.result import DISMISSED, Reviewer, ReviewResult, Stats, exit_code, unreviewed_error
 
 log = logging.getLogger(__name__)
 NO_ARCHIVE = Trees(None, 0, fetch=False)  # a local clone, else the forge's files one by one
@@ -159,6 +160,11 @@ def _plan(forge: Forge, run: ForgeRun, changes: ChangeSet, previous: SummaryMark
     """Decide what to post, what is already there, what to resolve and what stays open."""
     result, since = run.result, run.since_sha
     current = merge(with_fingerprints(result.findings, changes))
+    existing = forge.existing()
+    # a finding a member dismissed on this change stays dismissed, also after it moved
+    dismissed = {c.topic() for c in existing if c.dismissed}
+    result.hold_back([f.fingerprint for f in current
+                      if topic(f.path, f.category, f.title) in dismissed], DISMISSED)
     # incremental: old-side numbers refer to the previous head, not to the MR's base
     anchored, refused = anchoring.split(current, run.request.changes,
                                         new_side_only=since is not None)
@@ -168,7 +174,6 @@ def _plan(forge: Forge, run: ForgeRun, changes: ChangeSet, previous: SummaryMark
     # what earlier reviews could not anchor, on code not reviewed again
     kept = carried(previous.unanchored, changes, current + run.unanchored) if since else []
     run.unanchored += kept
-    existing = forge.existing()
     known = {c.fingerprint for c in existing}
     run.to_post = [f for f in anchored if f.fingerprint not in known | held.keys()]
     run.already_posted = [f for f in anchored if f.fingerprint in known]
@@ -223,20 +228,6 @@ def _summary_input(run: ForgeRun, previous_sha: str | None, max_chars: int) -> S
         last_reviewed_sha=run.request.head_sha if complete else previous_sha,
         max_chars=max_chars,
     )
-
-
-def carried(packed: str | None, changes: ChangeSet, now: list[Finding]) -> list[Finding]:
-    """Unanchored findings of earlier runs on files this incremental review did not touch."""
-    touched = {p for f in changes.files for p in (f.old_path, f.new_path) if p}
-    known = {f.fingerprint for f in now}
-    return [f for f in unpack(packed) if f.path not in touched and f.fingerprint not in known]
-
-
-def still_open(existing: list[PostedComment], shown_now: set[str]) -> list[Finding]:
-    """The findings of the bot's unresolved threads that this review did not find again: the
-    verdict keeps covering them until the code changes or a human resolves the thread."""
-    out = [c.open_finding() for c in existing if c.fingerprint not in shown_now]
-    return [f for f in out if f is not None]
 
 
 def _empty_result(forge: Forge, previous: SummaryMarker) -> ReviewResult:

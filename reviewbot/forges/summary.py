@@ -6,13 +6,13 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
-from reviewbot.diff import Side
+from reviewbot.diff import ChangeSet, Side
 from reviewbot.findings import Finding, Severity
 from reviewbot.forges.base import ChangeRequest
 from reviewbot.forges.markers import SummaryMarker, summary_marker, without_marker
 from reviewbot.modeltext import code, inline, prose
 from reviewbot.rendering import list_item
-from reviewbot.result import ReviewResult
+from reviewbot.result import DISMISSED, ReviewResult
 
 TITLE = "### reviewbot review"
 _MAX_ITEMS = 200  # beyond this the list is cut, and says so
@@ -136,9 +136,13 @@ def _why(s: SummaryInput) -> str:
 def _held_back(result: ReviewResult) -> list[str]:
     """What the floor and the verifier kept out of the note, counted (the CLI's JSON output
     lists each one with its reason)."""
-    low = sum(1 for h in result.held if h.to == "none")
+    dismissed = sum(1 for h in result.held if h.reason == DISMISSED)
+    low = sum(1 for h in result.held if h.to == "none") - dismissed
     by_stage = Counter(d.stage for d in result.dropped)
     parts = [f"{low} below min_confidence"] if low else []
+    if dismissed:
+        parts.append(f"{dismissed} a project member dismissed earlier on this change (matched "
+                     "by file, category and title)")
     if by_stage["verify"]:
         parts.append(f"{by_stage['verify']} candidate(s) dropped by verification")
     if by_stage["agreement"]:
@@ -192,3 +196,10 @@ def unpack(text: str | None) -> list[Finding]:
         ]
     except (ValueError, KeyError, TypeError):
         return []
+
+
+def carried(packed: str | None, changes: ChangeSet, now: list[Finding]) -> list[Finding]:
+    """Unanchored findings of earlier runs on files this incremental review did not touch."""
+    touched = {p for f in changes.files for p in (f.old_path, f.new_path) if p}
+    known = {f.fingerprint for f in now}
+    return [f for f in unpack(packed) if f.path not in touched and f.fingerprint not in known]

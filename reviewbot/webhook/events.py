@@ -15,6 +15,7 @@ from reviewbot.forges.markers import decode
 from reviewbot.webhook.jobs import QueuedRequest
 
 GITLAB_ACTIONS = ("open", "reopen", "update")
+VOTES = ("thumbsup", "thumbsdown")  # GitLab's names of the emoji the bot takes as votes
 GITHUB_ACTIONS = ("opened", "synchronize", "reopened")
 GITHUB_COMMENTS = ("issue_comment", "pull_request_review_comment")
 ISSUE = "issue"  # a GitHub job's discussion_id: a comment on the conversation tab
@@ -110,6 +111,8 @@ def _project(payload: dict[str, object]) -> tuple[int, str]:
 def parse_gitlab(event: str | None, payload: object) -> Accepted | Ignored:
     if event == "Note Hook":
         return parse_gitlab_note(payload)
+    if event == "Emoji Hook":
+        return parse_gitlab_emoji(payload)
     if event != "Merge Request Hook":
         return Ignored(f"event {event!r} is not reviewed", "event")
     if not isinstance(payload, dict) or payload.get("object_kind") != "merge_request":
@@ -165,6 +168,39 @@ def parse_gitlab_note(payload: object) -> Accepted | Ignored:
         base_url=gitlab_base_url(_str(payload, "project.web_url"), path),
         delivery_id=f"{project_id}/note#{note_id}",  # a note is answered once, however sent
         note_id=note_id,
+        discussion_id=discussion if isinstance(discussion, str) and _DISCUSSION.fullmatch(
+            discussion) else None,
+    )
+    return Accepted(request, (str(project_id), path))
+
+
+def parse_gitlab_emoji(payload: object) -> Accepted | Ignored:
+    """👍/👎 awarded to a note on a merge request: queued for the note's job, which reads the
+    note's awards through the API and acts only when the note is the bot's finding and the
+    award a member's (conversation.respond)."""
+    if not isinstance(payload, dict) or payload.get("object_kind") != "emoji":
+        raise MalformedPayload("an Emoji Hook must have object_kind emoji")
+    attrs = _field(payload, "object_attributes")
+    if not isinstance(attrs, dict):
+        raise MalformedPayload("object_attributes must be an object")
+    if payload.get("event_type") != "award" or attrs.get("name") not in VOTES:
+        return Ignored("only 👍 and 👎 awarded are taken", "action")
+    if attrs.get("awardable_type") != "Note" or not isinstance(payload.get("merge_request"),
+                                                               dict):
+        return Ignored("only emoji on notes of merge requests are taken", "noteable")
+    project_id, path = _project(payload)
+    discussion = payload["note"].get("discussion_id") if isinstance(payload.get("note"),
+                                                                    dict) else None
+    last = payload["merge_request"].get("last_commit")
+    head = last.get("id") if isinstance(last, dict) else None
+    request = QueuedRequest(
+        forge="gitlab",
+        project=str(project_id),
+        number=_int(payload, "merge_request.iid"),
+        head_sha=head if isinstance(head, str) and _SHA.fullmatch(head) else "",
+        base_url=gitlab_base_url(_str(payload, "project.web_url"), path),
+        delivery_id=f"{project_id}/award#{_int(payload, 'object_attributes.id')}",
+        note_id=_int(payload, "object_attributes.awardable_id"),
         discussion_id=discussion if isinstance(discussion, str) and _DISCUSSION.fullmatch(
             discussion) else None,
     )

@@ -8,16 +8,25 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import httpx
 
+from reviewbot import service
+from reviewbot.forges.base import Target
 from reviewbot.forges.run import review_change_request
 from reviewbot.webhook.auth import github_signature
 from tests.fake_openai import FakeOpenAI, Reply, user_text
 from tests.forges.fake_github import MALLORY_TOKEN, MARIA, MARIA_TOKEN, FakeGitHub
-from tests.forges.github_support import Reviewer, fake_github, finding, forge  # noqa: F401
+from tests.forges.github_support import (  # noqa: F401
+    Reviewer,
+    fake_github,
+    finding,
+    forge,
+    settings,
+)
 from tests.webhook.webhook_support import GITHUB_SECRET, wait_for, webhook_process
 
 PULL = "/repos/acme/widgets"
@@ -161,3 +170,26 @@ def test_a_comment_event_through_the_listener_is_answered_once(fake: FakeGitHub,
                and c["user"]["login"] == "reviewbot[bot]"]
     assert len(answers) == 1 and answers[0]["body"].startswith("Yes: the parser calls it.")
     assert len(model.requests) == 1
+
+
+def _react(fake: FakeGitHub, token: str, comment: int, content: str) -> None:
+    r = httpx.post(f"{fake.base_url}{PULL}/pulls/comments/{comment}/reactions",
+                   json={"content": content}, headers={"Authorization": f"token {token}"})
+    assert r.status_code == 201, r.text
+
+
+def test_a_collaborators_thumbs_down_is_read_by_the_next_review(fake: FakeGitHub) -> None:
+    root = _finding_thread(fake)
+    _react(fake, MALLORY_TOKEN, root["id"], "-1")  # a stranger's: nothing
+    _react(fake, MARIA_TOKEN, root["id"], "+1")
+    found = finding("src/app.py", 5, title="Unchecked parse", fp="fp-unchecked-parse")
+    order = service.ReviewOrder(Target("github", fake.full_name, 7), settings(fake, mode="full"))
+    service.review(order, Reviewer(every=1000, extra=[found]))
+    assert root["id"] not in fake.resolved
+    _react(fake, MARIA_TOKEN, root["id"], "-1")
+    moved = replace(found, line=6, fingerprint="fp-moved-elsewhere")  # anchored elsewhere now
+    run, code = service.review(order, Reviewer(every=1000, extra=[moved]))
+    assert root["id"] in fake.resolved and "after a 👎 from" in fake.review_comments[-1]["body"]
+    assert not [c for c in fake.review_comments if c["id"] > root["id"]
+                and not c.get("in_reply_to_id") and "Unchecked parse" in c["body"]]
+    assert "1 a project member dismissed earlier" in run.summary and code == 0

@@ -8,16 +8,26 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import httpx
 
 from reviewbot.conversation.learnings import LearningStore
+from reviewbot.findings import fingerprint
 from reviewbot.forges.run import review_change_request
 from tests.fake_openai import FakeOpenAI, Reply, user_text
 from tests.forges.fake_gitlab import AUTHOR_TOKEN, DEV_TOKEN, MALLORY_TOKEN, OTHER_BOT_TOKEN, State
-from tests.forges.gitlab_support import TOKEN, Env, env_fixture, make_forge, reviewer  # noqa: F401
+from tests.forges.gitlab_support import (  # noqa: F401
+    APP_NEW,
+    TOKEN,
+    Env,
+    env_fixture,
+    finding,
+    make_forge,
+    reviewer,
+)
 
 MR = "/api/v4/projects/42/merge_requests/7"
 
@@ -242,3 +252,48 @@ def test_a_model_answer_that_opens_like_the_limit_note_does_not_silence_the_thre
         second = _say(env.gitlab, DEV_TOKEN, "and still why?", thread)
         assert _action(_reply(env, model, second)) == "answered"
         assert len(model.requests) == 2
+
+
+def _award(state: State, token: str, note: int, name: str) -> None:
+    r = httpx.post(f"{state.url}{MR}/notes/{note}/award_emoji", json={"name": name},
+                   headers={"PRIVATE-TOKEN": token})
+    assert r.status_code == 201, r.text
+
+
+def _one_finding(needle: str) -> Any:
+    """A reviewer with one finding, "Unchecked parse", on the added line holding `needle`."""
+    def review(changes: Any, intent: object = None) -> Any:
+        file = changes.file("src/app.py")
+        line = next(dl.new for h in file.hunks for dl in h.lines
+                    if dl.kind == "+" and needle in dl.text)
+        found = replace(finding("src/app.py", line), title="Unchecked parse")
+        return replace(reviewer(changes), findings=[found])
+    return review
+
+
+def test_a_members_thumbs_down_dismisses_a_finding_also_after_it_moved(env: Env) -> None:
+    first = review_change_request(make_forge(env.gitlab), _one_finding("line 5 changed"),
+                                  mode="full")
+    (thread,) = [d for d in env.gitlab.discussions if d["notes"][0].get("position")]
+    bot_note = thread["notes"][0]["id"]
+    _award(env.gitlab, AUTHOR_TOKEN, bot_note, "thumbsdown")  # the author's: not enough
+    _award(env.gitlab, MALLORY_TOKEN, bot_note, "thumbsdown")  # not a member
+    _award(env.gitlab, DEV_TOKEN, bot_note, "thumbsup")
+    assert _action(_reply(env, None, bot_note)) == "voted"
+    assert not thread["notes"][0]["resolved"] and len(thread["notes"]) == 1
+    _say(env.gitlab, DEV_TOKEN, "The parser never sees user input here.", thread)
+    _award(env.gitlab, DEV_TOKEN, bot_note, "thumbsdown")
+    assert _action(_reply(env, None, bot_note)) == "dismissed"
+    assert _action(_reply(env, None, bot_note)) == "dismissed-before"
+    assert thread["notes"][0]["resolved"] and "after a 👎 from" in thread["notes"][-1]["body"]
+    # five lines above it, and the line itself edited: a new fingerprint, the same finding
+    env.repo.write({"src/app.py": "".join(f"new {i}\n" for i in range(5))
+                    + APP_NEW.replace("line 5 changed", "line 5 changed again")})
+    env.gitlab.push(env.repo.commit("move it"))
+    moved = review_change_request(make_forge(env.gitlab), _one_finding("line 5 changed again"),
+                                  mode="full")
+    before, after = (fingerprint(run.result.findings[0], run.request.changes)
+                     for run in (first, moved))
+    assert before != after and [h.fingerprint for h in moved.result.held] == [after]
+    assert moved.to_post == [] and moved.exit_code == 0  # held back, and not gating
+    assert "1 a project member dismissed earlier on this change" in moved.summary

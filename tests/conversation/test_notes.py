@@ -67,6 +67,28 @@ def test_note_hooks_are_queued_only_when_they_may_be_for_the_bot() -> None:
     assert isinstance(hook(note="why?", type="DiffNote"), Accepted)  # maybe a bot thread
 
 
+def test_emoji_hooks_queue_the_awarded_note_for_thumbs_only() -> None:
+    from reviewbot.webhook.events import Accepted, Ignored, parse_gitlab
+
+    def hook(event_type: str = "award", merge_request: object = None, **attrs: object
+             ) -> Accepted | Ignored:
+        return parse_gitlab("Emoji Hook", {
+            "object_kind": "emoji", "event_type": event_type,
+            "project": {"id": 42, "web_url": "https://gl.example/g/p", "path_with_namespace": "g/p"},
+            "object_attributes": {"id": 5, "name": "thumbsdown", "awardable_type": "Note",
+                                  "awardable_id": 901, "user_id": 3, **attrs},
+            "note": {"id": 901, "discussion_id": "abc123", "noteable_type": "MergeRequest"},
+            "merge_request": merge_request or {"iid": 7, "last_commit": {"id": "a" * 40}}})
+
+    accepted = hook()
+    assert isinstance(accepted, Accepted)
+    assert (accepted.request.note_id, accepted.request.discussion_id) == (901, "abc123")
+    assert accepted.request.delivery_id == "42/award#5" and accepted.request.number == 7
+    assert isinstance(hook(name="thumbsup"), Accepted)
+    assert isinstance(hook(name="eyes"), Ignored) and isinstance(hook("revoke"), Ignored)
+    assert isinstance(hook(awardable_type="MergeRequest"), Ignored)
+
+
 def test_commands_are_read_only_from_the_notes_own_words() -> None:
     """A member's quote-reply of a non-member's `@bot ignore` is no command, nor is one in
     code or an HTML comment: the note is then a question in the thread, or not for the bot."""

@@ -132,15 +132,23 @@ def routes(fake: FakeGitHub) -> list[tuple[str, Callable[..., Any], list[str]]]:
                 "commit_id": sha, "original_commit_id": sha, "user": user, "diff_hunk": "@@",
                 "subject_type": "line", "created_at": TS, "updated_at": TS}
 
+    def rolled_up(c: dict[str, Any], on: str = "pulls") -> dict[str, Any]:
+        """A comment with GitHub's `reactions` rollup (counts by content)."""
+        mine = [r["content"] for r in fake.reactions if (r["on"], r["id"]) == (on, c["id"])]
+        counts = {k: mine.count(k) for k in ("+1", "-1", "laugh", "confused", "heart",
+                                             "hooray", "rocket", "eyes")}
+        return {**c, "reactions": {"total_count": len(mine), **counts}}
+
     async def list_review_comments(request: Request) -> Response:
         number = request.path_params["number"]
-        return page(request, [c for c in fake.review_comments if c["number"] == number])
+        return page(request, [rolled_up(c) for c in fake.review_comments
+                              if c["number"] == number])
 
     async def review_comment(request: Request) -> Response:
         if request.method == "GET":
             for c in fake.review_comments:
                 if c["id"] == request.path_params["cid"]:
-                    return JSONResponse(c)
+                    return JSONResponse(rolled_up(c))
             return JSONResponse({"message": "Not Found"}, status_code=404)
         return await edit(request, fake.review_comments)
 

@@ -165,6 +165,16 @@ def _award(state: State, m: Any, q: Any, b: Any) -> Result:
     return 201, {"id": state.new_id(), "name": b.get("name"), "user": dict(state.actor)}, {}
 
 
+def _awards(state: State, m: Any, q: Any, b: Any) -> Result:
+    nid = int(m["nid"])
+    if not any(n["id"] == nid for n in state.notes()):
+        return 404, {"message": "404 Not found"}, {}
+    people = {u["id"]: u for u in state.users.values()}
+    return 200, [{"id": i, "name": name, "user": dict(people[uid]), "awardable_id": nid,
+                  "awardable_type": "Note"}
+                 for i, (n, name, uid) in enumerate(state.awards, 1) if n == nid], {}
+
+
 def _list_drafts(state: State, m: Any, q: Any, b: Any) -> Result:
     return 200, list(state.drafts), {}
 
@@ -218,6 +228,7 @@ _ROUTES = [
     ("GET", r"^/projects/(?P<pid>.+?)/members/all/(?P<uid>\d+)", _member),
     ("POST", _MR + r"/discussions/(?P<did>\w+)/notes", _discussion_note),
     ("POST", _MR + r"/notes/(?P<nid>\d+)/award_emoji", _award),
+    ("GET", _MR + r"/notes/(?P<nid>\d+)/award_emoji", _awards),
     ("GET", r"^/projects/(?P<pid>.+?)/repository/files/(?P<fp>.+)/raw", _file_raw),
     ("GET", _MR, _mr),
     ("GET", _MR + "/diffs", _diffs),

@@ -32,6 +32,15 @@ def api_url(url: str) -> str:
     return url if url.endswith("/api/v3") else url + "/api/v3"
 
 
+def archive_allowed(link: str, url: str) -> bool:
+    """An archive link on the API's own host or its codeload host (`codeload.github.com` for
+    api.github.com, `codeload.HOST` for GitHub Enterprise), by the API's scheme."""
+    got, base = urlsplit(link), urlsplit(api_url(url))
+    host = base.hostname or ""
+    allowed = {host, "codeload." + host.removeprefix("api.")}
+    return got.scheme == base.scheme and got.hostname in allowed and got.port == base.port
+
+
 class Retry(GithubRetry):
     def is_retry(self, method: str, status_code: int, has_retry_after: bool = False) -> bool:
         if method == "POST" and status_code >= 500:

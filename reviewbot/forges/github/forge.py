@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import math
 from typing import Any, BinaryIO
-from urllib.parse import urlsplit
 
 import requests
 from github import GithubException
@@ -29,7 +28,7 @@ from reviewbot.diff import ChangeSet, parse
 from reviewbot.errors import ForgeError
 from reviewbot.findings import Finding
 from reviewbot.forges.base import ChangeRequest, ForgeSettings, PostedComment, PostOutcome
-from reviewbot.forges.github.client import api_url, change_error, forge_error, make_client
+from reviewbot.forges.github.client import archive_allowed, change_error, forge_error, make_client
 from reviewbot.forges.github.map import (
     file_entry,
     files_to_diff,
@@ -38,7 +37,7 @@ from reviewbot.forges.github.map import (
     posted_comment,
 )
 from reviewbot.forges.github.post import BATCH_SIZE, Poster, plan, review_body
-from reviewbot.forges.markers import summary_marker
+from reviewbot.forges.markers import reply_marker, summary_marker
 from reviewbot.result import SkippedFile
 
 log = logging.getLogger(__name__)
@@ -85,13 +84,11 @@ class GitHubForge:
                 raise forge_error("reading the token's user", exc) from None
         return self._me
 
-    def project_key(self) -> str:
-        """Learnings are kept under the repository's full name, as `--repo` names it."""
+    def project_key(self) -> str:  # learnings are kept under the name `--repo` gives
         return self._repo_name
 
     def me_id(self) -> int:
-        self.me()
-        return self._me_id
+        return self._me_id if self.me() is not None else 0
 
     def mine(self, comment: Any) -> bool:
         user = comment.user
@@ -190,7 +187,7 @@ class GitHubForge:
             link = self.repo().get_archive_link("tarball", sha)
         except _GH_ERRORS as exc:
             raise forge_error(f"asking for the archive at {sha[:12]}", exc) from None
-        if not archive_link_allowed(link, api_url(self._settings.url)):
+        if not archive_allowed(link, self._settings.url):
             raise ForgeError("GitHub: the archive link points away from the forge; not followed")
         try:  # the link carries its own short-lived token: no Authorization header is sent
             with requests.get(link, stream=True, timeout=self._settings.timeout,
@@ -221,13 +218,20 @@ class GitHubForge:
             comments = list(self.pull().get_review_comments())
         except _GH_ERRORS as exc:
             raise forge_error("listing review comments", exc) from None
+        dismissed = {c.in_reply_to_id for c in comments if self.mine(c)
+                     and (m := reply_marker(c.body)) is not None and m.dismissed}
         out = []
         for c in comments:
-            posted = posted_comment(c) if self.mine(c) else None
+            posted = posted_comment(c, c.id in dismissed) if self.mine(c) else None
             if posted is not None:
                 self._comments[posted.id] = c
                 out.append(posted)
         return out
+
+    def voted(self) -> list[int]:
+        """The bot's open findings that someone reacted 👍 or 👎 to (GitHub's rollup)."""
+        return [int(p.id) for p in self.existing() if not (p.resolved or p.dismissed)
+                and any((self._comments[p.id].reactions or {}).get(k) for k in ("+1", "-1"))]
 
     def read_summary(self) -> str | None:
         try:
@@ -289,12 +293,3 @@ class GitHubForge:
         if errors:
             raise ForgeError(f"{len(errors)} of {len(comments)} outdated comments not marked: "
                              f"{errors[0]}")
-
-
-def archive_link_allowed(link: str, api: str) -> bool:
-    """An archive link on the API's own host or its codeload host (`codeload.github.com` for
-    api.github.com, `codeload.HOST` for GitHub Enterprise), by the API's scheme."""
-    got, base = urlsplit(link), urlsplit(api)
-    host = base.hostname or ""
-    allowed = {host, "codeload." + host.removeprefix("api.")}
-    return got.scheme == base.scheme and got.hostname in allowed and got.port == base.port

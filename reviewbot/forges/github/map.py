@@ -47,7 +47,7 @@ def review_comment(f: Finding, changes: ChangeSet) -> dict[str, Any] | None:
     return out
 
 
-def posted_comment(c: Any) -> PostedComment | None:
+def posted_comment(c: Any, dismissed: bool = False) -> PostedComment | None:
     """A PullRequestComment (or anything with its attributes) → PostedComment, if it is ours."""
     meta = finding_marker(c.body)
     if meta is None:
@@ -56,7 +56,7 @@ def posted_comment(c: Any) -> PostedComment | None:
     return PostedComment(
         id=str(c.id), fingerprint=meta.fingerprint, path=c.path or "", marker=meta,
         resolved=meta.outdated, thread_id=str(c.id),
-        line=c.original_line, side=side, head_sha=c.original_commit_id or "",
+        line=c.original_line, side=side, head_sha=c.original_commit_id or "", dismissed=dismissed,
     )
 
 

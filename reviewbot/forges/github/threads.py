@@ -156,6 +156,23 @@ class GitHubThreads:
         """The pause switch lives in the bot's own summary comment, as on GitLab."""
         self.forge.write_summary_text(paused_summary(self.forge.read_summary(), paused))
 
+    def reactions(self, note: Note) -> list[tuple[int, str, str]]:
+        """(user id, login, content: "+1", "-1", …) of each reaction on the comment."""
+        pull = self.forge.pull()
+        try:
+            comment = (pull.get_issue_comment(note.id) if self.issue
+                       else pull.get_review_comment(note.id))
+            found = list(comment.get_reactions())
+        except _ERRORS as exc:
+            raise forge_error(f"listing the reactions on comment {note.id}", exc) from None
+        out = []
+        for reaction in found:
+            user = reaction.user
+            if user is not None:
+                self._logins[int(user.id)] = str(user.login)
+                out.append((int(user.id), str(user.login), str(reaction.content)))
+        return out
+
     def acknowledge(self, note: Note) -> None:
         """👀 on the comment: best effort (a reaction that fails changes nothing else)."""
         pull = self.forge.pull()

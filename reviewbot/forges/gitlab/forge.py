@@ -26,7 +26,7 @@ from reviewbot.forges.gitlab import diffs
 from reviewbot.forges.gitlab.api import HINTS, call, client, forge_error
 from reviewbot.forges.gitlab.position import note_payload
 from reviewbot.forges.gitlab.post import Poster, WritePolicy
-from reviewbot.forges.markers import finding_marker, summary_marker
+from reviewbot.forges.markers import finding_marker, reply_marker, summary_marker
 from reviewbot.result import SkippedFile
 from reviewbot.tree import MAX_FILE_BYTES
 
@@ -215,7 +215,10 @@ class GitLabForge:
         found = []
         for d in call(lambda: self.mr.discussions.list(get_all=True, per_page=100),
                        "listing discussions"):
-            for note in d.attributes.get("notes", []):
+            notes = d.attributes.get("notes", [])
+            dismissed = any(self.mine(n) and (m := reply_marker(n.get("body"))) is not None
+                            and m.dismissed for n in notes)
+            for note in notes:
                 if not self.mine(note):
                     continue
                 meta = finding_marker(note.get("body"))
@@ -228,7 +231,7 @@ class GitLabForge:
                     path=pos.get("new_path") or pos.get("old_path") or "",
                     resolved=bool(note.get("resolved")), thread_id=str(d.id),
                     line=pos.get("new_line") if side == "new" else pos.get("old_line"),
-                    side=side, head_sha=pos.get("head_sha") or "",
+                    side=side, head_sha=pos.get("head_sha") or "", dismissed=dismissed,
                 ))
         return found
 

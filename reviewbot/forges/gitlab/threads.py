@@ -14,6 +14,8 @@ from reviewbot.forges.gitlab.forge import GitLabForge
 from reviewbot.forges.markers import finding_marker
 from reviewbot.forges.summary import paused_summary
 
+VOTES = {"thumbsup": "+1", "thumbsdown": "-1"}  # GitLab's names for GitHub's reactions
+
 
 class GitLabThreads:
     def __init__(self, forge: GitLabForge, discussion_id: str | None = None) -> None:
@@ -107,6 +109,19 @@ class GitLabThreads:
     def set_paused(self, paused: bool) -> None:
         """The pause switch lives in the bot's own summary note, like the rest of its state."""
         self.forge.write_summary_text(paused_summary(self.forge.read_summary(), paused))
+
+    def reactions(self, note: Note) -> list[tuple[int, str, str]]:
+        """(user id, login, "+1" | "-1" | the emoji's name) of each award on the note."""
+        awards = call(lambda: self.forge.mr.notes.get(note.id, lazy=True).awardemojis.list(
+            get_all=True), "listing a note's emoji")
+        out = []
+        for award in awards:
+            user = award.attributes.get("user")
+            user = user if isinstance(user, dict) else {}
+            name = str(award.attributes.get("name") or "")
+            out.append((int(user.get("id") or 0), str(user.get("username") or ""),
+                        VOTES.get(name, name)))
+        return out
 
     def acknowledge(self, note: Note) -> None:
         """👀 on the note: best effort (an award that fails changes nothing else)."""
