@@ -50,6 +50,7 @@ def review(order: ReviewOrder, reviewer: Reviewer, cancel: threading.Event | Non
         _take_votes(order, forge, learnings)
     guided = reviewer
     if learnings is not None and isinstance(forge, Keyed):
+        learnings.name(forge.project_key(), forge.project_names())
         guidance = learnings.rules(forge.project_key())
 
         def guided(changes: ChangeSet, context: Context | None = None) -> ReviewResult:
@@ -100,6 +101,7 @@ def _learner(order: ReviewOrder, forge: object, learnings: LearningStore | None)
     """How a dismissal on this order's change becomes a learning of its project."""
     def learn(thread: Thread, note: Note, text: str, category: str) -> None:
         if learnings is not None and isinstance(forge, Keyed):
+            learnings.name(forge.project_key(), forge.project_names())
             learnings.add(forge.project_key(), text, scope(thread.path), category,
                           note.author, f"{order.target.ref} thread {thread.id}",
                           approved=not order.settings.learnings_need_approval)
@@ -121,6 +123,9 @@ def _threads(forge: object, discussion_id: str | None) -> Threads:
 
 @runtime_checkable
 class Keyed(Protocol):
-    """Optional: the stable key a forge's project is known by (GitLab: its numeric id)."""
+    """Optional: the stable key a forge's project is known by (GitLab: its numeric id), and
+    the other names people give it (GitLab: `group/app`)."""
 
     def project_key(self) -> str: ...
+
+    def project_names(self) -> tuple[str, ...]: ...

@@ -22,7 +22,8 @@ _DEFAULT_DB = ".reviewbot-state/webhook.sqlite"  # the listener's default --db
 
 def _options(command: Callable[..., None]) -> Callable[..., None]:
     command = click.option("--project", required=True,
-                           help="The project's numeric id (as the listener keeps it).")(command)
+                           help="The project: GitLab id or path (group/app), GitHub "
+                                "owner/name.")(command)
     return click.option("--db", default=_DEFAULT_DB, show_default=True,
                         envvar="REVIEWBOT_QUEUE_URL", callback=_not_in_argv,
                         help="The listener's database: its SQLite file or its postgresql:// "
@@ -35,11 +36,18 @@ def _not_in_argv(ctx: click.Context, param: click.Parameter, value: str) -> str:
     return value
 
 
-def _store(db: str) -> LearningStore:
+def _store(db: str, project: str) -> tuple[LearningStore, str]:
+    """The database, and the key the project's learnings are kept under (a GitLab path the
+    bot has seen resolves to the project's id)."""
     path = sqlite_path(db)
     if path is not None and not path.is_file():
         raise UsageError(f"no database at {path} (pass the listener's --db)")
-    return LearningStore.open(db)
+    store = LearningStore.open(db)
+    return store, store.resolve(project)
+
+
+def _named(project: str, key: str) -> str:
+    return project if key == project else f"{project} (id {key})"
 
 
 def _line(x: Learning) -> str:
@@ -59,11 +67,13 @@ def learnings_group() -> None:
               show_default=True)
 def list_learnings(project: str, db: str, fmt: str) -> None:
     """Every learning of the project, newest first."""
-    found = _store(db).list(project)
+    store, key = _store(db, project)
+    found = store.list(key)
     if fmt == "json":
         emit(json.dumps([x.to_dict() for x in found], indent=2) + "\n", None)
     else:
-        emit("\n".join(_line(x) for x in found) + "\n" if found else "no learnings\n", None)
+        emit("\n".join(_line(x) for x in found) + "\n" if found
+             else f"no learnings for project {_named(project, key)}\n", None)
 
 
 @learnings_group.command()
@@ -71,9 +81,10 @@ def list_learnings(project: str, db: str, fmt: str) -> None:
 @click.argument("learning_id", type=int)
 def show(project: str, db: str, learning_id: int) -> None:
     """One learning, as JSON."""
-    found = _store(db).get(project, learning_id)
+    store, key = _store(db, project)
+    found = store.get(key, learning_id)
     if found is None:
-        raise UsageError(f"project {project} has no learning {learning_id}")
+        raise UsageError(f"project {_named(project, key)} has no learning {learning_id}")
     emit(json.dumps(found.to_dict(), indent=2) + "\n", None)
 
 
@@ -82,8 +93,9 @@ def show(project: str, db: str, learning_id: int) -> None:
 @click.argument("learning_id", type=int)
 def rm(project: str, db: str, learning_id: int) -> None:
     """Forget one learning: later reviews no longer see it."""
-    if not _store(db).remove(project, learning_id):
-        raise UsageError(f"project {project} has no learning {learning_id}")
+    store, key = _store(db, project)
+    if not store.remove(key, learning_id):
+        raise UsageError(f"project {_named(project, key)} has no learning {learning_id}")
     emit(f"removed learning {learning_id}\n", None)
 
 
@@ -92,8 +104,9 @@ def rm(project: str, db: str, learning_id: int) -> None:
 @click.argument("learning_id", type=int)
 def approve(project: str, db: str, learning_id: int) -> None:
     """Let a learning apply (with learnings_need_approval, new ones wait for this)."""
-    if not _store(db).approve(project, learning_id):
-        raise UsageError(f"project {project} has no learning {learning_id}")
+    store, key = _store(db, project)
+    if not store.approve(key, learning_id):
+        raise UsageError(f"project {_named(project, key)} has no learning {learning_id}")
     emit(f"approved learning {learning_id}\n", None)
 
 
@@ -105,7 +118,8 @@ def approve(project: str, db: str, learning_id: int) -> None:
 def export(project: str, db: str, config_path: str) -> None:
     """The project's approved learnings as rules to append to a .reviewbot.toml (CI-only
     teams): `reviewbot learnings export --project 42 >> .reviewbot.toml`."""
-    emit(export_toml(_store(db).list(project), _rules_table(Path(config_path))), None)
+    store, key = _store(db, project)
+    emit(export_toml(store.list(key), _rules_table(Path(config_path))), None)
 
 
 def _rules_table(path: Path) -> str:

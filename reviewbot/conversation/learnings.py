@@ -80,6 +80,20 @@ class LearningStore:
                  source[:200], time.time(), int(approved))).fetchone()
         return int(row[0])
 
+    def name(self, project: str, names: tuple[str, ...]) -> None:
+        """Other names of `project` (GitLab's `group/app` for its id), for `resolve`."""
+        with self._db.tx() as tx:
+            for name in {n.lower() for n in names if n and n != project}:
+                tx.execute("INSERT INTO project_names (name, project) VALUES (?, ?) ON CONFLICT"
+                           " (name) DO UPDATE SET project = excluded.project", (name, project))
+
+    def resolve(self, name: str) -> str:
+        """The key a project's learnings are kept under, by any name it was seen with."""
+        with self._db.read() as tx:
+            row = tx.execute("SELECT project FROM project_names WHERE name = ?",
+                             (name.lower(),)).fetchone()
+        return str(row[0]) if row else name
+
     def list(self, project: str) -> list[Learning]:
         with self._db.read() as tx:
             found = tx.execute(

@@ -45,6 +45,9 @@ _ONE_WAITING = ("CREATE UNIQUE INDEX IF NOT EXISTS jobs_one_waiting ON jobs"
 _APPROVED = "ALTER TABLE learnings ADD COLUMN approved INTEGER NOT NULL DEFAULT 1"
 # a note job reads its one discussion by id, not every discussion of the merge request
 _DISCUSSION = "ALTER TABLE jobs ADD COLUMN discussion_id TEXT"
+# the names a project is known by (GitLab: `group/app` beside its numeric id), lower case
+_NAMES = ("CREATE TABLE IF NOT EXISTS project_names"
+          " (name TEXT PRIMARY KEY, project TEXT NOT NULL)")
 
 SQLITE = (
     Migration(1, "jobs", _script("""
@@ -87,6 +90,7 @@ SQLITE = (
         CREATE INDEX IF NOT EXISTS learnings_by_project ON learnings (project, id)""")),
     Migration(5, "learnings awaiting approval", _script(_APPROVED)),
     Migration(6, "a note job's discussion", _script(_DISCUSSION)),
+    Migration(7, "project names", _script(_NAMES)),
 )
 
 POSTGRES = (
@@ -130,6 +134,7 @@ POSTGRES = (
         CREATE INDEX learnings_by_project ON learnings (project, id)""")),
     Migration(2, "learnings awaiting approval", _script(_APPROVED)),
     Migration(3, "a note job's discussion", _script(_DISCUSSION)),
+    Migration(4, "project names", _script(_NAMES)),
 )
 
 MIGRATIONS = {"sqlite": SQLITE, "postgres": POSTGRES}

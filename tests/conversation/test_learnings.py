@@ -71,6 +71,13 @@ def test_a_dismissal_is_learned_applied_to_its_project_only_and_removable(
         elsewhere = _prompts(other.url, "43", store)
         assert elsewhere and not any(title in p for p in elsewhere)
 
+    by_path = _cli("list", "--project", "GRP/proj", "--db", str(db), "--output", "json")
+    assert json.loads(by_path.stdout) == [learning]  # the path the bot saw, any case
+    none = _cli("list", "--project", "grp/other", "--db", str(db))
+    assert none.stdout == "no learnings for project grp/other (id 43)\n"  # seen, none kept
+    assert _cli("list", "--project", "grp/unseen", "--db", str(db)).stdout \
+        == "no learnings for project grp/unseen\n"
+
     exported = _cli("export", "--project", "42", "--db", str(db))
     rules = parse_text(exported.stdout, "export")["rules"]
     assert len(rules) == 1 and rules[0].text.endswith(learning["text"])

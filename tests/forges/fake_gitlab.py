@@ -107,6 +107,7 @@ class State:
             if self.hidden else str(count),
             "diff_refs": {"base_sha": self.base, "start_sha": self.start, "head_sha": self.head},
             "web_url": f"http://gitlab.example/{self.project_path}/-/merge_requests/{self.iid}",
+            "references": {"short": f"!{self.iid}", "full": f"{self.project_path}!{self.iid}"},
         }
 
     def new_id(self) -> int:

@@ -87,6 +87,9 @@ class GitHubForge:
     def project_key(self) -> str:  # learnings are kept under the name `--repo` gives
         return self._repo_name
 
+    def project_names(self) -> tuple[str, ...]:
+        return ()
+
     def me_id(self) -> int:
         return self._me_id if self.me() is not None else 0
 

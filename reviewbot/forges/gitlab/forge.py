@@ -68,6 +68,12 @@ class GitLabForge:
         meta = self._merge_request()
         return str(meta.attributes.get("project_id") or self.project_id)
 
+    def project_names(self) -> tuple[str, ...]:
+        """The project's path (from the merge request's `references.full`, `group/app!7`)."""
+        references = self._merge_request().attributes.get("references")
+        full = references.get("full") if isinstance(references, dict) else None
+        return (full.rpartition("!")[0],) if isinstance(full, str) and "!" in full else ()
+
     def _merge_request(self) -> Any:
         try:
             return call(lambda: self.project.mergerequests.get(self.iid),
