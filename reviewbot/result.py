@@ -79,6 +79,7 @@ class Stats:
     # chunk is asked once more for the problems it named; those still without a finding
     named_requests: int = 0
     summary_only: int = 0
+    learnings_applied: int = 0  # the project's learnings whose files are in the change
     wall_seconds: float = 0.0
     errors: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # worth knowing; the review is complete
@@ -120,6 +121,7 @@ class Stats:
             "verify_failed": self.verify_failed,
             "named_requests": self.named_requests,
             "summary_only": self.summary_only,
+            "learnings_applied": self.learnings_applied,
             "wall_seconds": round(self.wall_seconds, 3),
             "complete": self.complete,
             "errors": list(self.errors),

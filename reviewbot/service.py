@@ -25,6 +25,7 @@ from reviewbot.forges.select import open_forge
 from reviewbot.forges.summary import failed_summary
 from reviewbot.headtree import Trees
 from reviewbot.result import Reviewer, ReviewResult, exit_code
+from reviewbot.rules import applicable
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,9 @@ def review(order: ReviewOrder, reviewer: Reviewer, cancel: threading.Event | Non
         guidance = learnings.rules(forge.project_key())
 
         def guided(changes: ChangeSet, context: Context | None = None) -> ReviewResult:
-            return reviewer(changes, replace(context or Context(), guidance=guidance))
+            result = reviewer(changes, replace(context or Context(), guidance=guidance))
+            result.stats.learnings_applied = len(applicable(guidance, [f.path for f in changes.files]))
+            return result
 
     run = review_change_request(forge, guided, mode=settings.mode, dry_run=order.dry_run,
                                 cancel=cancel, fail_on_skipped=settings.fail_on_skipped,

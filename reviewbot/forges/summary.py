@@ -111,6 +111,9 @@ def _scope(s: SummaryInput) -> list[str]:
     ]
     if st.changed_lines:
         lines.append(f"- Changed lines sent to the model: {st.changed_lines_sent} of {st.changed_lines}")
+    if st.learnings_applied:
+        lines.append(f"- Learnings of this project applied: {st.learnings_applied} (from "
+                     "findings its members dismissed)")
     return lines
 
 

@@ -63,6 +63,8 @@ def test_a_dismissal_is_learned_applied_to_its_project_only_and_removable(
     assert any(f"> The team's guidance on {learning['category']} findings (learned from a "
                "dismissed finding)" in p for p in guided)
     assert learning["paths"] == [thread["notes"][0]["position"]["new_path"]]  # that file only
+    summary = next(n for n in env.gitlab.notes() if "### reviewbot review" in n["body"])
+    assert "- Learnings of this project applied: 1 " in summary["body"]
 
     other_repo = Repo(tmp_path / "other")
     base, head = scenario(other_repo)
