@@ -4,8 +4,10 @@ A note is for the bot only when it mentions the bot's own account (`@login`, as 
 GitHub App's `slug[bot]` also as `@slug`) or replies in a thread the bot started; the bot's own
 notes and system notes never are. After the mention (or at the start of a reply in a bot
 thread) the first word may be a command; anything else in a bot thread is a question about its
-finding, and anything else elsewhere gets the list of commands. Mentions and commands are read only from the note's own words: never inside
-a quote (a quote-reply of someone else's `@bot ignore`), code, or HTML (comments included).
+finding, a sentence elsewhere a question about the change, and a bare mention or an unknown
+word the list of commands. Mentions and commands are read only from the note's own words:
+never inside a quote (a quote-reply of someone else's `@bot ignore`), code, or HTML (comments
+included).
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ HELP = (
     "- `ignore` (in one of my threads): withdraw this finding, resolve the thread, and never "
     "raise it again on this merge request\n"
     "- `help`: this list\n\n"
-    "Anything else in one of my threads is a question about the finding, and I answer it there."
+    "Anything else in one of my threads is a question about the finding, and I answer it there; "
+    "a question anywhere else (after a mention) is about the whole change, and I answer it too."
 )
 
 
@@ -73,13 +76,14 @@ def addressed(note: Note, me_id: int, login: str, thread: Thread | None) -> Addr
     found = mention.search(own)
     if found is None and not in_bot_thread:
         return None
-    text = (own[found.end():] if found else own).strip()
+    text = (own[found.end():] if found else own).lstrip(",.:;!? \t\n").strip()
     word = text.split(None, 1)[0].lower().strip(".,:;!?") if text else ""
     if word in COMMANDS and (word != "ignore" or in_bot_thread):
         return Addressed(word, text)  # type: ignore[arg-type]
-    # a question is answered in a finding's thread; elsewhere, and for an unknown word after a
-    # bare mention, the list of what the bot does
-    return Addressed("question" if in_bot_thread and text else "help", text)
+    # anything said in a finding's thread is a question about it; elsewhere a sentence is a
+    # question about the change, and a bare mention or one unknown word gets the commands
+    asks = bool(text) if in_bot_thread else len(text.split()) > 1
+    return Addressed("question" if asks else "help", text)
 
 
 # GitLab's multi-line quote: a `>>>` line, the quoted lines, a closing `>>>` line

@@ -15,6 +15,7 @@ from typing import Protocol
 
 from reviewbot.config import Settings
 from reviewbot.conversation.notes import HELP, Note, Thread, addressed
+from reviewbot.diff import ChangeSet
 from reviewbot.engine.passes import Passes
 from reviewbot.engine.requests import Anchor
 from reviewbot.errors import IncompleteReview
@@ -73,6 +74,8 @@ class Threads(Protocol):
 
     def reactions(self, note: Note) -> list[tuple[int, str, str]]: ...  # (user, login, "-1"…)
 
+    def changes(self) -> ChangeSet: ...  # the change's diff, for a question about it
+
     def set_paused(self, paused: bool) -> None: ...
 
 
@@ -125,6 +128,8 @@ def respond(threads: Threads, note_id: int, settings: Settings, passes: Callable
         outcome = review()
         threads.reply(thread, f"Reviewed the current head in full: {outcome}" + mark)
         return Response("reviewed", outcome)
+    if thread.fingerprint is None:  # a question outside its threads: about the whole change
+        return _general(threads, note, asked.text, settings, passes(), mark, thread)
     if by_author:  # the author may argue; their words never become a rule
         learn = _nothing
     return _answer(threads, note, thread, settings, passes(), me_id, learn)
@@ -175,6 +180,16 @@ def _voted(threads: Threads, thread: Thread, settings: Settings, me_id: int,
 def _dismisses(note: Note) -> bool:
     marker = reply_marker(note.body)
     return marker is not None and marker.dismissed
+
+
+def _general(threads: Threads, note: Note, question: str, settings: Settings, passes: Passes,
+             mark: str, thread: Thread) -> Response:
+    deadline = time.monotonic() + settings.request_timeout
+    answer = passes.question(threads.changes(), note.author, question[:MAX_NOTE_CHARS], deadline)
+    if answer is None:  # retried by the job queue, as a thread's question is
+        raise IncompleteReview(f"no usable answer to note {note.id}")
+    threads.reply(thread, prose(answer) + mark)
+    return Response("answered", "question")
 
 
 def _limit_said(note: Note) -> bool:

@@ -18,6 +18,7 @@ from reviewbot.anchoring import Row, at_row
 from reviewbot.diff import Side
 from reviewbot.engine.chunking import Chunk
 from reviewbot.engine.tools import (
+    ANSWER_TOOL,
     JUDGE_TOOL,
     LIMITS,
     MAX_ARGUMENTS,
@@ -242,4 +243,18 @@ def parse_reply(calls: list[tuple[str, str]]) -> ThreadReply | None:
         body = clean(args.get("body"), REPLY_CHARS)
         if body:
             return ThreadReply(body, str(args["verdict"]), clean(args.get("learning"), 300))
+    return None
+
+
+def parse_answer(calls: list[tuple[str, str]]) -> str | None:
+    """The body of the first valid call of the answer tool (cleaned model text); None when
+    there is none."""
+    for name, arguments in calls:
+        try:
+            args = json.loads(arguments, strict=False) if name == ANSWER_TOOL else None
+        except (json.JSONDecodeError, RecursionError):
+            args = None
+        body = clean(args.get("body"), REPLY_CHARS) if isinstance(args, dict) else ""
+        if body:
+            return body
     return None

@@ -10,6 +10,7 @@ from typing import TypeVar
 
 from reviewbot.context import Context
 from reviewbot.deadline import until
+from reviewbot.diff import ChangeSet
 from reviewbot.engine import answers, tools
 from reviewbot.engine.candidates import agree, apply_verdicts
 from reviewbot.engine.chunking import Chunk
@@ -194,6 +195,13 @@ class Passes:
                           temperature=0.0)
         verdict = _first(attempts(deadline, call), answers.parse_judgement)
         return verdict if verdict is not None else False
+
+    def question(self, changes: ChangeSet, author: str, question: str,
+                 deadline: float) -> str | None:
+        """An answer to a question about the change, or None when no usable one came back."""
+        call = self._call(self.requests.question_messages(changes, author, question),
+                          [tools.answer_tool()], tools.ANSWER_TOOL, REPLY_TOKENS, "")
+        return _first(attempts(deadline, call), answers.parse_answer)
 
     def reply(self, about: Anchor, thread: list[tuple[str, str]],
               deadline: float) -> answers.ThreadReply | None:

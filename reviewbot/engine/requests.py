@@ -9,7 +9,7 @@ from typing import Any
 
 from reviewbot.config import Settings
 from reviewbot.context import Context
-from reviewbot.diff import Side
+from reviewbot.diff import ChangeSet, FileDiff, Side
 from reviewbot.engine import templates, tools
 from reviewbot.engine.chunking import Chunk, file_header
 from reviewbot.engine.prompttext import defuse, framed, label, quoted
@@ -19,6 +19,10 @@ from reviewbot.rules import applicable
 SAFETY_TOKENS = 16  # slack for tokenizer merges across piece boundaries
 JUDGE_TOKENS = 256
 REPLY_TOKENS = 768
+# a question's diff is cut by characters (no tokenizer round trips for a chat answer): 2.5 a
+# token keeps code, whose tokens are short, inside the context
+QUESTION_CHARS_PER_TOKEN = 2.5
+QUESTION_OVERHEAD = 1024  # the prompt's own words and the question
 
 Messages = list[dict[str, Any]]
 Tools = list[dict[str, Any]]
@@ -121,6 +125,22 @@ class Requests:
                     "judge_pair.j2", self.settings.prompts_dir, title=defuse(title),
                     body=defuse(body), reference=defuse(reference)).rstrip("\n")}]
 
+    def question_messages(self, changes: ChangeSet, author: str, question: str) -> Messages:
+        """A question about the change asked outside the bot's threads: the change's diff,
+        whole files while they fit QUESTION_CHARS_PER_TOKEN × the context left for it (the
+        files left out counted), and the question, all framed as untrusted data."""
+        room = int((self.context - REPLY_TOKENS - QUESTION_OVERHEAD) * QUESTION_CHARS_PER_TOKEN)
+        shown: list[str] = []
+        for file in changes.files:
+            text = _file_text(file)
+            if sum(map(len, shown)) + len(text) > room:
+                break
+            shown.append(text)
+        text = templates.render(
+            "question.j2", self.settings.prompts_dir, diff=framed("\n".join(shown)),
+            cut=len(changes.files) - len(shown), author=label(author), question=quoted(question))
+        return [{"role": "user", "content": text}]
+
     def reply_messages(self, about: Anchor, thread: list[tuple[str, str]]) -> Messages:
         """A thread's answer: the bot's finding, the code at its anchor now, the thread so far
         ((author, text) pairs, oldest first), every part of it framed as untrusted data."""
@@ -130,6 +150,14 @@ class Requests:
             code=framed(about.code), moved=label(about.moved),
             thread=[f"{label(who)} wrote:\n{quoted(said)}" for who, said in thread])
         return [{"role": "user", "content": text}]
+
+
+def _file_text(file: FileDiff) -> str:
+    lines = [f"--- {label(file.path)}"]
+    for hunk in file.hunks:
+        lines.append(hunk.header)
+        lines += [line.kind + line.text for line in hunk.lines]
+    return "\n".join(lines)
 
 
 @dataclass(frozen=True)

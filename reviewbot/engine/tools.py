@@ -206,3 +206,12 @@ def reply_tool() -> dict[str, Any]:
     """An answer in a thread: the text, then what becomes of the finding the thread is about."""
     return _tool(REPLY_TOOL, "Answer in the thread, then say whether the finding stays (keep), "
                  "was wrong (withdraw) or is fixed in the current code (fixed).", REPLY, {})
+
+
+ANSWER_TOOL = "answer"
+ANSWER = (Prop("body", "string", max_chars=1500),)
+
+
+def answer_tool() -> dict[str, Any]:
+    """An answer to a question about the change, asked outside the bot's threads."""
+    return _tool(ANSWER_TOOL, "Answer the question about this change.", ANSWER, {})

@@ -193,3 +193,16 @@ def test_a_collaborators_thumbs_down_is_read_by_the_next_review(fake: FakeGitHub
     assert not [c for c in fake.review_comments if c["id"] > root["id"]
                 and not c.get("in_reply_to_id") and "Unchecked parse" in c["body"]]
     assert "1 a project member dismissed earlier" in run.summary and code == 0
+
+
+def test_a_question_on_the_conversation_tab_is_answered_there(fake: FakeGitHub) -> None:
+    question = _say(fake, MARIA_TOKEN, "@reviewbot what does this change do to src/app.py?")
+
+    def script(request: dict[str, Any], attempt: int) -> Reply:
+        return Reply(tool_name="answer", tool_args={"body": "It edits two lines of it."})
+
+    with FakeOpenAI(script, max_model_len=16000) as model:
+        assert _action(_reply(fake, model, "--issue-comment", str(question))) == "answered"
+        assert "--- src/app.py" in user_text(model.requests[0])
+    assert fake.issue_comments[-1]["body"].startswith("It edits two lines of it.")
+    assert fake.issue_comments[-1]["user"]["login"] == "reviewbot[bot]"

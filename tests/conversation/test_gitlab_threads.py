@@ -297,3 +297,26 @@ def test_a_members_thumbs_down_dismisses_a_finding_also_after_it_moved(env: Env)
     assert before != after and [h.fingerprint for h in moved.result.held] == [after]
     assert moved.to_post == [] and moved.exit_code == 0  # held back, and not gating
     assert "1 a project member dismissed earlier on this change" in moved.summary
+
+
+def test_a_question_outside_the_bots_threads_is_answered_with_the_diff(env: Env) -> None:
+    question = _say(env.gitlab, DEV_TOKEN, "@reviewbot does this change keep line 30 working?")
+
+    def script(request: dict[str, Any], attempt: int) -> Reply:
+        return Reply(tool_name="answer", tool_args={"body": "Yes: `line thirty` only renames it."})
+
+    with FakeOpenAI(script, max_model_len=16000) as model:
+        assert _action(_reply(env, model, question)) == "answered"
+        (request,) = model.requests
+    prompt = user_text(request)
+    assert "> does this change keep line 30 working?" in prompt
+    assert "+line thirty" in prompt and "--- src/app.py" in prompt  # the change's diff
+    assert request["tool_choice"]["function"]["name"] == "answer"
+    (thread,) = [d for d in env.gitlab.discussions if d["notes"][0]["id"] == question]
+    assert thread["notes"][-1]["body"].startswith("Yes: `line thirty` only renames it.")
+    assert _action(_reply(env, model, question)) == "answered-before"
+
+
+def test_a_strangers_question_costs_no_model_request(env: Env) -> None:
+    question = _say(env.gitlab, MALLORY_TOKEN, "@reviewbot please summarise this change")
+    assert _action(_reply(env, None, question)) == "not-a-member"

@@ -36,7 +36,8 @@ def test_a_github_app_is_mentioned_by_its_slug() -> None:
 def test_ignore_needs_a_bot_thread_and_unknown_words_get_help() -> None:
     assert _ask("@reviewbot ignore") == "help"  # nothing to withdraw outside a finding's thread
     assert _ask("@reviewbot frobnicate") == "help"
-    assert _ask("@reviewbot what does this MR do?") == "help"  # questions: in its threads
+    assert _ask("@reviewbot what does this MR do?") == "question"  # about the whole change
+    assert _ask("@reviewbot") == "help"
     assert _ask("@reviewbot", BOT) == "help"
 
 

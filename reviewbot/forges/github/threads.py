@@ -15,6 +15,7 @@ from github import GithubException
 from requests import RequestException
 
 from reviewbot.conversation.notes import Note, Thread
+from reviewbot.diff import ChangeSet
 from reviewbot.errors import ForgeError, UsageError
 from reviewbot.forges.github.client import forge_error
 from reviewbot.forges.github.forge import GitHubForge
@@ -104,6 +105,9 @@ class GitHubThreads:
     def change_author(self) -> int:
         user = self.forge.pull().user
         return int(user.id) if user is not None else 0
+
+    def changes(self) -> ChangeSet:
+        return self.forge.fetch().changes
 
     def file_at(self, path: str, ref: str) -> str | None:
         return self.forge.file_at(path, ref)

@@ -8,6 +8,7 @@ from typing import Any
 from gitlab.exceptions import GitlabError
 
 from reviewbot.conversation.notes import Note, Thread
+from reviewbot.diff import ChangeSet
 from reviewbot.errors import ForgeError, UsageError
 from reviewbot.forges.gitlab.api import call
 from reviewbot.forges.gitlab.forge import GitLabForge
@@ -93,6 +94,9 @@ class GitLabThreads:
     def change_author(self) -> int:
         author = self._meta().get("author")
         return int(author.get("id") or 0) if isinstance(author, dict) else 0
+
+    def changes(self) -> ChangeSet:
+        return self.forge.fetch().changes
 
     def file_at(self, path: str, ref: str) -> str | None:
         return self.forge.file_at(path, ref)
