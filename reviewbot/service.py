@@ -9,13 +9,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Protocol, runtime_checkable
 
 from reviewbot.config import Settings
 from reviewbot.context import Context
-from reviewbot.conversation.learnings import LearningStore, scope
+from reviewbot.conversation.learnings import LearningStore, Outcome, scope, tally_line
 from reviewbot.conversation.notes import Note, Thread
-from reviewbot.conversation.respond import Learn, Response, Threads, respond, votes
+from reviewbot.conversation.respond import Response, Threads, respond, votes
 from reviewbot.diff import ChangeSet
 from reviewbot.engine.passes import Passes
 from reviewbot.errors import UsageError
@@ -25,7 +26,7 @@ from reviewbot.forges.select import open_forge
 from reviewbot.forges.summary import failed_summary
 from reviewbot.headtree import Trees
 from reviewbot.result import Reviewer, ReviewResult, exit_code
-from reviewbot.rules import applicable
+from reviewbot.rules import Rule, applicable
 
 
 @dataclass(frozen=True)
@@ -47,25 +48,29 @@ def review(order: ReviewOrder, reviewer: Reviewer, cancel: threading.Event | Non
     """
     settings = order.settings
     forge = open_forge(order.target, settings)
+    memory = Memory(order, forge, learnings)
     if not order.dry_run:
-        _take_votes(order, forge, learnings)
+        _take_votes(order, forge, memory)
     guided = reviewer
-    if learnings is not None and isinstance(forge, Keyed):
-        learnings.name(forge.project_key(), forge.project_names())
-        guidance = learnings.rules(forge.project_key())
+    if memory.key:
+        guidance = memory.rules()
 
         def guided(changes: ChangeSet, context: Context | None = None) -> ReviewResult:
             result = reviewer(changes, replace(context or Context(), guidance=guidance))
-            result.stats.learnings_applied = len(applicable(guidance, [f.path for f in changes.files]))
+            paths = [f.path for f in changes.files]
+            result.stats.learnings_applied = len(applicable(guidance, paths))
             return result
 
     run = review_change_request(forge, guided, mode=settings.mode, dry_run=order.dry_run,
                                 cancel=cancel, fail_on_skipped=settings.fail_on_skipped,
-                                force=force, trees=Trees.from_settings(settings))
+                                force=force, trees=Trees.from_settings(settings),
+                                project_line=memory.line())
+    if not order.dry_run:
+        memory.record(run)
     return run, exit_code(run.complete, run.result.worst(), settings.fail_on)
 
 
-def _take_votes(order: ReviewOrder, forge: object, learnings: LearningStore | None) -> None:
+def _take_votes(order: ReviewOrder, forge: object, memory: Memory) -> None:
     """GitHub sends no event for a reaction: before a review, the 👍/👎 on the bot's open
     findings are read, so a member's 👎 dismisses its finding before this review posts."""
     from reviewbot.forges.github.forge import GitHubForge
@@ -73,7 +78,57 @@ def _take_votes(order: ReviewOrder, forge: object, learnings: LearningStore | No
     if isinstance(forge, GitHubForge):
         threads = _threads(forge, None)
         for comment_id in forge.voted():
-            votes(threads, comment_id, order.settings, _learner(order, forge, learnings))
+            votes(threads, comment_id, order.settings, memory.learn, memory.tally)
+
+
+@dataclass
+class Memory:
+    """What a project's database keeps of one order's change: the learnings its members'
+    dismissals make, and what became of each finding the bot posted (docs/conversation.md).
+    Without a database (CI), nothing."""
+
+    order: ReviewOrder
+    forge: object
+    store: LearningStore | None
+
+    @cached_property
+    def key(self) -> str:
+        """The project's key, its other names noted on first use ("" without a database)."""
+        if self.store is None or not isinstance(self.forge, Keyed):
+            return ""
+        key = self.forge.project_key()
+        self.store.name(key, self.forge.project_names())
+        return key
+
+    def rules(self) -> tuple[Rule, ...]:
+        return self.store.rules(self.key) if self.store and self.key else ()
+
+    def line(self) -> str:
+        """`41 findings accepted, 9 dismissed, 3 open in 30 days` for the summary note."""
+        key = self.key
+        if not (self.store and key):
+            return ""
+        return tally_line(self.store.tally(key).get(key, {o: 0 for o in Outcome}))
+
+    def learn(self, thread: Thread, note: Note, text: str, category: str) -> None:
+        if self.store and self.key:
+            self.store.add(self.key, text, scope(thread.path), category, note.author,
+                           f"{self.order.target.ref} thread {thread.id}",
+                           approved=not self.order.settings.learnings_need_approval)
+
+    def tally(self, thread: Thread, outcome: Outcome) -> None:
+        if self.store and self.key and thread.fingerprint:
+            self.store.record(self.key, self.order.target.ref, [thread.fingerprint], outcome)
+
+    def record(self, run: ForgeRun) -> None:
+        """Posted findings are open; those the bot resolved because the code changed and the
+        model did not raise them again are accepted (fixed by a later push)."""
+        if self.store and self.key:
+            ref = self.order.target.ref
+            self.store.record(self.key, ref, [f.fingerprint for f in run.outcome.posted],
+                              Outcome.OPEN)
+            self.store.record(self.key, ref, [c.fingerprint for c in run.to_resolve],
+                              Outcome.ACCEPTED)
 
 
 def report_failure(order: ReviewOrder, reason: str) -> None:
@@ -96,19 +151,9 @@ def answer(order: ReviewOrder, note_id: int, passes: Callable[[], Passes],
         run, code = review(full, reviewer(), learnings=learnings, force=True)
         return run.summary.split("\n", 1)[0][:300] if code != 3 else "incomplete (see the summary)"
 
-    return respond(threads, note_id, order.settings, passes, full_review,
-                   _learner(order, forge, learnings))
-
-
-def _learner(order: ReviewOrder, forge: object, learnings: LearningStore | None) -> Learn:
-    """How a dismissal on this order's change becomes a learning of its project."""
-    def learn(thread: Thread, note: Note, text: str, category: str) -> None:
-        if learnings is not None and isinstance(forge, Keyed):
-            learnings.name(forge.project_key(), forge.project_names())
-            learnings.add(forge.project_key(), text, scope(thread.path), category,
-                          note.author, f"{order.target.ref} thread {thread.id}",
-                          approved=not order.settings.learnings_need_approval)
-    return learn
+    memory = Memory(order, forge, learnings)
+    return respond(threads, note_id, order.settings, passes, full_review, memory.learn,
+                   memory.tally)
 
 
 def _threads(forge: object, discussion_id: str | None) -> Threads:

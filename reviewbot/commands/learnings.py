@@ -12,7 +12,14 @@ from click.core import ParameterSource
 
 from reviewbot.commands.review import emit
 from reviewbot.config import CONFIG_FILE
-from reviewbot.conversation.learnings import Learning, LearningStore, export_toml
+from reviewbot.conversation.learnings import (
+    TALLY_DAYS,
+    Learning,
+    LearningStore,
+    Outcome,
+    export_toml,
+    tally_line,
+)
 from reviewbot.db import sqlite_path
 from reviewbot.errors import UsageError
 from reviewbot.secrets import refuse_password_in_argv
@@ -74,6 +81,25 @@ def list_learnings(project: str, db: str, fmt: str) -> None:
     else:
         emit("\n".join(_line(x) for x in found) + "\n" if found
              else f"no learnings for project {_named(project, key)}\n", None)
+
+
+@learnings_group.command()
+@_options
+@click.option("--days", type=click.FloatRange(min=0, min_open=True), default=TALLY_DAYS,
+              show_default=True, help="Count the findings whose latest word came this recently.")
+@click.option("--output", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True)
+def stats(project: str, db: str, days: float, fmt: str) -> None:
+    """What became of the findings the bot posted on the project: accepted (fixed by a later
+    push, `fixed`, 👍), dismissed (`ignore`, withdrawn, 👎) and still open."""
+    store, key = _store(db, project)
+    counts = store.tally(key, days).get(key, {o: 0 for o in Outcome})
+    if fmt == "json":
+        emit(json.dumps({"project": key, "days": days,
+                         **{o.value: counts[o] for o in Outcome}}) + "\n", None)
+    else:
+        emit(f"{_named(project, key)}: "
+             f"{tally_line(counts, days) or f'no findings in {days:g} days'}\n", None)
 
 
 @learnings_group.command()

@@ -11,6 +11,7 @@ another project's prompts (every query is by project).
 
 from __future__ import annotations
 
+import enum
 import glob
 import json
 import time
@@ -54,6 +55,25 @@ def scope(path: str) -> tuple[str, ...]:
     return (glob.escape(path),) if path else ()
 
 
+class Outcome(enum.Enum):
+    """What became of a finding the bot posted."""
+
+    OPEN = "open"
+    ACCEPTED = "accepted"  # fixed by a later push, `fixed` in its thread, or a member's 👍
+    DISMISSED = "dismissed"  # `ignore`, a rebuttal the bot accepted, or a member's 👎
+
+
+TALLY_DAYS = 30
+
+
+def tally_line(counts: dict[Outcome, int], days: float = TALLY_DAYS) -> str:
+    """`41 findings accepted, 9 dismissed, 3 open in 30 days` ("" with none)."""
+    if not any(counts.values()):
+        return ""
+    return (f"{counts[Outcome.ACCEPTED]} findings accepted, {counts[Outcome.DISMISSED]} "
+            f"dismissed, {counts[Outcome.OPEN]} open in {days:g} days")
+
+
 class LearningStore:
     def __init__(self, db: Database) -> None:
         self._db = db
@@ -93,6 +113,31 @@ class LearningStore:
             row = tx.execute("SELECT project FROM project_names WHERE name = ?",
                              (name.lower(),)).fetchone()
         return str(row[0]) if row else name
+
+    def record(self, project: str, change: str, fingerprints: list[str],
+               outcome: Outcome) -> None:
+        """What became of these posted findings of `change` (`!7`, `#7`): the latest word."""
+        now = time.time()
+        with self._db.tx() as tx:
+            for fp in dict.fromkeys(f for f in fingerprints if f):
+                tx.execute("INSERT INTO finding_outcomes (project, change, fingerprint, outcome,"
+                           " at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (project, change,"
+                           " fingerprint) DO UPDATE SET outcome = excluded.outcome,"
+                           " at = excluded.at", (project, change, fp, outcome.value, now))
+
+    def tally(self, project: str | None = None, days: float = TALLY_DAYS
+              ) -> dict[str, dict[Outcome, int]]:
+        """Per project, the findings whose latest word came in the last `days`, by outcome."""
+        where, args = ("AND project = ?", (project,)) if project is not None else ("", ())
+        with self._db.read() as tx:
+            rows = tx.execute(f"SELECT project, outcome, COUNT(*) FROM finding_outcomes"
+                              f" WHERE at >= ? {where} GROUP BY project, outcome",
+                              (time.time() - days * 86400, *args)).fetchall()
+        out: dict[str, dict[Outcome, int]] = {}
+        for name, outcome, count in rows:
+            if outcome in {o.value for o in Outcome}:
+                out.setdefault(str(name), {o: 0 for o in Outcome})[Outcome(outcome)] = int(count)
+        return out
 
     def list(self, project: str) -> list[Learning]:
         with self._db.read() as tx:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from reviewbot.config import Settings
+from reviewbot.conversation.learnings import Outcome
 from reviewbot.conversation.notes import HELP, Note, Thread, addressed
 from reviewbot.diff import ChangeSet
 from reviewbot.engine.passes import Passes
@@ -36,6 +37,7 @@ VERDICT = {"keep": "", "withdraw": "Withdrawn: I am resolving this thread.",
 
 
 Learn = Callable[[Thread, Note, str, str], None]  # (thread, note, text, category)
+Tally = Callable[[Thread, Outcome], None]  # what became of the thread's finding
 _HEADING = re.compile(r"\*\*\w+\*\* \((?P<category>[\w-]+)\): (?P<title>[^\n]+)")
 
 
@@ -48,6 +50,10 @@ def _dismissed(thread: Thread) -> tuple[str, str]:
 
 
 def _nothing(thread: Thread, note: Note, text: str, category: str) -> None:
+    return None
+
+
+def _uncounted(thread: Thread, outcome: Outcome) -> None:
     return None
 
 
@@ -87,14 +93,16 @@ class Response:
 
 
 def respond(threads: Threads, note_id: int, settings: Settings, passes: Callable[[], Passes],
-            review: Callable[[], str], learn: Learn = _nothing) -> Response:
+            review: Callable[[], str], learn: Learn = _nothing,
+            tally: Tally = _uncounted) -> Response:
     """Do what note `note_id` asks of the bot, once. `passes` makes the model's passes (only
     when a question needs them); `review` runs a full review and says how it went; `learn`
-    keeps a dismissal for later reviews of the project."""
+    keeps a dismissal for later reviews of the project; `tally` counts what became of a
+    finding (the project's precision as the team sees it)."""
     me_id, login = threads.me()
     note, thread = threads.find(note_id)
     if note.author_id == me_id and thread.fingerprint and note == thread.notes[0]:
-        return _voted(threads, thread, settings, me_id, learn)  # reactions on its finding
+        return _voted(threads, thread, settings, me_id, learn, tally)  # reactions on it
     asked = addressed(note, me_id, login, thread)
     if asked is None:
         return Response("not-addressed")
@@ -113,6 +121,7 @@ def respond(threads: Threads, note_id: int, settings: Settings, passes: Callable
         return Response("author-refused", note.author)
     if asked.kind == "ignore":  # the reply last: it marks the note answered (kill -9 safe)
         learn(thread, note, *_dismissed(thread))
+        tally(thread, Outcome.DISMISSED)
         threads.resolve(thread)
         threads.reply(thread, "Withdrawn at a member's request: I will not raise this finding "
                       "again on this merge request.\n\n"
@@ -132,22 +141,22 @@ def respond(threads: Threads, note_id: int, settings: Settings, passes: Callable
         return _general(threads, note, asked.text, settings, passes(), mark, thread)
     if by_author:  # the author may argue; their words never become a rule
         learn = _nothing
-    return _answer(threads, note, thread, settings, passes(), me_id, learn)
+    return _answer(threads, note, thread, settings, passes(), me_id, learn, tally)
 
 
-def votes(threads: Threads, note_id: int, settings: Settings, learn: Learn = _nothing
-          ) -> Response:
+def votes(threads: Threads, note_id: int, settings: Settings, learn: Learn = _nothing,
+          tally: Tally = _uncounted) -> Response:
     """What the reactions on the bot's finding `note_id` ask (GitHub sends no event for them:
     a review reads them first)."""
     me_id, _ = threads.me()
     note, thread = threads.find(note_id)
     if note.author_id != me_id or not thread.fingerprint or note != thread.notes[0]:
         return Response("not-addressed")
-    return _voted(threads, thread, settings, me_id, learn)
+    return _voted(threads, thread, settings, me_id, learn, tally)
 
 
 def _voted(threads: Threads, thread: Thread, settings: Settings, me_id: int,
-           learn: Learn) -> Response:
+           learn: Learn, tally: Tally) -> Response:
     """Reactions on the bot's finding: a member's 👎 dismisses it like `ignore` (the change's
     author's only with author_commands), with what they said in the thread as the reason; a 👍
     is counted, never a rule. Done once: the dismissal's reply carries its marker."""
@@ -169,11 +178,14 @@ def _voted(threads: Threads, thread: Thread, settings: Settings, me_id: int,
             said = [n.body for n in thread.notes[1:] if n.author_id == user]
             reason = f" Their reason: {said[-1][:MAX_REASON]}" if said else ""
             learn(thread, Note(0, user, who, "👎"), text + reason, category)
+            tally(thread, Outcome.DISMISSED)
             threads.resolve(thread)
             threads.reply(thread, f"Dismissed after a 👎 from {inline(who)}: I will not raise "
                           "this finding again on this merge request.\n\n"
                           + ReplyMarker(finding.id, dismissed=True).render())
             return Response("dismissed", thread.fingerprint or "")
+    if ups:
+        tally(thread, Outcome.ACCEPTED)
     return Response("voted", f"{ups} 👍")
 
 
@@ -203,7 +215,7 @@ def _answers(note: Note) -> int | None:
 
 
 def _answer(threads: Threads, note: Note, thread: Thread, settings: Settings, passes: Passes,
-            me_id: int, learn: Learn) -> Response:
+            me_id: int, learn: Learn, tally: Tally) -> Response:
     mine = [n for n in thread.notes[1:] if n.author_id == me_id]
     said_limit = any(_limit_said(n) for n in mine)  # by its marker: model text never has one
     if len(mine) >= settings.max_replies_per_thread or said_limit:
@@ -220,6 +232,7 @@ def _answer(threads: Threads, note: Note, thread: Thread, settings: Settings, pa
         text, category = _dismissed(thread)
         learn(thread, note, answer.learning or text, category)
     if answer.verdict != "keep":
+        tally(thread, Outcome.DISMISSED if answer.verdict == "withdraw" else Outcome.ACCEPTED)
         threads.resolve(thread)
     verdict = VERDICT[answer.verdict]  # the reply last, as above
     mark = "\n\n" + ReplyMarker(note.id, dismissed=answer.verdict == "withdraw").render()

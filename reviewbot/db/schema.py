@@ -48,6 +48,10 @@ _DISCUSSION = "ALTER TABLE jobs ADD COLUMN discussion_id TEXT"
 # the names a project is known by (GitLab: `group/app` beside its numeric id), lower case
 _NAMES = ("CREATE TABLE IF NOT EXISTS project_names"
           " (name TEXT PRIMARY KEY, project TEXT NOT NULL)")
+# what became of each finding the bot posted: open, accepted or dismissed (the latest word)
+_OUTCOMES = ("CREATE TABLE IF NOT EXISTS finding_outcomes (project TEXT NOT NULL, change TEXT"
+             " NOT NULL, fingerprint TEXT NOT NULL, outcome TEXT NOT NULL, at {real} NOT NULL,"
+             " PRIMARY KEY (project, change, fingerprint))")
 
 SQLITE = (
     Migration(1, "jobs", _script("""
@@ -91,6 +95,7 @@ SQLITE = (
     Migration(5, "learnings awaiting approval", _script(_APPROVED)),
     Migration(6, "a note job's discussion", _script(_DISCUSSION)),
     Migration(7, "project names", _script(_NAMES)),
+    Migration(8, "finding outcomes", _script(_OUTCOMES.format(real="REAL"))),
 )
 
 POSTGRES = (
@@ -135,6 +140,7 @@ POSTGRES = (
     Migration(2, "learnings awaiting approval", _script(_APPROVED)),
     Migration(3, "a note job's discussion", _script(_DISCUSSION)),
     Migration(4, "project names", _script(_NAMES)),
+    Migration(5, "finding outcomes", _script(_OUTCOMES.format(real="DOUBLE PRECISION"))),
 )
 
 MIGRATIONS = {"sqlite": SQLITE, "postgres": POSTGRES}

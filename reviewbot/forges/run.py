@@ -115,7 +115,7 @@ class ForgeRun:
 def review_change_request(
     forge: Forge, reviewer: Reviewer, *, mode: str = "incremental", dry_run: bool = False,
     cancel: threading.Event | None = None, fail_on_skipped: bool = False, force: bool = False,
-    trees: Trees | None = None,
+    trees: Trees | None = None, project_line: str = "",
 ) -> ForgeRun:
     """Review and post. A set `cancel` (a newer push arrived) stops before anything is posted;
     a merge request a member paused is not reviewed unless `force` (the `review` command)."""
@@ -147,7 +147,7 @@ def review_change_request(
     run.unanchored += run.outcome.moved_to_summary
     limit = forge.max_comment_chars if isinstance(forge, CommentLimit) else MAX_BODY
     run.summary = render_summary(replace(_summary_input(run, last_sha, limit),
-                                         paused=previous.paused))
+                                         paused=previous.paused, project_line=project_line))
     if not dry_run:
         try:
             forge.write_summary(request, run.summary)

@@ -37,6 +37,7 @@ class SummaryInput:
     last_reviewed_sha: str | None = None
     max_chars: int = MAX_BODY
     paused: bool = False
+    project_line: str = ""  # what became of the project's findings lately (service.Memory)
 
 
 PAUSED = ("> **Automatic reviews are paused**: a project member asked for it. Mention the bot "
@@ -111,6 +112,8 @@ def _scope(s: SummaryInput) -> list[str]:
     ]
     if st.changed_lines:
         lines.append(f"- Changed lines sent to the model: {st.changed_lines_sent} of {st.changed_lines}")
+    if s.project_line:
+        lines.append(f"- This project: {s.project_line}")
     if st.learnings_applied:
         lines.append(f"- Learnings of this project applied: {st.learnings_applied} (from "
                      "findings its members dismissed)")

@@ -9,11 +9,13 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import generate_latest
 from prometheus_client.registry import Collector
 
+from reviewbot.conversation.learnings import TALLY_DAYS, LearningStore
 from reviewbot.db import DatabaseError
 from reviewbot.webhook.queue import JobQueue
 
 _ACK_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
 _JOB_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1200, 3600)
+MAX_PROJECTS = 1000  # label sets per scrape: a bound on the series one listener exports
 
 
 class _QueueDepth(Collector):
@@ -44,6 +46,27 @@ class _QueueDepth(Collector):
         )
         depth.add_metric([], counts["queued"] + counts["running"])
         yield depth
+
+
+class _Outcomes(Collector):
+    """What became of the findings posted in the last 30 days, per project, read from the
+    database at scrape time (the team's own precision: accepted / dismissed / open)."""
+
+    def __init__(self, store: LearningStore) -> None:
+        self._store = store
+
+    def collect(self) -> Iterator[Metric]:
+        family = GaugeMetricFamily(
+            "reviewbot_findings", f"Findings posted, by what became of them (last {TALLY_DAYS} "
+            "days, the latest word on each)", labels=["project", "outcome"])
+        try:
+            tallies = self._store.tally()
+        except DatabaseError:  # reviewbot_webhook_database_up says so
+            tallies = {}
+        for project, counts in sorted(tallies.items())[:MAX_PROJECTS]:
+            for outcome, count in counts.items():
+                family.add_metric([project, outcome.value], count)
+        yield family
 
 
 class Metrics:
@@ -98,6 +121,7 @@ class Metrics:
             registry=r,
         )
         r.register(_QueueDepth(queue))
+        r.register(_Outcomes(LearningStore(queue.db)))
 
     def render(self) -> tuple[bytes, str]:
         return generate_latest(self.registry), CONTENT_TYPE_LATEST

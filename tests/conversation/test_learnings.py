@@ -147,3 +147,36 @@ def test_with_learnings_need_approval_a_learning_waits_for_approve(env: Env, tmp
     approved = _cli("approve", "--project", "42", str(waiting.id), "--db", str(db))
     assert approved.returncode == 0, approved.stderr
     assert [r.paths for r in store.rules("42")] == [waiting.paths]
+
+
+def test_the_team_sees_what_became_of_its_findings(env: Env, tmp_path: Path) -> None:
+    """Posted findings are open; `fixed` accepts one, `ignore` dismisses another; the counts
+    reach `learnings stats`, the next summary note and the listener's /metrics."""
+    from reviewbot.webhook.metrics import Metrics
+    from reviewbot.webhook.queue import JobQueue
+    from tests.conversation.test_gitlab_threads import _answer
+    from tests.forges.gitlab_support import reviewer
+
+    db = tmp_path / "webhook.sqlite"
+    store = LearningStore.open(db)
+    order = service.ReviewOrder(Target("gitlab", "42", 7), resolve(
+        {"gitlab_url": env.gitlab.url, "gitlab_token": TOKEN, "mode": "full"}, env={},
+        config_path="/dev/null"))
+    run, _ = service.review(order, reviewer, learnings=store)
+    posted = len(run.outcome.posted)
+    threads = [d for d in env.gitlab.discussions if d["notes"][0].get("position")]
+    assert posted == len(threads) >= 3
+    with FakeOpenAI(_answer("fixed", "Fixed by the last push."), max_model_len=16000) as model:
+        fixed = _say(env.gitlab, DEV_TOKEN, "I changed it, is it fine now?", threads[0])
+        assert _reply(env, model, fixed, "--db", str(db)).returncode == 0
+    ignore = _say(env.gitlab, DEV_TOKEN, "@reviewbot ignore", threads[1])
+    assert _reply(env, None, ignore, "--db", str(db)).returncode == 0
+
+    stats = _cli("stats", "--project", "grp/proj", "--db", str(db), "--output", "json")
+    assert json.loads(stats.stdout) == {"project": "42", "days": 30.0, "open": posted - 2,
+                                        "accepted": 1, "dismissed": 1}
+    again, _ = service.review(order, reviewer, learnings=store)
+    assert f"- This project: 1 findings accepted, 1 dismissed, {posted - 2} open in 30 days" \
+        in again.summary
+    scraped = Metrics(JobQueue.open(db)).render()[0].decode()
+    assert 'reviewbot_findings{outcome="accepted",project="42"} 1.0' in scraped
