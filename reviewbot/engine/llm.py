@@ -143,18 +143,20 @@ class ModelClient:
 
     def call_tool(self, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
                   name: str, max_tokens: int, temperature: float, n: int = 1,
-                  route: str = "") -> Reply:
+                  route: str = "", frequency_penalty: float = 0.0) -> Reply:
         """A forced call of the tool `name`, with every tool of `tools` sent (the same list in
         every pass keeps the prompt prefix shared); with no tools, a free answer taken as the
         arguments of `name`. `route` goes out as AFFINITY_HEADER, so a
         balancer keeps one review's requests on the replica that caches their prefix."""
         # no tools: a free-form answer, read as the arguments of `name` (findings_format json)
         forced = {"tools": tools, "tool_choice": {"type": "function", "function": {"name": name}}}
+        penalty = {"frequency_penalty": frequency_penalty} if frequency_penalty else {}
         try:
             response = self._client.chat.completions.create(  # type: ignore[call-overload]
                 model=model,
                 messages=messages,  # plain dicts: the schema is ours, not openai's types
                 **(forced if tools else {}),
+                **penalty,
                 max_tokens=max_tokens,
                 temperature=temperature,
                 n=n,

@@ -162,6 +162,20 @@ def test_an_unusable_answer_then_a_good_one_completes(reply: Reply) -> None:
 
 
 
+def test_an_answer_cut_at_max_tokens_is_asked_again_with_a_frequency_penalty() -> None:
+    """At temperature 0 the same request repeats the same runaway answer: the retry differs."""
+    def loops_unless_penalised(body: dict, n: int) -> Reply:
+        if body.get("frequency_penalty", 0) > 0:
+            return Reply(tool_args={"summary": "ok", "findings": []})
+        return Reply(tool_args='{"findings": [{"body": "' + "again " * 300,
+                     finish_reason="length")
+
+    with FakeOpenAI(loops_unless_penalised, max_model_len=8000) as server:
+        result = engine_for(server, temperature=0).review(parse(make_diff(files=1)))
+    assert result.complete and result.stats.answers_unusable == 1
+    assert [r.get("frequency_penalty") for r in server.requests] == [None, 0.5]
+
+
 def test_a_thinking_model_is_asked_not_to_think() -> None:
     """Qwen3.x thinks by default: its reasoning would take the answer's whole budget (here, as
     a server that thinks unless told not to does, the answer is cut before any call)."""
