@@ -17,7 +17,7 @@ STATS = ["files_total", "files_reviewed", "files_skipped", "changed_lines", "cha
          "changed_lines_cut", "chars_cut",
          "chunks", "test_pairs", "test_pairs_split", "requests", "prompt_tokens", "cached_tokens", "completion_tokens", "tool_calls_invalid",
          "answers_unusable", "findings_reanchored", "candidates", "dropped", "verify_requests",
-         "verify_failed", "named_requests", "summary_only",
+         "verify_failed", "named_requests", "summary_only", "learnings_applied",
          "wall_seconds", "complete", "errors", "notes"]
 
 
