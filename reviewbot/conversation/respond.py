@@ -101,7 +101,7 @@ def respond(threads: Threads, note_id: int, settings: Settings, passes: Callable
     finding (the project's precision as the team sees it)."""
     me_id, login = threads.me()
     note, thread = threads.find(note_id)
-    if note.author_id == me_id and thread.fingerprint and note == thread.notes[0]:
+    if _own_finding(note, thread, me_id):
         return _voted(threads, thread, settings, me_id, learn, tally)  # reactions on it
     asked = addressed(note, me_id, login, thread)
     if asked is None:
@@ -150,9 +150,13 @@ def votes(threads: Threads, note_id: int, settings: Settings, learn: Learn = _no
     a review reads them first)."""
     me_id, _ = threads.me()
     note, thread = threads.find(note_id)
-    if note.author_id != me_id or not thread.fingerprint or note != thread.notes[0]:
+    if not _own_finding(note, thread, me_id):
         return Response("not-addressed")
     return _voted(threads, thread, settings, me_id, learn, tally)
+
+
+def _own_finding(note: Note, thread: Thread, me_id: int) -> bool:
+    return note.author_id == me_id and bool(thread.fingerprint) and note == thread.notes[0]
 
 
 def _voted(threads: Threads, thread: Thread, settings: Settings, me_id: int,
@@ -163,12 +167,12 @@ def _voted(threads: Threads, thread: Thread, settings: Settings, me_id: int,
     finding = thread.notes[0]
     if any(n.author_id == me_id and _dismisses(n) for n in thread.notes[1:]):
         return Response("dismissed-before")
-    votes = [(user, who, name) for user, who, name in threads.reactions(finding)
-             if name in ("+1", "-1") and user != me_id]
-    if not votes:
+    thumbs = [(user, who, name) for user, who, name in threads.reactions(finding)
+              if name in ("+1", "-1") and user != me_id]
+    if not thumbs:
         return Response("not-addressed")  # its own note, and nobody voted on it
     author, ups = threads.change_author(), 0
-    for user, who, name in votes:
+    for user, who, name in thumbs:
         if threads.access_level(user) < settings.command_min_access:
             continue
         if name == "+1":

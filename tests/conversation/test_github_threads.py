@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from reviewbot import service
 from reviewbot.forges.base import Target
@@ -178,12 +179,17 @@ def _react(fake: FakeGitHub, token: str, comment: int, content: str) -> None:
     assert r.status_code == 201, r.text
 
 
-def test_a_collaborators_thumbs_down_is_read_by_the_next_review(fake: FakeGitHub) -> None:
+@pytest.mark.parametrize("installation", [False, True], ids=["user-token", "app-token"])
+def test_a_collaborators_thumbs_down_is_read_by_the_next_review(fake: FakeGitHub,
+                                                                installation: bool) -> None:
+    """Also with an installation token, which GET /user refuses: the bot knows its login only."""
+    fake.user_forbidden = installation
     root = _finding_thread(fake)
     _react(fake, MALLORY_TOKEN, root["id"], "-1")  # a stranger's: nothing
     _react(fake, MARIA_TOKEN, root["id"], "+1")
     found = finding("src/app.py", 5, title="Unchecked parse", fp="fp-unchecked-parse")
-    order = service.ReviewOrder(Target("github", fake.full_name, 7), settings(fake, mode="full"))
+    order = service.ReviewOrder(Target("github", fake.full_name, 7), settings(
+        fake, mode="full", github_bot_login="reviewbot[bot]"))
     service.review(order, Reviewer(every=1000, extra=[found]))
     assert root["id"] not in fake.resolved
     _react(fake, MARIA_TOKEN, root["id"], "-1")

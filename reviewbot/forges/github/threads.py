@@ -72,8 +72,12 @@ class GitHubThreads:
         return self._note(asked), self._thread(root, replies)
 
     def _note(self, comment: Any) -> Note:
+        """The bot's own comments carry its `me()` id: an installation token knows only its
+        login, and the bot is who wrote as that login."""
         user = comment.user
         user_id, login = (int(user.id), str(user.login)) if user is not None else (0, "")
+        if self.forge.mine(comment):
+            user_id = self.forge.me_id()
         self._logins[user_id] = login
         return Note(int(comment.id), user_id, login, str(comment.body or ""),
                     bot=user is not None and user.type == "Bot")
