@@ -25,7 +25,7 @@ _SPECIAL = re.compile(
     r"|function_call|im_start|im_end|start_of_image|end_of_image)>"
     r"|\[/?(?:INST|SYS|TOOL_CALLS|AVAILABLE_TOOLS|TOOL_RESULTS|SYSTEM_PROMPT)\]"
     r"|<<SYS>>|<</SYS>>"
-    r"|</?(?:diff|context|candidates|candidate|code|finding|reference|thread|summary)>"  # ours
+    r"|</?(?:diff|context|candidates|candidate|code|finding|reference|thread|summary|question)>"
 )
 ZWSP = "\u200b"
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]")
