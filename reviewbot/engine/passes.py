@@ -22,7 +22,7 @@ from reviewbot.result import Dropped
 
 T = TypeVar("T")
 ANSWER_ATTEMPTS = 3  # an unusable answer (no call, bad JSON, cut short) is asked for again
-CUT_PENALTY = 0.5  # frequency_penalty of a finding request asked again after a cut answer
+RETRY_PENALTY = 0.5  # frequency_penalty of a finding request asked again after an unusable one
 
 
 @dataclass
@@ -84,14 +84,14 @@ class Passes:
 
     def _call(self, messages: Messages, tool_list: Tools, name: str, max_tokens: int,
               route: str, n: int = 1, temperature: float | None = None,
-              cut: list[bool] | None = None) -> Callable[[], Reply]:
-        """One request, made again as it is; once `cut` holds True (an answer ran to its
-        max_tokens), with a frequency penalty: at a low temperature the same request repeats
-        the same runaway answer (a small model looping inside a string)."""
+              again: list[bool] | None = None) -> Callable[[], Reply]:
+        """One request; once `again` holds True (an answer came back unusable: cut at its
+        max_tokens, or not the JSON asked for), with a frequency penalty: at a low temperature
+        the same request repeats the same answer (a small model looping inside a string)."""
         temperature = self.requests.settings.temperature if temperature is None else temperature
         return lambda: self.client.call_tool(
             self.model, messages, tool_list, name, max_tokens, temperature, n=n, route=route,
-            frequency_penalty=CUT_PENALTY if cut and cut[0] else 0.0)
+            frequency_penalty=RETRY_PENALTY if again and again[0] else 0.0)
 
     def find(self, chunk: Chunk, depth: int, context: Context,
              deadline: float, route: str = "") -> Attempted:
@@ -103,10 +103,10 @@ class Passes:
         cap = self.requests.cap(chunk)
         problem, unusable, requests = "the review deadline passed", 0, 0
         usable: list[answers.Parsed] = []
-        cut = [False]
+        again = [False]
         call = self._call(messages, tool_list, tools.TOOL_NAME,
                           self.requests.output_tokens(chunk.changed_lines), route,
-                          n=settings.samples, cut=cut)
+                          n=settings.samples, again=again)
         try:
             for reply in attempts(deadline, call):
                 requests += 1
@@ -121,7 +121,7 @@ class Passes:
                           if p.usable and not s.truncated]
                 if usable:
                     break
-                cut[0] = cut[0] or reply.truncated
+                again[0] = True  # the same request at a low temperature, the same answer
                 problem = ("the answer was cut at max_output_tokens" if reply.truncated
                            else parsed[0].problem)
                 unusable += 1

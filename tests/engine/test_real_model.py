@@ -46,11 +46,3 @@ def test_the_planted_shell_injection_is_found_on_its_line(real_server: VllmServe
                if f.path == "app/backup.py" and f.side is Side.NEW and f.line == INJECTION_LINE]
     assert on_line, [(f.line, f.title) for f in result.findings]
 
-
-def test_free_form_json_findings_find_it_too(real_server: VllmServer) -> None:
-    """`findings_format = "json"`: no tools, the model's own JSON in prose, read leniently and
-    anchored by the same validation."""
-    result = _review(real_server, findings_format="json")
-    assert result.complete, result.stats.errors
-    assert any(f.line == INJECTION_LINE and f.side is Side.NEW for f in result.findings), \
-        [(f.line, f.title) for f in result.findings]
