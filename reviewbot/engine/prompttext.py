@@ -25,6 +25,7 @@ _SPECIAL = re.compile(
     r"|function_call|im_start|im_end|start_of_image|end_of_image)>"
     r"|\[/?(?:INST|SYS|TOOL_CALLS|AVAILABLE_TOOLS|TOOL_RESULTS|SYSTEM_PROMPT)\]"
     r"|<<SYS>>|<</SYS>>"
+    # ours: the frames of prompts/*.j2
     r"|</?(?:diff|context|candidates|candidate|code|finding|reference|thread|summary|question)>"
 )
 ZWSP = "\u200b"
