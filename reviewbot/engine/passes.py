@@ -60,16 +60,17 @@ class Attempted:
     outcome: ChunkAnswer | Exception
 
 
-def attempts(deadline: float, call: Callable[[], Reply]) -> Iterator[Reply | BadAnswer]:
-    """Up to ANSWER_ATTEMPTS calls while the deadline allows, each bounded by it: the reply, or
-    the BadAnswer of an answer that is no completion (asked again when the caller goes on);
-    ContextTooLong and RequestFailed end the attempts."""
-    for _ in range(ANSWER_ATTEMPTS):
+def attempts(deadline: float, call: Callable[[], Reply],
+             again: Callable[[], Reply] | None = None) -> Iterator[Reply | BadAnswer]:
+    """Up to ANSWER_ATTEMPTS calls (`again`, if given, after the first) while the deadline
+    allows, each bounded by it: the reply, or the BadAnswer of an answer that is no completion
+    (asked again when the caller goes on); ContextTooLong and RequestFailed end the attempts."""
+    for attempt in range(ANSWER_ATTEMPTS):
         if time.monotonic() >= deadline:
             return
         try:
             with until(deadline):
-                reply = call()
+                reply = (again or call)() if attempt else call()
         except BadAnswer as exc:
             yield exc
             continue
@@ -149,7 +150,7 @@ class Passes:
         """The summary named a problem the findings list left out (a small model's habit): ask
         once more, in the same conversation, for the problems it named; else count the chunk."""
         call = self._call(self.requests.named_messages(messages, answer.summary),
-                          tools.requiring_a_finding(tool_list), tools.TOOL_NAME,
+                          tools.requiring(tool_list, tools.TOOL_NAME, "findings", 1), tools.TOOL_NAME,
                           self.requests.output_tokens(chunk.changed_lines), route)
         cap = self.requests.cap(chunk)
         try:
@@ -175,12 +176,18 @@ class Passes:
         candidates stay, unverified, and the chunk says so (its review is still complete: the
         finding pass answered)."""
         candidates = answer.findings
-        call = self._call(self.requests.verify_messages(chunk, messages, candidates),
-                          self.requests.verify_tools(tool_list),
-                          tools.VERIFY_TOOL, self.requests.verify_tokens(len(candidates)), route)
+        messages = self.requests.verify_messages(chunk, messages, candidates)
+        tool_list = self.requests.verify_tools(tool_list)
+        tokens = self.requests.verify_tokens(len(candidates))
+        # asked again, a verdict per candidate is required and the frequency penalty applies:
+        # the same request at a low temperature gets the same empty list
+        first = self._call(messages, tool_list, tools.VERIFY_TOOL, tokens, route)
+        again = self._call(messages, tools.requiring(tool_list, tools.VERIFY_TOOL, "verdicts",
+                                                     len(candidates)),
+                           tools.VERIFY_TOOL, tokens, route, again=[True])
         requests = 0
         try:
-            for reply in attempts(deadline, call):
+            for reply in attempts(deadline, first, again):
                 requests += 1
                 if isinstance(reply, BadAnswer):
                     continue

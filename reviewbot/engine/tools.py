@@ -163,16 +163,17 @@ def report_tool(chunk: Chunk, cap: int, categories: tuple[str, ...] = CATEGORIES
     })
 
 
-def requiring_a_finding(tool_list: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """`tool_list` with `report_findings` taking one finding at least: asked after a summary
-    that named a problem beside an empty list, a small model fills the list only when it must
-    (Qwen2.5-Coder-1.5B answered `[]` again to the plain question)."""
+def requiring(tool_list: list[dict[str, Any]], name: str, items: str,
+              least: int) -> list[dict[str, Any]]:
+    """`tool_list` with tool `name`'s array `items` holding `least` entries at least. A small
+    model fills a list only when it must: Qwen2.5-Coder-1.5B answered `[]` again when asked
+    plainly for the problems its summary named, and `{"verdicts": []}` for candidates."""
     out = []
     for tool in tool_list:
-        if tool["function"]["name"] == TOOL_NAME:
+        if tool["function"]["name"] == name:
             parameters = tool["function"]["parameters"]
             defs = {**parameters["$defs"],
-                    "findings": {**parameters["$defs"]["findings"], "minItems": 1}}
+                    items: {**parameters["$defs"][items], "minItems": least}}
             tool = {**tool, "function": {**tool["function"],
                                          "parameters": {**parameters, "$defs": defs}}}
         out.append(tool)

@@ -110,9 +110,23 @@ def test_an_empty_verdict_list_is_asked_again_then_counted_never_a_silent_keep()
     """A real 1.5B model answered `{"verdicts": []}` to every verification."""
     with FakeOpenAI(scripted({"verdicts": []}), max_model_len=8000) as server:
         result = engine_for(server).review(parse(make_diff(files=1, hunks=1)))
+        first, *again = server.requests[1:]
     s = result.stats
     assert s.verify_requests == 3 and s.verify_failed == 1  # asked again, then said
     assert sorted(f.title for f in result.findings) == sorted(CANDIDATES) and result.complete
+    # asked again, a verdict per candidate is required, with the frequency penalty: the same
+    # request at temperature 0 would get the same empty list
+    assert "minItems" not in _verdicts_schema(first) and not first.get("frequency_penalty")
+    for body in again:
+        assert _verdicts_schema(body)["minItems"] == len(CANDIDATES)
+        assert body["frequency_penalty"] == 0.5 and body["messages"] == first["messages"]
+
+
+def _verdicts_schema(body: dict[str, Any]) -> dict[str, Any]:
+    (tool,) = [t for t in body["tools"] if t["function"]["name"] == "verify_findings"]
+    schema: dict[str, Any] = tool["function"]["parameters"]["$defs"]["verdicts"]
+    return schema
+
 
 def test_a_verifier_that_calls_the_wrong_tool_cannot_keep_anything_out() -> None:
     # report_findings arguments to the verify request: no verdicts list, nothing dropped
