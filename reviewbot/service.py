@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Protocol, runtime_checkable
 
@@ -20,13 +20,15 @@ from reviewbot.conversation.respond import Response, Threads, respond, votes
 from reviewbot.diff import ChangeSet
 from reviewbot.engine.passes import Passes
 from reviewbot.errors import UsageError
-from reviewbot.forges.base import Target
+from reviewbot.forges.base import ChangeRequest, Forge, PostedComment, Target
 from reviewbot.forges.run import ForgeRun, review_change_request
 from reviewbot.forges.select import open_forge
 from reviewbot.forges.summary import failed_summary
 from reviewbot.headtree import Trees
 from reviewbot.result import Reviewer, ReviewResult, exit_code
 from reviewbot.rules import Rule, applicable
+
+MAX_COMPARED_HEADS = 5  # per review: one compare request each
 
 
 @dataclass(frozen=True)
@@ -88,7 +90,7 @@ class Memory:
     Without a database (CI), nothing."""
 
     order: ReviewOrder
-    forge: object
+    forge: Forge
     store: LearningStore | None
 
     @cached_property
@@ -122,13 +124,45 @@ class Memory:
 
     def record(self, run: ForgeRun) -> None:
         """Posted findings are open; those the bot resolved because the code changed and the
-        model did not raise them again are accepted (fixed by a later push)."""
-        if self.store and self.key:
-            ref = self.order.target.ref
-            self.store.record(self.key, ref, [f.fingerprint for f in run.outcome.posted],
-                              Outcome.OPEN)
-            self.store.record(self.key, ref, [c.fingerprint for c in run.to_resolve],
-                              Outcome.ACCEPTED)
+        model did not raise them again are accepted (fixed by a later push); a thread a person
+        resolved without a word is accepted when its file changed since, else dismissed."""
+        if not (self.store and self.key):
+            return
+        ref = self.order.target.ref
+        self.store.record(self.key, ref, [f.fingerprint for f in run.outcome.posted],
+                          Outcome.OPEN)
+        self.store.record(self.key, ref, [c.fingerprint for c in run.to_resolve],
+                          Outcome.ACCEPTED)
+        closed = [c for c in run.existing if c.resolved_by_person and not c.dismissed]
+        undecided = self.store.undecided(self.key, ref, [c.fingerprint for c in closed])
+        changed = ChangedSince(self.forge, run.request)
+        for c in closed:
+            if c.fingerprint in undecided and (touched := changed(c)) is not None:
+                self.store.record(self.key, ref, [c.fingerprint],
+                                  Outcome.ACCEPTED if touched else Outcome.DISMISSED)
+
+
+@dataclass
+class ChangedSince:
+    """Did a finding's file change between the head it was posted at and `request`'s head?
+    None when that cannot be told (no head known, the forge cannot compare, too many heads)."""
+
+    forge: Forge
+    request: ChangeRequest
+    heads: dict[str, set[str] | None] = field(default_factory=dict)
+
+    def __call__(self, comment: PostedComment) -> bool | None:
+        head = comment.head_sha
+        if not head or head == self.request.head_sha:
+            return False if head else None
+        if head not in self.heads:
+            if len(self.heads) >= MAX_COMPARED_HEADS:
+                return None
+            changes = self.forge.fetch_incremental(head, self.request)
+            self.heads[head] = (None if changes is None else
+                                {p for f in changes.files for p in (f.old_path, f.new_path) if p})
+        paths = self.heads[head]
+        return None if paths is None else comment.path in paths
 
 
 def report_failure(order: ReviewOrder, reason: str) -> None:

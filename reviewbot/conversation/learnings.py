@@ -125,6 +125,14 @@ class LearningStore:
                            " fingerprint) DO UPDATE SET outcome = excluded.outcome,"
                            " at = excluded.at", (project, change, fp, outcome.value, now))
 
+    def undecided(self, project: str, change: str, fingerprints: list[str]) -> set[str]:
+        """Those of `fingerprints` with no word yet beyond `open` (or none recorded)."""
+        with self._db.read() as tx:
+            decided = {str(r[0]) for r in tx.execute(
+                "SELECT fingerprint FROM finding_outcomes WHERE project = ? AND change = ?"
+                " AND outcome <> ?", (project, change, Outcome.OPEN.value)).fetchall()}
+        return {f for f in fingerprints if f and f not in decided}
+
     def tally(self, project: str | None = None, days: float = TALLY_DAYS
               ) -> dict[str, dict[Outcome, int]]:
         """Per project, the findings whose latest word came in the last `days`, by outcome."""

@@ -98,6 +98,7 @@ class PostedComment:
     head_sha: str = ""
     marker: FindingMarker | None = None  # what the comment says of its finding
     dismissed: bool = False  # a member withdrew it (`ignore`, 👎, a rebuttal the bot accepted)
+    resolved_by_person: bool = False  # someone other than the bot resolved its thread
 
     def topic(self) -> tuple[str, str, str] | None:
         return topic(self.path, self.marker.category, self.marker.title) if self.marker else None

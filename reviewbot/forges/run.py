@@ -61,6 +61,7 @@ class ForgeRun:
     unanchored: list[Finding] = field(default_factory=list)  # findings for the summary
     listed: list[Finding] = field(default_factory=list)  # below the inline floor or cap
     to_resolve: list[PostedComment] = field(default_factory=list)
+    existing: list[PostedComment] = field(default_factory=list)  # the bot's, before this run
     outcome: PostOutcome = field(default_factory=PostOutcome)
     summary: str = ""
     payloads: list[dict[str, object]] = field(default_factory=list)  # dry run, when previewable
@@ -160,7 +161,7 @@ def _plan(forge: Forge, run: ForgeRun, changes: ChangeSet, previous: SummaryMark
     """Decide what to post, what is already there, what to resolve and what stays open."""
     result, since = run.result, run.since_sha
     current = merge(with_fingerprints(result.findings, changes))
-    existing = forge.existing()
+    existing = run.existing = forge.existing()
     # a finding a member dismissed on this change stays dismissed, also after it moved
     dismissed = {c.topic() for c in existing if c.dismissed}
     result.hold_back([f.fingerprint for f in current

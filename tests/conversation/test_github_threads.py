@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from reviewbot import service
+from reviewbot.findings import Severity
 from reviewbot.forges.base import Target
 from reviewbot.forges.run import review_change_request
 from reviewbot.webhook.auth import github_signature
@@ -212,3 +213,24 @@ def test_a_question_on_the_conversation_tab_is_answered_there(fake: FakeGitHub) 
         assert "--- src/app.py" in user_text(model.requests[0])
     assert fake.issue_comments[-1]["body"].startswith("It edits two lines of it.")
     assert fake.issue_comments[-1]["user"]["login"] == "reviewbot[bot]"
+
+
+def test_a_thread_a_person_resolved_leaves_the_gate_and_counts_as_dismissed(
+        fake: FakeGitHub, tmp_path: Path) -> None:
+    """REST does not say who resolved a review thread: GraphQL does. Resolved by a person, the
+    finding no longer holds the gate, and with no code change since it counts as dismissed."""
+    from reviewbot.conversation.learnings import LearningStore, Outcome
+
+    store = LearningStore.open(tmp_path / "webhook.sqlite")
+    found = replace(finding("src/app.py", 5, title="Unchecked parse", fp="fp-unchecked-parse"),
+                    severity=Severity.CRITICAL)
+    order = service.ReviewOrder(Target("github", fake.full_name, 7),
+                                settings(fake, mode="full", fail_on="major"))
+    _, code = service.review(order, Reviewer(every=1000, extra=[found]), learnings=store)
+    (root,) = [c for c in fake.review_comments if "Unchecked parse" in c["body"]]
+    assert code == 1  # the critical finding holds the gate
+    fake.resolved[root["id"]] = MARIA["login"]  # resolved in the web page, without a word
+    run, code = service.review(order, Reviewer(every=1000), learnings=store)
+    (mine,) = [c for c in run.existing if c.fingerprint == "fp-unchecked-parse"]
+    assert mine.resolved and mine.resolved_by_person and code == 0
+    assert store.tally(fake.full_name)[fake.full_name][Outcome.DISMISSED] == 1

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ from reviewbot.config import parse_text, resolve
 from reviewbot.conversation.learnings import LearningStore
 from reviewbot.engine.build import make_engine
 from reviewbot.forges.base import Target
+from reviewbot.forges.markers import finding_marker
 from tests.conversation.test_gitlab_threads import _reply, _say, _threads
 from tests.fake_openai import FakeOpenAI, Reply, user_text
 from tests.forges.fake_gitlab import DEV_TOKEN, FakeGitLab
@@ -180,3 +182,34 @@ def test_the_team_sees_what_became_of_its_findings(env: Env, tmp_path: Path) -> 
         in again.summary
     scraped = Metrics(JobQueue.open(db)).render()[0].decode()
     assert 'reviewbot_findings{outcome="accepted",project="42"} 1.0' in scraped
+
+
+def test_a_thread_a_person_resolved_without_a_word_counts_by_what_the_code_did(
+        env: Env, tmp_path: Path) -> None:
+    """Resolved by a person, not the bot: accepted when its file changed since the finding was
+    posted (fixed, then closed), dismissed when it did not; said once, never overwritten."""
+    from tests.forges.gitlab_support import reviewer
+
+    db = tmp_path / "webhook.sqlite"
+    store = LearningStore.open(db)
+    order = service.ReviewOrder(Target("gitlab", "42", 7), resolve(
+        {"gitlab_url": env.gitlab.url, "gitlab_token": TOKEN, "mode": "full"}, env={},
+        config_path="/dev/null"))
+    service.review(order, reviewer, learnings=store)
+    by_path = {n["position"]["new_path"]: n for n in env.gitlab.diff_notes()}
+    fixed, left = by_path["src/added.py"], by_path["src/new_name.py"]
+    assert env.gitlab.resolve_by_human(lambda n: n["id"] in (fixed["id"], left["id"])) == 2
+    env.repo.write({"src/added.py": "import os\n\nprint(os.getcwd(), flush=True)\n"})
+    env.gitlab.push(env.repo.commit("fix the print"))
+    service.review(order, reviewer, learnings=store)
+    service.review(order, reviewer, learnings=store)  # the word stays what it was
+
+    with sqlite3.connect(db) as con:
+        outcome = dict(con.execute("SELECT fingerprint, outcome FROM finding_outcomes"))
+    assert outcome[_fingerprint(fixed)] == "accepted" and outcome[_fingerprint(left)] == "dismissed"
+
+
+def _fingerprint(note: dict[str, Any]) -> str:
+    marker = finding_marker(note["body"])
+    assert marker is not None
+    return marker.fingerprint

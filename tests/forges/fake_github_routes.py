@@ -235,12 +235,14 @@ def routes(fake: FakeGitHub) -> list[tuple[str, Callable[..., Any], list[str]]]:
                 return JSONResponse({"data": None, "errors": [
                     {"type": "NOT_FOUND", "message": f"Could not resolve to a node with the "
                      f"global id of '{thread}'"}]})
-            fake.resolved.add(root["id"])
+            fake.resolved[root["id"]] = request.state.user["login"]
             return JSONResponse({"data": {"resolveReviewThread": {
                 "thread": {"id": thread, "isResolved": True}}}})
         if "reviewThreads" not in query or variables.get("number") not in fake.pulls:
             return JSONResponse({"data": None, "errors": [{"message": "unknown query"}]})
         nodes = [{"id": f"PRRT_{c['id']}", "isResolved": c["id"] in fake.resolved,
+                  "resolvedBy": ({"login": fake.resolved[c["id"]]} if c["id"] in fake.resolved
+                                 else None),
                   "comments": {"nodes": [{"databaseId": c["id"]}]}}
                  for c in roots if c["number"] == variables["number"]]
         return JSONResponse({"data": {"repository": {"pullRequest": {"reviewThreads": {

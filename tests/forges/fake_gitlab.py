@@ -129,7 +129,7 @@ class State:
         for d in self.discussions:
             if d["notes"][0].get("position") and predicate(d["notes"][0]):
                 for n in d["notes"]:
-                    n["resolved"] = True
+                    n["resolved"], n["resolved_by"] = True, dict(DEV_USER)
                 count += 1
         return count
 

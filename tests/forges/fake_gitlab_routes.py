@@ -109,6 +109,7 @@ def _put_discussion(state: State, m: Any, q: Any, b: Any) -> Result:
         return 400, {"message": "400 (Bad request) \"resolved\" not given"}, {}
     for n in d["notes"]:
         n["resolved"] = resolved in (True, "true")
+        n["resolved_by"] = dict(state.actor) if n["resolved"] else None
     return 200, d, {}
 
 

@@ -11,12 +11,14 @@ Retries (urllib3 through PyGithub's `GithubRetry`):
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, BinaryIO
 from urllib.parse import urlsplit
 
+import requests
 from github import Auth, Github, GithubException, GithubRetry
 from requests import RequestException
 
+from reviewbot.archive import copy_bounded
 from reviewbot.errors import ForgeError, UsageError, register_secret
 from reviewbot.forges.base import ForgeSettings, unreadable_change
 
@@ -52,6 +54,22 @@ class Retry(GithubRetry):
         if seconds is None or self.max_rate_limit_wait is None:
             return seconds
         return float(min(seconds, self.max_rate_limit_wait))
+
+
+def download_archive(link: str, settings: ForgeSettings, out: BinaryIO, max_bytes: int,
+                     deadline: float) -> None:
+    """Follow an archive link only on the forge's own hosts; the link carries its own
+    short-lived token, so no Authorization header is sent."""
+    if not archive_allowed(link, settings.url):
+        raise ForgeError("GitHub: the archive link points away from the forge; not followed")
+    try:
+        with requests.get(link, stream=True, timeout=settings.timeout,
+                          verify=settings.verify, allow_redirects=False) as answer:
+            if answer.status_code != 200:
+                raise ForgeError(f"GitHub: downloading the archive failed: {answer.status_code}")
+            copy_bounded(answer.iter_content(65536), out, max_bytes, deadline)
+    except RequestException as exc:
+        raise ForgeError(f"GitHub: downloading the archive failed: {type(exc).__name__}") from None
 
 
 def make_client(

@@ -15,7 +15,6 @@ import logging
 import math
 from typing import Any, BinaryIO
 
-import requests
 from github import GithubException
 from github.IssueComment import IssueComment
 from github.PullRequest import PullRequest
@@ -23,12 +22,17 @@ from github.PullRequestComment import PullRequestComment
 from github.Repository import Repository
 from requests import RequestException
 
-from reviewbot.archive import copy_bounded
 from reviewbot.diff import ChangeSet, parse
 from reviewbot.errors import ForgeError
 from reviewbot.findings import Finding
 from reviewbot.forges.base import ChangeRequest, ForgeSettings, PostedComment, PostOutcome
-from reviewbot.forges.github.client import archive_allowed, change_error, forge_error, make_client
+from reviewbot.forges.github.client import (
+    change_error,
+    download_archive,
+    forge_error,
+    make_client,
+)
+from reviewbot.forges.github.graphql import resolved_by
 from reviewbot.forges.github.map import (
     file_entry,
     files_to_diff,
@@ -190,16 +194,7 @@ class GitHubForge:
             link = self.repo().get_archive_link("tarball", sha)
         except _GH_ERRORS as exc:
             raise forge_error(f"asking for the archive at {sha[:12]}", exc) from None
-        if not archive_allowed(link, self._settings.url):
-            raise ForgeError("GitHub: the archive link points away from the forge; not followed")
-        try:  # the link carries its own short-lived token: no Authorization header is sent
-            with requests.get(link, stream=True, timeout=self._settings.timeout,
-                              verify=self._settings.verify, allow_redirects=False) as answer:
-                if answer.status_code != 200:
-                    raise ForgeError(f"GitHub: downloading the archive failed: {answer.status_code}")
-                copy_bounded(answer.iter_content(65536), out, max_bytes, deadline)
-        except RequestException as exc:
-            raise ForgeError(f"GitHub: downloading the archive failed: {type(exc).__name__}") from None
+        download_archive(link, self._settings, out, max_bytes, deadline)
 
     def file_at(self, path: str, ref: str) -> str | None:
         """A file's text at `ref`, or None when it has none there."""
@@ -223,9 +218,11 @@ class GitHubForge:
             raise forge_error("listing review comments", exc) from None
         dismissed = {c.in_reply_to_id for c in comments if self.mine(c)
                      and (m := reply_marker(c.body)) is not None and m.dismissed}
+        resolved = resolved_by(self.pull(), self.repo().full_name)
         out = []
         for c in comments:
-            posted = posted_comment(c, c.id in dismissed) if self.mine(c) else None
+            posted = (posted_comment(c, c.id in dismissed, resolved.get(c.id), self.me())
+                      if self.mine(c) else None)
             if posted is not None:
                 self._comments[posted.id] = c
                 out.append(posted)

@@ -47,15 +47,18 @@ def review_comment(f: Finding, changes: ChangeSet) -> dict[str, Any] | None:
     return out
 
 
-def posted_comment(c: Any, dismissed: bool = False) -> PostedComment | None:
-    """A PullRequestComment (or anything with its attributes) → PostedComment, if it is ours."""
+def posted_comment(c: Any, dismissed: bool = False, resolved_by: str | None = None,
+                   me: str = "") -> PostedComment | None:
+    """A PullRequestComment (or anything with its attributes) → PostedComment, if it is ours;
+    `resolved_by`: who resolved its review thread ("" unknown, None open)."""
     meta = finding_marker(c.body)
     if meta is None:
         return None
     side = {"RIGHT": Side.NEW.value, "LEFT": Side.OLD.value}.get(c.side or "", "")
     return PostedComment(
         id=str(c.id), fingerprint=meta.fingerprint, path=c.path or "", marker=meta,
-        resolved=meta.outdated, thread_id=str(c.id),
+        resolved=meta.outdated or resolved_by is not None, thread_id=str(c.id),
+        resolved_by_person=bool(resolved_by) and resolved_by != me,
         line=c.original_line, side=side, head_sha=c.original_commit_id or "", dismissed=dismissed,
     )
 

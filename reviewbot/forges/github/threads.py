@@ -19,6 +19,7 @@ from reviewbot.diff import ChangeSet
 from reviewbot.errors import ForgeError, UsageError
 from reviewbot.forges.github.client import forge_error
 from reviewbot.forges.github.forge import GitHubForge
+from reviewbot.forges.github.graphql import resolve_thread, review_threads
 from reviewbot.forges.markers import finding_marker
 from reviewbot.forges.summary import paused_summary
 
@@ -26,14 +27,6 @@ ISSUE = "issue"  # discussion_id of a conversation comment (reviewbot.webhook.ev
 # GitHub's repository permissions on GitLab's access-level scale (command_min_access):
 # write is a Developer (30), admin a Maintainer (40); read and triage cannot command the bot
 LEVELS = {"admin": 40, "maintain": 40, "write": 30, "triage": 20, "read": 20}
-_THREADS = """query($owner: String!, $name: String!, $number: Int!, $cursor: String) {
-  repository(owner: $owner, name: $name) { pullRequest(number: $number) {
-    reviewThreads(first: 100, after: $cursor) {
-      nodes { id isResolved comments(first: 1) { nodes { databaseId } } }
-      pageInfo { hasNextPage endCursor } } } } }"""
-_RESOLVE = """mutation($id: ID!) {
-  resolveReviewThread(input: {threadId: $id}) { thread { id isResolved } } }"""
-MAX_THREAD_PAGES = 50
 _ERRORS = (GithubException, RequestException)
 
 
@@ -127,38 +120,14 @@ class GitHubThreads:
             raise forge_error("replying to a comment", exc) from None
 
     def resolve(self, thread: Thread) -> None:
-        """Resolve the review thread whose first comment is the thread's root (GraphQL: REST
-        has no such call); a conversation comment has nothing to resolve."""
+        """Resolve the review thread whose first comment is the thread's root; a conversation
+        comment has nothing to resolve."""
         if thread.id == ISSUE:
             return
-        node = self._thread_node(int(thread.id))
-        if node is None:
+        found = review_threads(self.forge.pull(), self.forge.repo().full_name).get(int(thread.id))
+        if found is None:
             raise ForgeError(f"GitHub: no review thread starts with comment {thread.id}")
-        try:
-            self.forge.pull().requester.graphql_query(_RESOLVE, {"id": node})
-        except _ERRORS as exc:
-            raise forge_error("resolving a review thread", exc) from None
-
-    def _thread_node(self, root_id: int) -> str | None:
-        owner, name = self.forge.repo().full_name.split("/", 1)
-        variables: dict[str, Any] = {"owner": owner, "name": name,
-                                     "number": self.forge.pull().number, "cursor": None}
-        for _ in range(MAX_THREAD_PAGES):
-            try:
-                _, data = self.forge.pull().requester.graphql_query(_THREADS, variables)
-            except _ERRORS as exc:
-                raise forge_error("listing review threads", exc) from None
-            threads = (((data.get("data") or {}).get("repository") or {})
-                       .get("pullRequest") or {}).get("reviewThreads") or {}
-            for node in threads.get("nodes") or []:
-                first = ((node.get("comments") or {}).get("nodes") or [{}])[0]
-                if first.get("databaseId") == root_id and isinstance(node.get("id"), str):
-                    return str(node["id"])
-            page = threads.get("pageInfo") or {}
-            if not page.get("hasNextPage"):
-                return None
-            variables["cursor"] = page.get("endCursor")
-        return None
+        resolve_thread(self.forge.pull(), found.node)
 
     def set_paused(self, paused: bool) -> None:
         """The pause switch lives in the bot's own summary comment, as on GitLab."""

@@ -238,6 +238,8 @@ class GitLabForge:
                     resolved=bool(note.get("resolved")), thread_id=str(d.id),
                     line=pos.get("new_line") if side == "new" else pos.get("old_line"),
                     side=side, head_sha=pos.get("head_sha") or "", dismissed=dismissed,
+                    resolved_by_person=bool(note.get("resolved")) and isinstance(
+                        by := note.get("resolved_by"), dict) and not self.mine({"author": by}),
                 ))
         return found
 

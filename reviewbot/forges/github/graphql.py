@@ -1,0 +1,89 @@
+"""A pull request's review threads through GraphQL: REST has neither their resolved state nor a
+way to resolve them. A thread is named after its first comment (`databaseId`, the REST id)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from github import GithubException
+from github.PullRequest import PullRequest
+from requests import RequestException
+
+from reviewbot.errors import ForgeError
+from reviewbot.forges.github.client import forge_error
+
+log = logging.getLogger(__name__)
+
+_THREADS = """query($owner: String!, $name: String!, $number: Int!, $cursor: String) {
+  repository(owner: $owner, name: $name) { pullRequest(number: $number) {
+    reviewThreads(first: 100, after: $cursor) {
+      nodes { id isResolved resolvedBy { login } comments(first: 1) { nodes { databaseId } } }
+      pageInfo { hasNextPage endCursor } } } } }"""
+_RESOLVE = """mutation($id: ID!) {
+  resolveReviewThread(input: {threadId: $id}) { thread { id isResolved } } }"""
+MAX_THREAD_PAGES = 50
+ERRORS = (GithubException, RequestException)
+
+
+@dataclass(frozen=True)
+class ReviewThread:
+    node: str  # the GraphQL id resolveReviewThread takes
+    root: int  # the REST id of its first comment
+    resolved: bool
+    resolved_by: str  # the login of who resolved it ("" when open or unknown)
+
+
+def review_threads(pull: PullRequest, full_name: str) -> dict[int, ReviewThread]:
+    """Every review thread of the pull request, by its first comment's id (all pages)."""
+    owner, name = full_name.split("/", 1)
+    variables: dict[str, Any] = {"owner": owner, "name": name, "number": pull.number,
+                                 "cursor": None}
+    out: dict[int, ReviewThread] = {}
+    for _ in range(MAX_THREAD_PAGES):
+        try:
+            _, data = pull.requester.graphql_query(_THREADS, variables)
+        except ERRORS as exc:
+            raise forge_error("listing review threads", exc) from None
+        threads = (((data.get("data") or {}).get("repository") or {})
+                   .get("pullRequest") or {}).get("reviewThreads") or {}
+        for node in threads.get("nodes") or []:
+            thread = _thread(node)
+            if thread is not None:
+                out[thread.root] = thread
+        page = threads.get("pageInfo") or {}
+        if not page.get("hasNextPage"):
+            break
+        variables["cursor"] = page.get("endCursor")
+    return out
+
+
+def resolved_by(pull: PullRequest, full_name: str) -> dict[int, str]:
+    """Who resolved each resolved thread ("" when GitHub does not say), by its first comment;
+    none when GraphQL fails: the gate then keeps counting findings a person resolved."""
+    try:
+        threads = review_threads(pull, full_name)
+    except ForgeError as exc:
+        log.warning("GitHub: reading the review threads failed: %s", exc)
+        return {}
+    return {t.root: t.resolved_by for t in threads.values() if t.resolved}
+
+
+def _thread(node: Any) -> ReviewThread | None:
+    if not isinstance(node, dict) or not isinstance(node.get("id"), str):
+        return None
+    first = ((node.get("comments") or {}).get("nodes") or [{}])[0]
+    root = first.get("databaseId") if isinstance(first, dict) else None
+    if not isinstance(root, int):
+        return None
+    by = node.get("resolvedBy") or {}
+    return ReviewThread(node["id"], root, node.get("isResolved") is True,
+                        str(by.get("login") or "") if isinstance(by, dict) else "")
+
+
+def resolve_thread(pull: PullRequest, node: str) -> None:
+    try:
+        pull.requester.graphql_query(_RESOLVE, {"id": node})
+    except ERRORS as exc:
+        raise forge_error("resolving a review thread", exc) from None
