@@ -106,6 +106,7 @@ class Settings:
     # review of their own change), and whether a learning waits for `learnings approve`
     author_commands: bool = False
     learnings_need_approval: bool = False
+    approve_before_publish: bool = False  # findings wait as drafts until a member's `publish`
     # the repository at a merge/pull request's head when no local clone holds it: the forge's
     # archive, up to max_archive_mb unpacked (0: never downloaded), kept in tree_cache (a
     # directory; default ~/.cache/reviewbot/trees) up to tree_cache_mb for later reviews

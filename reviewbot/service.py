@@ -63,7 +63,9 @@ def review(order: ReviewOrder, reviewer: Reviewer, cancel: threading.Event | Non
             result.stats.learnings_applied = len(applicable(guidance, paths))
             return result
 
-    run = review_change_request(forge, guided, mode=settings.mode, dry_run=order.dry_run,
+    # held findings are replaced by each review's: each must cover the whole change
+    mode = "full" if settings.approve_before_publish else settings.mode
+    run = review_change_request(forge, guided, mode=mode, dry_run=order.dry_run,
                                 cancel=cancel, fail_on_skipped=settings.fail_on_skipped,
                                 force=force, trees=Trees.from_settings(settings),
                                 project_line=memory.line())

@@ -20,8 +20,8 @@ from typing import Any, Literal
 from markdown_it import MarkdownIt
 
 _MAX_NOTE = 100_000  # GitLab's own limit on a note is 1,000,000 characters
-COMMANDS = ("review", "pause", "resume", "ignore", "help")
-Kind = Literal["review", "pause", "resume", "ignore", "help", "question"]
+COMMANDS = ("review", "pause", "resume", "ignore", "publish", "help")
+Kind = Literal["review", "pause", "resume", "ignore", "publish", "help", "question"]
 HELP = (
     "I answer questions in my threads and take these commands from project members "
     "(Developer or above), after a mention of me:\n\n"
@@ -29,6 +29,7 @@ HELP = (
     "- `pause` / `resume`: no automatic reviews of this merge request until resumed\n"
     "- `ignore` (in one of my threads): withdraw this finding, resolve the thread, and never "
     "raise it again on this merge request\n"
+    "- `publish`: post the findings that wait for approval (with `approve_before_publish`)\n"
     "- `help`: this list\n\n"
     "Anything else in one of my threads is a question about the finding, and I answer it there; "
     "a question anywhere else (after a mention) is about the whole change, and I answer it too."

@@ -84,11 +84,14 @@ class Threads(Protocol):
 
     def set_paused(self, paused: bool) -> None: ...
 
+    def publish(self) -> int: ...  # post the findings waiting for approval: how many
+
 
 @dataclass(frozen=True)
 class Response:
     action: str  # not-addressed | not-a-member | answered-before | help | ignored | reviewed |
     #              answered | limit | author-refused | dismissed | dismissed-before | voted
+    #              | published
     detail: str = ""
 
 
@@ -133,6 +136,11 @@ def respond(threads: Threads, note_id: int, settings: Settings, passes: Callable
                                "until a member says `resume`." if asked.kind == "pause" else
                                "Resumed: I will review new pushes again.") + mark)
         return Response(asked.kind)
+    if asked.kind == "publish":
+        count = threads.publish()
+        threads.reply(thread, (f"Published the {count} finding(s) that waited for approval."
+                               if count else "Nothing waits to be published.") + mark)
+        return Response("published", str(count))
     if asked.kind == "review":
         outcome = review()
         threads.reply(thread, f"Reviewed the current head in full: {outcome}" + mark)

@@ -47,18 +47,19 @@ class ForgeSettings:
     timeout: float
     retries: int
     bot_login: str = ""  # GitHub: the login an installation token writes as
+    hold: bool = False  # findings wait as drafts until a member's `publish`
 
     @classmethod
     def gitlab(cls, settings: Settings) -> ForgeSettings:
         return cls(settings.gitlab_url, settings.gitlab_token,
                    settings.ca_file or settings.ssl_verify, settings.request_timeout,
-                   settings.retries)
+                   settings.retries, hold=settings.approve_before_publish)
 
     @classmethod
     def github(cls, settings: Settings) -> ForgeSettings:
         return cls(settings.github_url, settings.github_token,
                    settings.ca_file or settings.ssl_verify, settings.request_timeout,
-                   settings.retries, settings.github_bot_login)
+                   settings.retries, settings.github_bot_login, settings.approve_before_publish)
 
 
 @dataclass(frozen=True)
@@ -129,6 +130,7 @@ class PostOutcome:
     moved_to_summary: list[Finding] = field(default_factory=list)  # the forge refused the position
     failed: list[Finding] = field(default_factory=list)  # not posted after retries
     errors: list[str] = field(default_factory=list)
+    waiting: bool = False  # `posted` are drafts only the bot sees, until a member's `publish`
 
 
 class Forge(Protocol):

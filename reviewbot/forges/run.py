@@ -228,6 +228,7 @@ def _summary_input(run: ForgeRun, previous_sha: str | None, max_chars: int) -> S
         # an incomplete run keeps the last good point, so the next run covers what this one missed
         last_reviewed_sha=run.request.head_sha if complete else previous_sha,
         max_chars=max_chars,
+        waiting=run.outcome.posted if run.outcome.waiting else [],
     )
 
 

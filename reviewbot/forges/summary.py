@@ -38,10 +38,25 @@ class SummaryInput:
     max_chars: int = MAX_BODY
     paused: bool = False
     project_line: str = ""  # what became of the project's findings lately (service.Memory)
+    waiting: list[Finding] = field(default_factory=list)  # drafts until a member's `publish`
 
 
 PAUSED = ("> **Automatic reviews are paused**: a project member asked for it. Mention the bot "
           "with `resume` to turn them back on, or `review` for one review now.")
+
+
+WAITING = ("> **Waiting for approval**: the findings below are drafts only the bot can see. "
+           "A project member posts them with `publish` after a mention of the bot.")
+PUBLISHED = "> **Published** at a project member's request."
+
+
+def published_summary(previous: str | None) -> str:
+    """The summary note once its waiting findings were published: that part gives way to a
+    line saying so, everything else kept."""
+    state = summary_marker(previous) or SummaryMarker()
+    body = without_marker(previous or TITLE).replace("\n\n" + PAUSED, "")
+    body = body.split("\n\n" + WAITING, 1)[0].rstrip() + "\n\n" + PUBLISHED
+    return body + ("\n\n" + PAUSED if state.paused else "") + "\n\n" + state.render()
 
 
 def paused_summary(previous: str | None, paused: bool) -> str:
@@ -71,6 +86,8 @@ def render_summary(s: SummaryInput) -> str:
     parts += _findings("Findings not posted (will be retried on the next run)", s.failed)
     if s.errors:
         parts += ["", "**Errors**", *[f"- {inline(e)}" for e in s.errors[:20]]]
+    if s.waiting:  # last but the pause: `publish` replaces it (published_summary)
+        parts += ["", WAITING, *_findings("Findings waiting to be published", s.waiting)]
     if s.paused:
         parts += ["", PAUSED]
     state = SummaryMarker(s.last_reviewed_sha, pack(s.unanchored) if s.unanchored else None,
@@ -126,7 +143,8 @@ def _counts(s: SummaryInput) -> list[str]:
     row = ", ".join(f"{by[sev]} {sev.label}" for sev in sorted(Severity, reverse=True))
     return [
         f"**Findings**: {len(everything)} ({row})",
-        (f"- Posted now: {s.posted}; already posted earlier: {s.already_posted}; "
+        (f"- {'Drafted, waiting for approval' if s.waiting else 'Posted now'}: {s.posted}; "
+         f"already posted earlier: {s.already_posted}; "
          f"outdated threads resolved: {s.resolved}"),
         *_held_back(s.result),
     ]

@@ -234,3 +234,31 @@ def test_a_thread_a_person_resolved_leaves_the_gate_and_counts_as_dismissed(
     (mine,) = [c for c in run.existing if c.fingerprint == "fp-unchecked-parse"]
     assert mine.resolved and mine.resolved_by_person and code == 0
     assert store.tally(fake.full_name)[fake.full_name][Outcome.DISMISSED] == 1
+
+
+def test_with_approve_before_publish_a_pending_review_waits_for_a_collaborator(
+        fake: FakeGitHub) -> None:
+    """One pending review, seen only by the bot, replaced by the next review (GitHub allows one
+    per user); a stranger's `publish` does nothing, a collaborator's submits it."""
+    order = service.ReviewOrder(Target("github", fake.full_name, 7),
+                                settings(fake, approve_before_publish=True))
+    run, _ = service.review(order, Reviewer(every=1000, extra=[finding(
+        "src/app.py", 5, title="Unchecked parse", fp="fp-unchecked-parse")]))
+    held = len(run.outcome.posted)
+    assert "Unchecked parse" in [f.title for f in run.outcome.posted]
+    service.review(order, Reviewer(every=1000, extra=[finding(
+        "src/app.py", 5, title="Unchecked parse", fp="fp-unchecked-parse")]))
+    pending = [r for r in fake.reviews if r["state"] == "PENDING"]
+    assert len(pending) == 1 and not fake.submitted()
+    (summary,) = fake.issue_comments
+    assert "**Waiting for approval**" in summary["body"] and "Unchecked parse" in summary["body"]
+
+    assert _action(_reply(fake, None, "--issue-comment", str(_say(
+        fake, MALLORY_TOKEN, "@reviewbot publish")))) == "not-a-member"
+    assert not fake.submitted()
+    proc = _reply(fake, None, "--issue-comment", str(_say(fake, MARIA_TOKEN,
+                                                          "@reviewbot publish")))
+    assert _action(proc) == "published" and json.loads(proc.stdout)["detail"] == str(held)
+    assert len(fake.submitted()) == held
+    assert any("Unchecked parse" in c["body"] for c in fake.submitted())
+    assert "**Published** at a project member's request" in fake.issue_comments[0]["body"]

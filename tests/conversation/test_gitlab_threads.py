@@ -340,3 +340,39 @@ def test_a_hostile_question_and_answer_stay_data(env: Env) -> None:
     answer = thread["notes"][-1]["body"]
     assert not answer.startswith("/approve") and "\n/approve" not in answer
     assert "@everyone" not in answer
+
+
+def test_with_approve_before_publish_findings_wait_as_drafts_until_a_member_publishes(
+        env: Env) -> None:
+    """The review leaves draft notes only the bot sees and lists them in the summary; the gate
+    still counts them; a non-member's `publish` does nothing, a member's posts them all."""
+    from reviewbot import service
+    from reviewbot.config import resolve
+    from reviewbot.forges.base import Target
+
+    order = service.ReviewOrder(Target("gitlab", "42", 7), resolve(
+        {"gitlab_url": env.gitlab.url, "gitlab_token": TOKEN, "approve_before_publish": True,
+         "fail_on": "minor"}, env={}, config_path="/dev/null"))
+    run, code = service.review(order, reviewer)
+    drafted = len(run.outcome.posted)
+    assert drafted >= 3 and code == 1 and run.mode == "full"
+    assert not env.gitlab.diff_notes() and len(env.gitlab.drafts) == drafted
+    (summary,) = [n for n in env.gitlab.notes() if not n.get("position")]
+    assert "**Waiting for approval**" in summary["body"]
+    assert f"**Findings waiting to be published** ({drafted})" in summary["body"]
+    service.review(order, reviewer)  # the next review replaces, never adds
+    assert len(env.gitlab.drafts) == drafted and not env.gitlab.diff_notes()
+
+    stranger = _say(env.gitlab, MALLORY_TOKEN, "@reviewbot publish")
+    assert _action(_reply(env, None, stranger)) == "not-a-member"
+    assert len(env.gitlab.drafts) == drafted
+    member = _say(env.gitlab, DEV_TOKEN, "@reviewbot publish")
+    proc = _reply(env, None, member)
+    assert _action(proc) == "published" and json.loads(proc.stdout)["detail"] == str(drafted)
+    assert len(env.gitlab.diff_notes()) == drafted and not env.gitlab.drafts
+    assert all(n["author"]["username"] == "reviewbot" for n in env.gitlab.diff_notes())
+    summary = next(n for n in env.gitlab.notes() if n["id"] == summary["id"])
+    assert "Waiting for approval" not in summary["body"]
+    assert "**Published** at a project member's request" in summary["body"]
+    assert any(n["body"].startswith(f"Published the {drafted} finding(s)")
+               for n in env.gitlab.notes())

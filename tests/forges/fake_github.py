@@ -98,6 +98,11 @@ class FakeGitHub:
     # a link that leaves the forge), serving `git archive` (or the hostile `archive`)
     archive_link: str | None = None
     archive: bytes | None = None
+
+    def submitted(self) -> list[dict[str, Any]]:
+        """The review comments anyone sees: those of pending reviews are not listed."""
+        pending = {r["id"] for r in self.reviews if r["state"] == "PENDING"}
+        return [c for c in self.review_comments if c["pull_request_review_id"] not in pending]
     codeload_token: str = "codeload-short-lived-0123"
     codeload_auth: list[str] = field(default_factory=list)  # Authorization headers it was sent
     _ids: int = 1000

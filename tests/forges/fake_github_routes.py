@@ -110,9 +110,14 @@ def routes(fake: FakeGitHub) -> list[tuple[str, Callable[..., Any], list[str]]]:
         error = validate(fake, number, data.get("comments", []))
         if error:
             return unprocessable(error)
+        pending = data.get("event") is None  # seen only by its author until submitted
         with fake.lock:
+            if pending and any(r["state"] == "PENDING" and r["user"]["id"] == request.state.user[
+                    "id"] and r["number"] == number for r in fake.reviews):
+                return unprocessable("User can only have one pending review per pull request")
             review = {"id": fake.next_id(), "user": request.state.user, "body": data.get("body", ""),
-                      "state": "COMMENTED", "commit_id": pr.head, "submitted_at": TS,
+                      "state": "PENDING" if pending else "COMMENTED", "commit_id": pr.head,
+                      "submitted_at": None if pending else TS, "number": number,
                       "html_url": "http://github.invalid/review",
                       "pull_request_url": f"{fake.repo_url()}/pulls/{number}"}
             fake.reviews.append(review)
@@ -141,12 +146,46 @@ def routes(fake: FakeGitHub) -> list[tuple[str, Callable[..., Any], list[str]]]:
 
     async def list_review_comments(request: Request) -> Response:
         number = request.path_params["number"]
-        return page(request, [rolled_up(c) for c in fake.review_comments
-                              if c["number"] == number])
+        return page(request, [rolled_up(c) for c in fake.submitted() if c["number"] == number])
+
+    async def reviews(request: Request) -> Response:
+        """A pull request's reviews; a pending one only to its author."""
+        number, me = request.path_params["number"], request.state.user["id"]
+        return page(request, [r for r in fake.reviews if r["number"] == number
+                              and (r["state"] != "PENDING" or r["user"]["id"] == me)])
+
+    async def review_comments(request: Request) -> Response:
+        rid, me = request.path_params["rid"], request.state.user["id"]
+        if not any(r["id"] == rid and (r["state"] != "PENDING" or r["user"]["id"] == me)
+                   for r in fake.reviews):
+            return JSONResponse({"message": "Not Found"}, status_code=404)
+        return page(request, [c for c in fake.review_comments
+                              if c["pull_request_review_id"] == rid])
+
+    async def pending_review(request: Request) -> Response:
+        """DELETE a pending review (with its comments), or POST …/events to submit it."""
+        rid, me = request.path_params["rid"], request.state.user["id"]
+        review = next((r for r in fake.reviews if r["id"] == rid
+                       and (r["state"] != "PENDING" or r["user"]["id"] == me)), None)
+        if review is None:
+            return JSONResponse({"message": "Not Found"}, status_code=404)
+        if review["state"] != "PENDING":
+            return unprocessable("Can not change a non-pending pull request review")
+        with fake.lock:
+            if request.method == "DELETE":
+                fake.reviews.remove(review)
+                fake.review_comments[:] = [c for c in fake.review_comments
+                                           if c["pull_request_review_id"] != rid]
+                return JSONResponse(review)
+            if (await request.json()).get("event") not in ("COMMENT", "APPROVE",
+                                                           "REQUEST_CHANGES"):
+                return unprocessable("event is invalid")
+            review.update(state="COMMENTED", submitted_at=TS)
+        return JSONResponse(review)
 
     async def review_comment(request: Request) -> Response:
         if request.method == "GET":
-            for c in fake.review_comments:
+            for c in fake.submitted():
                 if c["id"] == request.path_params["cid"]:
                     return JSONResponse(rolled_up(c))
             return JSONResponse({"message": "Not Found"}, status_code=404)
@@ -227,7 +266,7 @@ def routes(fake: FakeGitHub) -> list[tuple[str, Callable[..., Any], list[str]]]:
         after its first comment), and resolveReviewThread."""
         data = await request.json()
         query, variables = data.get("query", ""), data.get("variables") or {}
-        roots = [c for c in fake.review_comments if not c.get("in_reply_to_id")]
+        roots = [c for c in fake.submitted() if not c.get("in_reply_to_id")]
         if "resolveReviewThread" in query:
             thread = variables.get("id", "")
             root = next((c for c in roots if f"PRRT_{c['id']}" == thread), None)
@@ -307,6 +346,10 @@ def routes(fake: FakeGitHub) -> list[tuple[str, Callable[..., Any], list[str]]]:
         (R + "/pulls/{number:int}/files", get_files, ["GET"]),
         (R + "/pulls/{number:int}/commits", get_commits, ["GET"]),
         (R + "/pulls/{number:int}/reviews", create_review, ["POST"]),
+        (R + "/pulls/{number:int}/reviews", reviews, ["GET"]),
+        (R + "/pulls/{number:int}/reviews/{rid:int}", pending_review, ["DELETE"]),
+        (R + "/pulls/{number:int}/reviews/{rid:int}/events", pending_review, ["POST"]),
+        (R + "/pulls/{number:int}/reviews/{rid:int}/comments", review_comments, ["GET"]),
         (R + "/pulls/{number:int}/comments", list_review_comments, ["GET"]),
         (R + "/pulls/comments/{cid:int}", review_comment, ["GET", "PATCH"]),
         (R + "/issues/{number:int}/comments", issue_comments, ["GET", "POST"]),

@@ -177,7 +177,8 @@ def _awards(state: State, m: Any, q: Any, b: Any) -> Result:
 
 
 def _list_drafts(state: State, m: Any, q: Any, b: Any) -> Result:
-    return 200, list(state.drafts), {}
+    """A user's drafts are theirs alone: listed, deleted and published only by them."""
+    return 200, [d for d in state.drafts if d["author_id"] == state.actor["id"]], {}
 
 
 def _create_draft(state: State, m: Any, q: Any, b: Any) -> Result:
@@ -192,14 +193,16 @@ def _create_draft(state: State, m: Any, q: Any, b: Any) -> Result:
 
 def _delete_draft(state: State, m: Any, q: Any, b: Any) -> Result:
     before = len(state.drafts)
-    state.drafts = [d for d in state.drafts if d["id"] != int(m["did"])]
+    state.drafts = [d for d in state.drafts
+                    if d["id"] != int(m["did"]) or d["author_id"] != state.actor["id"]]
     return (204, b"", {}) if len(state.drafts) < before else (404, {"message": "404"}, {})
 
 
 def _bulk_publish(state: State, m: Any, q: Any, b: Any) -> Result:
-    for draft in state.drafts:
+    mine = [d for d in state.drafts if d["author_id"] == state.actor["id"]]
+    for draft in mine:
         new_discussion(state, draft["note"], draft["position"])
-    state.drafts = []
+    state.drafts = [d for d in state.drafts if d not in mine]
     return 204, b"", {}
 
 

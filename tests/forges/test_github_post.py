@@ -17,6 +17,25 @@ def _posted(fake: FakeGitHub) -> dict[tuple[str, int, str], dict]:  # type: igno
     return {(c["path"], c["line"], c["side"]): c for c in fake.review_comments}
 
 
+def test_held_for_approval_one_pending_review_and_a_422_offender_probed_out(
+        fake: FakeGitHub) -> None:
+    """GitHub keeps one pending review per user: after a 422 each comment is tried alone in a
+    pending review deleted at once, and the others wait together in one."""
+    f = forge(fake, hold=True)
+    req = f.fetch()
+    pr = fake.pulls[7]
+    wide = parse(fake.repo.git("diff", "-U8", "-M", f"{pr.base}...{pr.head}"))
+    good = [finding(APP, n) for n in (3, 5, 6)] + [finding(ADDED, 1)]
+    bad = finding(APP, 12)
+    out = f.post(replace(req, changes=wide), good[:2] + [bad] + good[2:])
+    assert out.moved_to_summary == [bad] and out.waiting
+    assert sorted(out.posted, key=id) == sorted(good, key=id) and not out.failed
+    (pending,) = fake.reviews
+    assert pending["state"] == "PENDING" and not fake.submitted()
+    assert len(fake.review_comments) == len(good)
+    assert f.publish() == len(good) and len(fake.submitted()) == len(good)
+
+
 def test_every_kind_of_line_lands_where_it_should(fake: FakeGitHub) -> None:
     f = forge(fake)
     req = f.fetch()

@@ -26,12 +26,7 @@ from reviewbot.diff import ChangeSet, parse
 from reviewbot.errors import ForgeError
 from reviewbot.findings import Finding
 from reviewbot.forges.base import ChangeRequest, ForgeSettings, PostedComment, PostOutcome
-from reviewbot.forges.github.client import (
-    change_error,
-    download_archive,
-    forge_error,
-    make_client,
-)
+from reviewbot.forges.github.client import change_error, download_archive, forge_error, make_client
 from reviewbot.forges.github.graphql import resolved_by
 from reviewbot.forges.github.map import (
     file_entry,
@@ -40,6 +35,7 @@ from reviewbot.forges.github.map import (
     outdated_body,
     posted_comment,
 )
+from reviewbot.forges.github.pending import drop_pending, publish_pending
 from reviewbot.forges.github.post import BATCH_SIZE, Poster, plan, review_body
 from reviewbot.forges.markers import reply_marker, summary_marker
 from reviewbot.result import SkippedFile
@@ -246,6 +242,8 @@ class GitHubForge:
     # --- writing -----------------------------------------------------------------------------
     def post(self, request: ChangeRequest, findings: list[Finding]) -> PostOutcome:
         batches, unanchored = plan(findings, request.changes, self._batch_size)
+        if self._settings.hold:  # GitHub keeps one pending review per user: this run's
+            drop_pending(self.pull(), self.me())
         if not batches:
             return PostOutcome(moved_to_summary=unanchored)
         try:
@@ -253,8 +251,15 @@ class GitHubForge:
         except _GH_ERRORS as exc:
             raise forge_error(f"reading commit {request.head_sha[:12]}", exc) from None
         poster = Poster(self.pull(), commit, self._landed)
-        poster.run(batches)
+        if self._settings.hold:
+            poster.hold([item for batch in batches for item in batch])
+        else:
+            poster.run(batches)
         return poster.outcome(unanchored)
+
+    def publish(self) -> int:
+        """Submit the bot's pending review (a member's `publish`): how many comments it held."""
+        return publish_pending(self.pull(), self.me())
 
     def preview(self, request: ChangeRequest, findings: list[Finding]) -> list[dict[str, object]]:
         """The exact review bodies `post` would send (for --dry-run)."""

@@ -18,6 +18,7 @@ from typing import Any, cast
 from github import GithubException
 from github.Commit import Commit
 from github.PullRequest import PullRequest, ReviewComment
+from github.PullRequestReview import PullRequestReview
 from requests import RequestException
 
 from reviewbot.diff import ChangeSet
@@ -29,6 +30,7 @@ from reviewbot.forges.github.map import review_comment
 log = logging.getLogger(__name__)
 
 BATCH_SIZE = 30
+MAX_PROBES = 60  # comments tried one by one after a pending review was refused
 # a 422 that names these is about the review as a whole (e.g. a commit that is not part of the
 # PR any more): splitting the batch cannot help. Any other 422 (`line must be part of the diff`,
 # `start line must be part of the same hunk`, `Line could not be resolved`, `Body is too long`,
@@ -70,6 +72,7 @@ class Poster:
     failed: list[Finding] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     stopped: bool = False
+    waiting: bool = False  # held in a pending review
 
     def run(self, batches: list[list[Item]]) -> None:
         for batch in batches:
@@ -78,13 +81,46 @@ class Poster:
             else:
                 self.submit(batch)
 
+    def hold(self, items: list[Item], probed: bool = False) -> None:
+        """All in one pending review, which only the bot sees until a member's `publish`. One
+        refused comment spoils it and a second pending review is refused, so after a 422 each
+        comment is tried alone in a pending review deleted at once, and the rest posted."""
+        self.waiting = True
+        try:
+            self._review(items, None)
+        except GithubException as exc:
+            if exc.status != 422 or probed or any(s in error_text(exc) for s in _REVIEW_ERRORS):
+                self.give_up(items, forge_error("posting a pending review", exc).message,
+                             check=False)
+                return
+            good = [item for item in items[:MAX_PROBES] if self._fits(item)]
+            self.moved += [f for f, c in items if (f, c) not in good]
+            if good:
+                self.hold(good, probed=True)
+            return
+        except RequestException as exc:
+            self.give_up(items, forge_error("posting a pending review", exc).message, check=False)
+            return
+        self.posted += [f for f, _ in items]
+
+    def _fits(self, item: Item) -> bool:
+        try:
+            self._review([item], None).delete()
+        except GithubException as exc:
+            if exc.status == 422:
+                return False
+            raise forge_error("trying a review comment", exc) from None
+        return True
+
+    def _review(self, items: list[Item], event: str | None) -> PullRequestReview:
+        return self.pull.create_review(
+            commit=self.commit, body=review_body(len(items), self.commit.sha),
+            comments=[cast(ReviewComment, c) for _, c in items],
+            **({"event": event} if event else {}))
+
     def submit(self, batch: list[Item]) -> None:
         try:
-            self.pull.create_review(
-                commit=self.commit, event="COMMENT",
-                body=review_body(len(batch), self.commit.sha),
-                comments=[cast(ReviewComment, c) for _, c in batch],
-            )
+            self._review(batch, "COMMENT")
         except GithubException as exc:
             self.refused(batch, exc)
             return
@@ -126,4 +162,4 @@ class Poster:
 
     def outcome(self, unanchored: list[Finding]) -> PostOutcome:
         return PostOutcome(posted=self.posted, moved_to_summary=unanchored + self.moved,
-                           failed=self.failed, errors=self.errors)
+                           failed=self.failed, errors=self.errors, waiting=self.waiting)

@@ -21,7 +21,7 @@ from reviewbot.forges.github.client import forge_error
 from reviewbot.forges.github.forge import GitHubForge
 from reviewbot.forges.github.graphql import resolve_thread, review_threads
 from reviewbot.forges.markers import finding_marker
-from reviewbot.forges.summary import paused_summary
+from reviewbot.forges.summary import paused_summary, published_summary
 
 ISSUE = "issue"  # discussion_id of a conversation comment (reviewbot.webhook.events.ISSUE)
 # GitHub's repository permissions on GitLab's access-level scale (command_min_access):
@@ -128,6 +128,13 @@ class GitHubThreads:
         if found is None:
             raise ForgeError(f"GitHub: no review thread starts with comment {thread.id}")
         resolve_thread(self.forge.pull(), found.node)
+
+    def publish(self) -> int:
+        """Post the findings that wait for approval; the summary says they were published."""
+        count = self.forge.publish()
+        if count:
+            self.forge.write_summary_text(published_summary(self.forge.read_summary()))
+        return count
 
     def set_paused(self, paused: bool) -> None:
         """The pause switch lives in the bot's own summary comment, as on GitLab."""

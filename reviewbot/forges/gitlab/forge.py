@@ -25,7 +25,7 @@ from reviewbot.forges.base import (
 from reviewbot.forges.gitlab import diffs
 from reviewbot.forges.gitlab.api import HINTS, call, client, forge_error
 from reviewbot.forges.gitlab.position import note_payload
-from reviewbot.forges.gitlab.post import Poster, WritePolicy
+from reviewbot.forges.gitlab.post import Poster, WritePolicy, resolve_threads
 from reviewbot.forges.markers import finding_marker, reply_marker, summary_marker
 from reviewbot.result import SkippedFile
 from reviewbot.tree import MAX_FILE_BYTES
@@ -38,8 +38,10 @@ class GitLabForge:
     max_comment_chars = 1_000_000
 
     def __init__(self, gl: gitlab.Gitlab, project: str | int, iid: int,
-                 policy: WritePolicy | None = None) -> None:
+                 policy: WritePolicy | None = None, hold: bool = False) -> None:
+        """`hold`: findings wait as draft notes until a member's `publish`."""
         self.gl = gl
+        self.hold = hold
         self.project_id = project
         self.iid = iid
         self.project = gl.projects.get(project, lazy=True)
@@ -83,7 +85,7 @@ class GitLabForge:
 
     @classmethod
     def from_settings(cls, settings: ForgeSettings, project: str | int, iid: int) -> GitLabForge:
-        return cls(client(settings), project, iid)
+        return cls(client(settings), project, iid, hold=settings.hold)
 
     # fetching
     def fetch(self) -> ChangeRequest:
@@ -245,7 +247,7 @@ class GitLabForge:
 
     # posting
     def post(self, request: ChangeRequest, findings: list[Finding]) -> PostOutcome:
-        return Poster(self.mr, self.policy, self.mine).post(request, findings)
+        return Poster(self.mr, self.policy, self.mine, self.hold).post(request, findings)
 
     def preview(self, request: ChangeRequest, findings: list[Finding]) -> list[dict[str, object]]:
         out: list[dict[str, object]] = []
@@ -256,16 +258,7 @@ class GitLabForge:
         return out
 
     def resolve(self, comments: list[PostedComment]) -> None:
-        failed = []
-        for c in comments:
-            try:
-                thread = self.mr.discussions.get(c.thread_id, lazy=True)
-                thread.resolved = True
-                thread.save()
-            except (GitlabError, requests.exceptions.RequestException) as exc:
-                failed.append(f"{c.thread_id} ({getattr(exc, 'response_code', type(exc).__name__)})")
-        if failed:
-            raise ForgeError(f"could not resolve {len(failed)} outdated threads: {', '.join(failed[:5])}")
+        resolve_threads(self.mr, comments)
 
     # the summary note
     def read_summary(self) -> str | None:

@@ -14,7 +14,7 @@ import logging
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import requests
@@ -22,7 +22,7 @@ from gitlab.exceptions import GitlabError
 
 from reviewbot.errors import ForgeError, Refused, Unavailable, redact
 from reviewbot.findings import Finding
-from reviewbot.forges.base import ChangeRequest, PostOutcome
+from reviewbot.forges.base import ChangeRequest, PostedComment, PostOutcome
 from reviewbot.forges.gitlab.position import note_payload
 from reviewbot.forges.markers import finding_marker
 
@@ -68,19 +68,26 @@ def _fingerprint(body: str) -> str | None:
 
 class Poster:
     def __init__(self, mr: Any, policy: WritePolicy,
-                 mine: Callable[[dict[str, Any]], bool]) -> None:
+                 mine: Callable[[dict[str, Any]], bool], hold: bool = False) -> None:
         self.mr = mr
         self.policy = policy
         self.mine = mine  # is this note the bot's own? (someone else's marker proves nothing)
+        self.hold = hold  # leave the drafts for a member's `publish`
 
     def post(self, request: ChangeRequest, findings: list[Finding]) -> PostOutcome:
         drafts = self._drafts()
+        if drafts is None and self.hold:  # posting would skip the approval asked for
+            log.warning("draft notes are unavailable: %d findings go to the summary instead",
+                        len(findings))
+            return PostOutcome(moved_to_summary=list(findings))
         if drafts is None:
             return self._send(request, findings, self._discussion, self._discussion_fps)
         reuse = self._tidy_drafts(drafts, request, {f.fingerprint for f in findings})
         rest = [f for f in findings if f.fingerprint not in reuse]
         outcome = self._send(request, rest, self._draft, self._draft_fps)
         drafted = [f for f in findings if f.fingerprint in reuse] + outcome.posted
+        if self.hold:
+            return replace(outcome, posted=drafted, waiting=True)
         if not drafted:
             return outcome
         try:
@@ -193,6 +200,31 @@ class Poster:
                     raise ForgeError(f"deleting a stale draft note failed: {_describe(exc)}",
                                      status=exc.response_code) from None
         return keep
+
+
+def publish_drafts(mr: Any) -> int:
+    """Publish the bot's draft notes (a member's `publish`): how many there were."""
+    try:
+        count = len(list(mr.draft_notes.list(get_all=True, per_page=100)))
+        if count:
+            mr.draft_notes.bulk_publish()
+    except (GitlabError, requests.exceptions.RequestException) as exc:
+        raise ForgeError(f"publishing the draft notes failed: {_describe(exc)}") from None
+    return count
+
+
+def resolve_threads(mr: Any, comments: list[PostedComment]) -> None:
+    failed = []
+    for c in comments:
+        try:
+            thread = mr.discussions.get(c.thread_id, lazy=True)
+            thread.resolved = True
+            thread.save()
+        except (GitlabError, requests.exceptions.RequestException) as exc:
+            failed.append(f"{c.thread_id} ({getattr(exc, 'response_code', type(exc).__name__)})")
+    if failed:
+        raise ForgeError(f"could not resolve {len(failed)} outdated threads: "
+                         f"{', '.join(failed[:5])}")
 
 
 def _describe(exc: GitlabError | requests.exceptions.RequestException) -> str:

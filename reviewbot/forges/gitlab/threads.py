@@ -12,8 +12,9 @@ from reviewbot.diff import ChangeSet
 from reviewbot.errors import ForgeError, UsageError
 from reviewbot.forges.gitlab.api import call
 from reviewbot.forges.gitlab.forge import GitLabForge
+from reviewbot.forges.gitlab.post import publish_drafts
 from reviewbot.forges.markers import finding_marker
-from reviewbot.forges.summary import paused_summary
+from reviewbot.forges.summary import paused_summary, published_summary
 
 VOTES = {"thumbsup": "+1", "thumbsdown": "-1"}  # GitLab's names for GitHub's reactions
 
@@ -109,6 +110,13 @@ class GitLabThreads:
         discussion = self.forge.mr.discussions.get(thread.id, lazy=True)
         discussion.resolved = True
         call(discussion.save, "resolving a discussion")
+
+    def publish(self) -> int:
+        """Post the findings that wait for approval; the summary says they were published."""
+        count = publish_drafts(self.forge.mr)
+        if count:
+            self.forge.write_summary_text(published_summary(self.forge.read_summary()))
+        return count
 
     def set_paused(self, paused: bool) -> None:
         """The pause switch lives in the bot's own summary note, like the rest of its state."""
