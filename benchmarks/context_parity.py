@@ -4,7 +4,7 @@ sees, definitions found and shown (tree-sitter against the line regexp), the tok
 of context costs, and whether the two paths' prompts agree.
 
 For each REPO:RANGE (a clone; RANGE as `BASE..HEAD`), the change is reviewed as far as its
-prompts twice: `--git` (reviewbot.gathering.for_local in the clone) and `--mr` through the fake
+prompts twice: `--git` (reviewbot.flow.gathering.for_local in the clone) and `--mr` through the fake
 GitLab of tests/ serving that clone, from a directory that is not a clone (so the head tree
 comes from the archive over the API). Tokens are the engine's conservative estimate (no
 server is needed); the default settings (64K context) decide the budget.
@@ -26,7 +26,7 @@ from typing import Any
 
 import gitlab
 
-from reviewbot import diff, gathering, git
+from reviewbot import diff, git
 from reviewbot.archive import ArchiveCache
 from reviewbot.config import Settings
 from reviewbot.context import Context
@@ -35,8 +35,9 @@ from reviewbot.engine.chunking import Chunk
 from reviewbot.engine.definitions import called_names, defined_in, git_finder
 from reviewbot.engine.orchestrator import Engine
 from reviewbot.engine.tokens import EstimateTokenCounter
+from reviewbot.flow import gathering
+from reviewbot.flow.headtree import Trees, at_revision
 from reviewbot.forges.gitlab.forge import GitLabForge
-from reviewbot.headtree import Trees, at_revision
 from tests.forges.fake_gitlab import FakeGitLab
 from tests.forges.gitrepo import Repo
 

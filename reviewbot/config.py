@@ -159,11 +159,6 @@ def _check_url(name: str, url: str) -> None:
         raise UsageError("gitlab_url is the instance's address, without /api/v4")
 
 
-def in_ci(env: Mapping[str, str]) -> bool:
-    """In a GitLab or GitHub CI job, where the working tree is the change's own."""
-    return bool(env.get("GITLAB_CI") or env.get("GITHUB_ACTIONS"))
-
-
 def check_paths(settings: Settings) -> None:
     """Paths the review needs, checked before any model time is spent."""
     if settings.prompts_dir and not Path(settings.prompts_dir).is_dir():
@@ -265,6 +260,20 @@ def parse_text(text: str, source: str) -> dict[str, Any]:
     return {k: _coerce(k, v, source) for k, v in section.items()}
 
 
+def local_values(config_path: str | None) -> dict[str, Any]:
+    """What a local config file sets: `config_path`, named by the user (theirs, read as they
+    say), else the working tree's `.reviewbot.toml` (untrusted: the safe reader), else nothing."""
+    if config_path:
+        return load_file(Path(config_path))
+    if not os.path.lexists(CONFIG_FILE):
+        return {}
+    text = WorkingTree().read(CONFIG_FILE)
+    if text is None:
+        raise UsageError(f"config file {CONFIG_FILE} is not a regular file of at most "
+                         f"{MAX_FILE_BYTES // 2**20} MiB (a link is not followed)")
+    return parse_text(text, CONFIG_FILE)
+
+
 def resolve(
     flags: Mapping[str, Any],
     env: Mapping[str, str] | None = None,
@@ -277,18 +286,7 @@ def resolve(
     `file_values` replaces reading a file (a forge's target-branch copy, or {} for none).
     """
     env = os.environ if env is None else env
-    values: dict[str, Any] = {}
-    if file_values is not None:
-        values.update(file_values)
-    else:
-        if config_path:  # named by the user: theirs, read as they say
-            values.update(load_file(Path(config_path)))
-        elif os.path.lexists(CONFIG_FILE):  # the repository's: untrusted, the safe reader
-            text = WorkingTree().read(CONFIG_FILE)
-            if text is None:
-                raise UsageError(f"config file {CONFIG_FILE} is not a regular file of at most "
-                                 f"{MAX_FILE_BYTES // 2**20} MiB (a link is not followed)")
-            values.update(parse_text(text, CONFIG_FILE))
+    values = dict(file_values if file_values is not None else local_values(config_path))
     for name in _FIELDS:
         for var in env_names(name):
             if env.get(var):

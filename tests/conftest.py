@@ -29,7 +29,7 @@ from reviewbot.server import realmodel
 from reviewbot.server.process.launcher import LaunchSpec, VllmProcess, find_vllm_python, free_port
 from reviewbot.server.tinymodel import SERVE_ARGS, SERVE_ENV, build_tiny_model
 
-# the head trees that forge reviews download (reviewbot.headtree) go to a temporary cache, in
+# the head trees that forge reviews download (reviewbot.flow.headtree) go to a temporary cache, in
 # this process and in the reviewbot processes the tests start, never the user's ~/.cache
 os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="reviewbot-test-cache-")
 

@@ -73,7 +73,7 @@ def test_only_the_model_client_imports_openai_on_the_review_side() -> None:
 
 def test_the_review_path_loads_no_server_module() -> None:
     code = ("import sys, reviewbot.cli, reviewbot.commands.review, reviewbot.engine.build, "
-            "reviewbot.forges.run, reviewbot.webhook.app, reviewbot.webhook.runner\n"
+            "reviewbot.flow.posting, reviewbot.webhook.app, reviewbot.webhook.runner\n"
             "print(sorted(m for m in sys.modules if m.startswith('reviewbot.server')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
@@ -86,7 +86,7 @@ VOCABULARY = ("reviewbot.anchoring", "reviewbot.config", "reviewbot.context", "r
               "reviewbot.tree", "reviewbot.archive")
 STEPS_AND_ENTRY_POINTS = ("reviewbot.engine", "reviewbot.forges", "reviewbot.webhook",
                           "reviewbot.commands", "reviewbot.report", "reviewbot.server",
-                          "reviewbot.service", "reviewbot.gathering", "reviewbot.headtree", "reviewbot.cli",
+                          "reviewbot.flow.service", "reviewbot.flow.gathering", "reviewbot.flow.headtree", "reviewbot.cli",
                           "reviewbot.evaluation")
 
 
@@ -97,21 +97,32 @@ def test_the_shared_vocabulary_imports_only_itself() -> None:
 
 def test_a_forge_host_imports_no_other_host_and_no_step_above_it() -> None:
     above = ("reviewbot.engine", "reviewbot.webhook", "reviewbot.commands", "reviewbot.report",
-             "reviewbot.service", "reviewbot.gathering", "reviewbot.headtree",
-             "reviewbot.forges.run")
+             "reviewbot.flow.service", "reviewbot.flow.gathering", "reviewbot.flow.headtree",
+             "reviewbot.flow.posting")
     assert _offenders("reviewbot.forges.gitlab", above + ("reviewbot.forges.github",)) == []
     assert _offenders("reviewbot.forges.github", above + ("reviewbot.forges.gitlab",)) == []
 
 
 def test_entry_points_review_a_change_request_through_the_service() -> None:
-    """The CLI and the listener send a typed order to reviewbot.service; only it runs the flow."""
-    assert sorted(m for m, names in MODULES.items() if "reviewbot.forges.run" in names
-                  and not m.startswith("reviewbot.forges")) == ["reviewbot.service"]
-    assert _offenders("reviewbot.webhook", ("reviewbot.forges.select", "reviewbot.forges.run",
+    """The CLI and the listener send a typed order to reviewbot.flow.service; only it runs the flow."""
+    assert sorted(m for m, names in MODULES.items() if "reviewbot.flow.posting" in names
+                  and not m.startswith("reviewbot.forges")) == ["reviewbot.flow.service"]
+    assert _offenders("reviewbot.webhook", ("reviewbot.flow.select", "reviewbot.flow.posting",
                                             "reviewbot.forges.gitlab", "reviewbot.forges.github",
                                             "reviewbot.cli")) == []
-    assert _offenders("reviewbot.service", ("reviewbot.commands", "reviewbot.webhook",
+    assert _offenders("reviewbot.flow.service", ("reviewbot.commands", "reviewbot.webhook",
                                             "reviewbot.cli", "reviewbot.report")) == []
+
+
+ENTRY_POINTS = ("reviewbot.cli", "reviewbot.commands", "reviewbot.webhook")
+STEPS = ("reviewbot.conversation", "reviewbot.engine", "reviewbot.report", "reviewbot.forges")
+
+
+def test_imports_go_down_entry_points_then_the_flow_then_the_steps() -> None:
+    """entry points → flow → conversation, engine, report, forges → the shared vocabulary."""
+    assert _offenders("reviewbot.flow", ENTRY_POINTS) == []
+    assert [o for step in STEPS for o in _offenders(step, ("reviewbot.flow", *ENTRY_POINTS))] \
+        == []
 
 
 def test_no_module_on_the_review_path_is_longer_than_300_lines() -> None:

@@ -8,11 +8,11 @@ import json
 import click
 
 from reviewbot import config
-from reviewbot.commands.forge import forge_order
 from reviewbot.commands.review import engine_options
 from reviewbot.conversation.learnings import LearningStore
 from reviewbot.engine.passes import Passes
 from reviewbot.errors import UsageError
+from reviewbot.flow.trust import cli_order
 
 
 @click.command()
@@ -41,8 +41,8 @@ def reply(mr: int | None, project: str | None, note_id: int | None, pr: int | No
     """Answer a note or comment addressed to the bot, or run the command it gives. Prints what
     was done as JSON; exit 0 when done (or when it was not for the bot), 3 when no usable
     answer came back."""
-    from reviewbot import service
     from reviewbot.engine.build import make_engine
+    from reviewbot.flow import service
     from reviewbot.forges.github.threads import ISSUE
 
     if (mr is None) == (pr is None):
@@ -52,7 +52,7 @@ def reply(mr: int | None, project: str | None, note_id: int | None, pr: int | No
     if comment is None or (pr is not None and (note_id or (comment_id and issue_comment_id))) \
             or (mr is not None and (comment_id or issue_comment_id)):
         raise UsageError("--mr takes --note; --pr takes one of --comment or --issue-comment")
-    order = forge_order(flags, config_path, mr=mr, pr=pr, project=project, repo=repo)
+    order = cli_order(flags, config_path, mr=mr, pr=pr, project=project, repo=repo)
     config.check_paths(order.settings)
 
     def passes() -> Passes:  # made only when a question needs the model

@@ -10,10 +10,11 @@ from typing import TypeVar
 
 import click
 
-from reviewbot import config, diff, gathering, git
+from reviewbot import config, diff, git
 from reviewbot.context import Context
 from reviewbot.diff import ChangeSet
 from reviewbot.errors import BackendError, DiffError, UsageError
+from reviewbot.flow import gathering
 from reviewbot.result import ReviewResult, exit_code
 
 
@@ -152,10 +153,10 @@ def review(diff_path: str | None, git_range: str | None, mr: int | None, project
 
     progress = make_progress(enabled=not no_progress)
     if mr is not None or pr is not None:
-        from reviewbot import service
-        from reviewbot.commands.forge import forge_order
+        from reviewbot.flow import service
+        from reviewbot.flow.trust import cli_order
 
-        order = forge_order(flags, config_path, mr=mr, pr=pr, project=project, repo=repo,
+        order = cli_order(flags, config_path, mr=mr, pr=pr, project=project, repo=repo,
                             dry_run=dry_run)
         settings = order.settings
         config.check_paths(settings)

@@ -9,7 +9,7 @@ head tree with one `git grep` per review for every name, then:
   definition's end with the same parser as the code around a hunk.
 
 The head tree is a revision of a local clone or an unpacked archive of the forge's
-(reviewbot.headtree): the same search for `--git`, `--mr` and `--pr`.
+(reviewbot.flow.headtree): the same search for `--git`, `--mr` and `--pr`.
 """
 
 from __future__ import annotations

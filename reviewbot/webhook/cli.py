@@ -88,12 +88,14 @@ def webhook(
     for handler in logging.getLogger().handlers:  # no secret in any log line, whoever logs it
         handler.addFilter(RedactingFilter())
     from reviewbot import config
+    from reviewbot.flow.trust import Trust
 
-    # the review settings, once, from the CLI's own resolver (REVIEWBOT_*, .reviewbot.toml)
-    review_settings = config.resolve({}, os.environ)
-    config.check_paths(review_settings)
+    # the review settings: REVIEWBOT_* and this directory's .reviewbot.toml, under each
+    # project's own file on its target branch (read per job)
+    trust = Trust.for_listener(os.environ)
+    config.check_paths(trust.base())
     queue = JobQueue.open(settings.database_url, settings.lease_s)
-    review = load_runner(settings.runner, review_settings, queue.db)
+    review = load_runner(settings.runner, trust, queue.db)
     try:
         app = create_app(settings, queue, review)
         uvicorn.Server(server_config(app, settings, settings.host, settings.port,

@@ -15,10 +15,10 @@ from typing import Any
 import httpx
 import pytest
 
-from reviewbot import service
 from reviewbot.findings import Severity
+from reviewbot.flow import service
+from reviewbot.flow.posting import review_change_request
 from reviewbot.forges.base import Target
-from reviewbot.forges.run import review_change_request
 from reviewbot.webhook.auth import github_signature
 from tests.fake_openai import FakeOpenAI, Reply, user_text
 from tests.forges.fake_github import MALLORY_TOKEN, MARIA, MARIA_TOKEN, FakeGitHub

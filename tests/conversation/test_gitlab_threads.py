@@ -16,7 +16,7 @@ import httpx
 
 from reviewbot.conversation.learnings import LearningStore
 from reviewbot.findings import fingerprint
-from reviewbot.forges.run import review_change_request
+from reviewbot.flow.posting import review_change_request
 from tests.fake_openai import FakeOpenAI, Reply, user_text
 from tests.forges.fake_gitlab import AUTHOR_TOKEN, DEV_TOKEN, MALLORY_TOKEN, OTHER_BOT_TOKEN, State
 from tests.forges.gitlab_support import (  # noqa: F401
@@ -346,8 +346,8 @@ def test_with_approve_before_publish_findings_wait_as_drafts_until_a_member_publ
         env: Env) -> None:
     """The review leaves draft notes only the bot sees and lists them in the summary; the gate
     still counts them; a non-member's `publish` does nothing, a member's posts them all."""
-    from reviewbot import service
     from reviewbot.config import resolve
+    from reviewbot.flow import service
     from reviewbot.forges.base import Target
 
     order = service.ReviewOrder(Target("gitlab", "42", 7), resolve(

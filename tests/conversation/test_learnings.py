@@ -12,10 +12,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from reviewbot import service
 from reviewbot.config import parse_text, resolve
 from reviewbot.conversation.learnings import LearningStore
 from reviewbot.engine.build import make_engine
+from reviewbot.flow import service
 from reviewbot.forges.base import Target
 from reviewbot.forges.markers import finding_marker
 from tests.conversation.test_gitlab_threads import _reply, _say, _threads

@@ -13,7 +13,7 @@ ROOT = Path(__file__).parents[2]
 def test_review_path_imports_neither_torch_nor_vllm() -> None:
     code = (
         "import sys\n"
-        "import reviewbot.cli, reviewbot.commands.review, reviewbot.engine.orchestrator, reviewbot.forges.run\n"
+        "import reviewbot.cli, reviewbot.commands.review, reviewbot.engine.orchestrator, reviewbot.flow.posting\n"
         "import reviewbot.forges.gitlab.forge, reviewbot.forges.github.forge, reviewbot.report.sarif\n"
         "heavy = sorted(m for m in ('torch', 'vllm', 'transformers') if m in sys.modules)\n"
         "print(','.join(heavy))\n"

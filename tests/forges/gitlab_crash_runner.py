@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from reviewbot.forges.run import review_change_request
+from reviewbot.flow.posting import review_change_request
 from tests.forges.fake_gitlab import State
 from tests.forges.gitlab_support import make_forge, reviewer
 

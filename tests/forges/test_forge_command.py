@@ -8,14 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from reviewbot import service
 from reviewbot.config import Settings
 from reviewbot.errors import IncompleteReview, UsageError
+from reviewbot.flow import service
+from reviewbot.flow.select import _pr_from_event, open_forge, target_of
+from reviewbot.flow.trust import Trust
 from reviewbot.forges.base import Target
 from reviewbot.forges.gitlab.forge import GitLabForge
-from reviewbot.forges.select import _pr_from_event, open_forge, target_of
+from reviewbot.result import Reviewer
 from reviewbot.webhook.jobs import Job, Outcome
-from reviewbot.webhook.runner import ForgeRunner
+from reviewbot.webhook.runner import Engines, ForgeRunner
 from tests.forges.fake_gitlab import Fault
 from tests.forges.gitlab_support import TOKEN, Env, env_fixture, reviewer  # noqa: F401
 
@@ -71,15 +73,21 @@ def test_pr_number_comes_from_the_actions_event_payload(tmp_path: Path) -> None:
     assert _pr_from_event({"GITHUB_EVENT_PATH": str(event)}) is None
 
 
-def test_the_listeners_runner_posts_and_raises_when_incomplete(env: Env) -> None:
-    s = Settings(gitlab_token=TOKEN)  # the job names the forge's URL
-    made: list[Settings] = []
+class Recording(Engines):
+    """The listener's engines with the scripted reviewer: the settings of each job kept."""
 
-    def make_reviewer(settings: Settings):  # type: ignore[no-untyped-def]
-        made.append(settings)
+    def __init__(self) -> None:
+        super().__init__()
+        self.made: list[Settings] = []
+
+    def reviewer(self, settings: Settings) -> Reviewer:
+        self.made.append(settings)
         return reviewer
 
-    runner = ForgeRunner(s, make_reviewer)
+
+def test_the_listeners_runner_posts_and_raises_when_incomplete(env: Env) -> None:
+    engines = Recording()
+    runner = ForgeRunner(Trust({"gitlab_token": TOKEN}), engines)  # the job names the URL
     job = Job(1, "gitlab", "42", 7, env.head, env.gitlab.url, "d1", 0.0)
     assert runner(job, threading.Event()) == Outcome.done("review exit code 0")
     assert [n for n in env.gitlab.diff_notes()]  # posted
@@ -90,4 +98,30 @@ def test_the_listeners_runner_posts_and_raises_when_incomplete(env: Env) -> None
         runner(Job(2, "gitlab", "42", 7, env.gitlab.head, env.gitlab.url, "d2", 0.0),
                threading.Event())
     assert err.value.exit_code == 3 and TOKEN not in str(err.value)
-    assert len(made) == 1  # the engine is made once, for every job
+    assert len(engines.made) == 2 and engines._engine is None  # the scripted reviewer
+
+
+def test_one_listener_applies_each_projects_own_target_branch_settings(tmp_path: Path) -> None:
+    """Two projects, one listener: each review runs with its project's `.reviewbot.toml` from
+    the target branch (the merge request's own copy is the author's and ignored)."""
+    from tests.forges.fake_gitlab import FakeGitLab
+    from tests.forges.gitlab_support import scenario
+    from tests.forges.gitrepo import Repo
+
+    engines = Recording()
+    runner = ForgeRunner(Trust({"gitlab_token": TOKEN}), engines)
+    outcomes = []
+    for name, file in (("lenient", 'fail_on = "never"\nexclude = ["docs/*"]\n'),
+                       ("strict", 'fail_on = "minor"\n')):
+        repo = Repo(tmp_path / name)
+        repo.write({".reviewbot.toml": f"[reviewbot]\n{file}"})
+        base, head = scenario(repo)  # commits the file on main, then the feature branch
+        repo.write({".reviewbot.toml": '[reviewbot]\nfail_on = "never"\nexclude = ["*"]\n'})
+        head = repo.commit("the author relaxes the review")
+        with FakeGitLab(repo, base=base, head=head, token=TOKEN) as gitlab:
+            job = Job(1, "gitlab", "42", 7, head, gitlab.url, "d1", 0.0)
+            outcomes.append(runner(job, threading.Event()))
+    lenient, strict = engines.made
+    assert (lenient.fail_on, lenient.exclude) == ("never", ("docs/*",))
+    assert (strict.fail_on, strict.exclude) == ("minor", ())
+    assert outcomes == [Outcome.done("review exit code 0"), Outcome.done("review exit code 1")]

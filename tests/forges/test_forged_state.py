@@ -15,10 +15,10 @@ from github import Auth, Github
 
 from reviewbot.config import Settings
 from reviewbot.diff import ChangeSet
+from reviewbot.flow.posting import review_change_request
 from reviewbot.forges.base import ForgeSettings
 from reviewbot.forges.github.forge import GitHubForge
 from reviewbot.forges.markers import FindingMarker, SummaryMarker, decode
-from reviewbot.forges.run import review_change_request
 from reviewbot.result import ReviewResult
 from tests.fake_openai import FakeOpenAI, Reply
 from tests.forges.fake_github import MALLORY_TOKEN as GH_MALLORY

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from reviewbot import service
 from reviewbot.config import resolve
+from reviewbot.flow import service
+from reviewbot.flow.select import target_of
 from reviewbot.forges.base import ForgeSettings
 from reviewbot.forges.github.forge import GitHubForge
-from reviewbot.forges.select import target_of
 from tests.forges.fake_github import FakeGitHub
 from tests.forges.github_support import Reviewer, fake_github  # noqa: F401 - fixture "fake"
 

@@ -11,10 +11,10 @@ import pytest
 from reviewbot.config import Settings
 from reviewbot.diff import Side
 from reviewbot.errors import ForgeError
+from reviewbot.flow.posting import review_change_request
 from reviewbot.forges.base import ForgeSettings
 from reviewbot.forges.github.forge import GitHubForge
 from reviewbot.forges.markers import decode
-from reviewbot.forges.run import review_change_request
 from tests.forges.fake_github import FakeGitHub, Server
 from tests.forges.github_repo import GitRepo
 from tests.forges.github_support import (  # noqa: F401 - fake_github: fixture "fake"

@@ -13,10 +13,10 @@ import pytest
 from reviewbot.config import Settings
 from reviewbot.diff import ChangeSet
 from reviewbot.errors import ForgeError, UsageError
+from reviewbot.flow.posting import review_change_request
 from reviewbot.forges.base import ForgeSettings
 from reviewbot.forges.gitlab.api import client
 from reviewbot.forges.gitlab.forge import GitLabForge
-from reviewbot.forges.run import review_change_request
 from reviewbot.result import ReviewResult, Stats
 from reviewbot.tree import MAX_FILE_BYTES
 from tests.forges.fake_gitlab import FakeGitLab, Fault

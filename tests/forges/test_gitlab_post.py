@@ -6,8 +6,8 @@ import hashlib
 import json
 
 from reviewbot.diff import Side
+from reviewbot.flow.posting import review_change_request
 from reviewbot.forges.markers import FindingMarker, decode
-from reviewbot.forges.run import review_change_request
 from tests.forges.fake_gitlab import Fault
 from tests.forges.gitlab_support import Env, env_fixture, finding, make_forge, reviewer, sha_marker  # noqa: F401
 

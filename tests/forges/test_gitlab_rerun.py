@@ -10,8 +10,8 @@ from collections import Counter
 from pathlib import Path
 
 from reviewbot.diff import ChangeSet
+from reviewbot.flow.posting import review_change_request
 from reviewbot.forges.markers import decode
-from reviewbot.forges.run import review_change_request
 from reviewbot.result import ReviewResult
 from tests.forges.fake_gitlab import Fault
 from tests.forges.gitlab_support import APP_NEW, Env, env_fixture, make_forge, reviewer, sha_marker  # noqa: F401

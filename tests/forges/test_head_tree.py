@@ -1,4 +1,4 @@
-"""The repository at the head commit for every source (reviewbot.headtree): a local clone that
+"""The repository at the head commit for every source (reviewbot.flow.headtree): a local clone that
 holds the head (fetched into a shallow one), else the forge's archive through its API, else the
 forge's files; and `--mr`/`--pr` prompts that carry the same context as `--git`."""
 
@@ -14,10 +14,10 @@ import gitlab
 import pytest
 
 from reviewbot.archive import ArchiveCache
+from reviewbot.flow.headtree import Trees, fetch_commit, has_commit
 from reviewbot.forges.base import ForgeSettings
 from reviewbot.forges.github.forge import GitHubForge
 from reviewbot.forges.gitlab.forge import GitLabForge
-from reviewbot.headtree import Trees, fetch_commit, has_commit
 from tests.fake_openai import FakeOpenAI, Reply, user_text
 from tests.forges.fake_github import FakeGitHub, Server
 from tests.forges.fake_gitlab import FakeGitLab
@@ -229,7 +229,7 @@ def test_pr_prompts_carry_the_same_context_as_git(tmp_path: Path) -> None:
 
 def test_without_git_an_archive_gives_files_and_says_why_no_definitions(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from reviewbot.headtree import in_directory
+    from reviewbot.flow.headtree import in_directory
 
     (tmp_path / "a.py").write_text("def f():\n    return 1\n")
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))

@@ -8,7 +8,7 @@ from typing import Any
 
 from reviewbot.context import Context, Intent
 from reviewbot.diff import ChangeSet
-from reviewbot.forges.run import review_change_request
+from reviewbot.flow.posting import review_change_request
 from reviewbot.result import ReviewResult, Stats
 from tests.fake_openai import FakeOpenAI, Reply
 from tests.forges.fake_github import FakeGitHub

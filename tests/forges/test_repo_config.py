@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from reviewbot.commands.forge import forge_order
 from reviewbot.config import parse_text, resolve
 from reviewbot.errors import UsageError
+from reviewbot.flow.trust import cli_order
 from tests.fake_openai import FakeOpenAI, Reply
 from tests.forges.fake_github import FakeGitHub, Server
 from tests.forges.github_repo import GitRepo
@@ -65,10 +65,10 @@ def test_github_actions_reads_the_base_branch_config(tmp_path: Path) -> None:
     with Server(fake):
         env = {"GITHUB_ACTIONS": "true", "GITHUB_API_URL": fake.base_url,
                "GITHUB_TOKEN": fake.token, "GITHUB_REPOSITORY": fake.full_name}
-        settings = forge_order({}, None, mr=None, pr=7, project=None, repo=None,
+        settings = cli_order({}, None, mr=None, pr=7, project=None, repo=None,
                                env=env).settings
         # the templates' empty inputs reach the job as empty variables: no setting at all
-        empty = forge_order({}, None, mr=None, pr=7, project=None, repo=None,
+        empty = cli_order({}, None, mr=None, pr=7, project=None, repo=None,
                             env={**env, "REVIEWBOT_FAIL_ON": "", "REVIEWBOT_MODE": ""}).settings
     assert settings.fail_on == "major" and settings.exclude == ("docs/*",)
     assert empty.fail_on == "major" and empty.mode == "incremental"

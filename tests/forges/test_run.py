@@ -10,10 +10,10 @@ from reviewbot.anchoring import split as split_anchorable
 from reviewbot.diff import ChangeSet, Side, parse
 from reviewbot.errors import ForgeError
 from reviewbot.findings import Finding, Severity
+from reviewbot.flow.posting import outdated, review_change_request
 from reviewbot.forges.base import ChangeRequest, PostedComment, PostOutcome
 from reviewbot.forges.local import LocalForge
 from reviewbot.forges.markers import SummaryMarker, decode
-from reviewbot.forges.run import outdated, review_change_request
 from reviewbot.result import ReviewResult, SkippedFile, Stats
 from tests.forges.gitlab_support import sha_marker
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 
 import pytest
 
-from reviewbot.config import Settings, resolve
 from reviewbot.errors import ReviewbotError, UsageError
+from reviewbot.flow.trust import Trust
 from reviewbot.webhook.jobs import Job, Outcome
 from reviewbot.webhook.runner import ForgeRunner, load_runner
 from reviewbot.webhook.worker import is_retryable
@@ -20,15 +21,15 @@ JOB = Job(1, "gitlab", "42", 7, "c" * 40, "https://gitlab.example.com", "d1", 0.
 def test_run_review_does_nothing_once_cancelled() -> None:
     cancel = threading.Event()
     cancel.set()
-    assert ForgeRunner(Settings())(JOB, cancel) == Outcome.cancelled()
+    assert ForgeRunner(Trust())(JOB, cancel) == Outcome.cancelled()
 
 
 def test_load_runner() -> None:
-    assert isinstance(load_runner(None, Settings()), ForgeRunner)
-    assert load_runner("tests.webhook.recording_runner:noop", Settings())(JOB, threading.Event()) == Outcome.done()
+    assert isinstance(load_runner(None, Trust()), ForgeRunner)
+    assert load_runner("tests.webhook.recording_runner:noop", Trust())(JOB, threading.Event()) == Outcome.done()
     for bad in ("nocolon", "no_such_module_xyz:run", "tests.webhook.recording_runner:missing", ":x"):
         with pytest.raises(UsageError):
-            load_runner(bad, Settings())
+            load_runner(bad, Trust())
 
 
 def test_run_review_with_nothing_reachable_raises_a_retryable_error(
@@ -40,7 +41,7 @@ def test_run_review_with_nothing_reachable_raises_a_retryable_error(
     monkeypatch.setenv("REVIEWBOT_GITLAB_TOKEN", "glpat-test-token-0001")
     job = Job(1, "gitlab", "42", 7, "c" * 40, f"http://127.0.0.1:{free_port()}", "d1", 0.0)
     with pytest.raises(ReviewbotError) as caught:
-        load_runner(None, resolve({}))(job, threading.Event())
+        load_runner(None, Trust.for_listener(os.environ))(job, threading.Event())
     assert is_retryable(caught.value)
     assert "glpat-test-token-0001" not in str(caught.value)
 
@@ -78,9 +79,7 @@ def test_a_review_that_fails_for_good_is_logged_and_said_on_the_merge_request(
     repo = Repo(tmp_path / "repo")
     base, head = scenario(repo)
     with FakeGitLab(repo, base=base, head=head, token=TOKEN) as gitlab:
-        review_settings = resolve({"gitlab_token": TOKEN, "base_url":
-                                   f"http://127.0.0.1:{free_port()}/v1"}, env={},
-                                  config_path="/dev/null")
+        review = Trust({"gitlab_token": TOKEN, "base_url": f"http://127.0.0.1:{free_port()}/v1"})
         listener = make_settings(tmp_path / "q.sqlite", max_attempts=2, retry_backoff_s=0.05,
                                  forge_urls=(gitlab.url,))
         body = json.dumps({"object_kind": "merge_request", "object_attributes": {
@@ -90,7 +89,7 @@ def test_a_review_that_fails_for_good_is_logged_and_said_on_the_merge_request(
         headers = {"X-Gitlab-Event": "Merge Request Hook", "X-Gitlab-Token": GITLAB_SECRET,
                    "Content-Type": "application/json"}
         with caplog.at_level(logging.INFO, logger="reviewbot.webhook"), \
-                ThreadServer(listener, ForgeRunner(review_settings)) as srv:
+                ThreadServer(listener, ForgeRunner(review)) as srv:
             assert httpx.post(f"{srv.url}/webhook/gitlab", content=body,
                               headers=headers).status_code == 202
             wait_for(lambda: srv.queue.counts()["failed"] == 1, timeout=60)

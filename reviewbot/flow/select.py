@@ -49,6 +49,11 @@ def target_of(
     return Target("github", repo, number)
 
 
+def in_ci(env: Mapping[str, str]) -> bool:
+    """In a GitLab or GitHub CI job, where the working tree is the change's own."""
+    return bool(env.get("GITLAB_CI") or env.get("GITHUB_ACTIONS"))
+
+
 def open_forge(target: Target, settings: Settings) -> Forge:
     """The adapter for `target`, with the few settings it needs."""
     if target.forge == "gitlab":

@@ -1,5 +1,5 @@
 """What a review knows besides the diff, for every source: a diff file, a git range, a merge or
-pull request. The head files and definitions come from reviewbot.headtree for all of them;
+pull request. The head files and definitions come from reviewbot.flow.headtree for all of them;
 the repository is untrusted in every mode, CI or not: every file is read through the safe
 reader (reviewbot.tree) or capped like it."""
 
@@ -9,10 +9,11 @@ import logging
 import os
 from dataclasses import replace
 
-from reviewbot import config, git
+from reviewbot import git
 from reviewbot.context import AGENTS_MD, Context, Intent
+from reviewbot.flow.headtree import HeadTree, Trees, at_revision
+from reviewbot.flow.select import in_ci
 from reviewbot.forges.base import ChangeRequest, Forge
-from reviewbot.headtree import HeadTree, Trees, at_revision
 from reviewbot.tree import GitTree, WorkingTree
 
 log = logging.getLogger(__name__)
@@ -29,7 +30,7 @@ def for_local(git_range: str | None, title: str | None, description: str | None)
     base = git.range_base(git_range) if git_range else None
     if base:
         agents = GitTree(base).read(AGENTS_MD)
-    elif config.in_ci(os.environ):
+    elif in_ci(os.environ):
         agents = None
     else:
         agents = WorkingTree().read(AGENTS_MD)
@@ -50,7 +51,7 @@ def right_side(git_range: str) -> str:
 
 def for_forge(forge: Forge, request: ChangeRequest, trees: Trees) -> Context:
     """A merge/pull request: its intent, the target branch's AGENTS.md (never the change's
-    own), and the repository at its head (reviewbot.headtree: the local clone, else the
+    own), and the repository at its head (reviewbot.flow.headtree: the local clone, else the
     forge's archive)."""
     context = Context(request.intent, forge.target_file(AGENTS_MD) or "")
     return with_tree(context, trees.at(forge, request.head_sha))

@@ -13,10 +13,12 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Protocol, runtime_checkable
 
-from reviewbot import anchoring, gathering
+from reviewbot import anchoring
 from reviewbot.diff import ChangeSet, Side
 from reviewbot.errors import ForgeError
 from reviewbot.findings import Finding, merge, topic, with_fingerprints
+from reviewbot.flow import gathering
+from reviewbot.flow.headtree import Trees
 from reviewbot.forges.base import (
     ChangeRequest,
     Forge,
@@ -27,7 +29,6 @@ from reviewbot.forges.base import (
 )
 from reviewbot.forges.markers import SummaryMarker, summary_marker
 from reviewbot.forges.summary import MAX_BODY, SummaryInput, carried, render_summary, unpack
-from reviewbot.headtree import Trees
 from reviewbot.result import DISMISSED, Reviewer, ReviewResult, Stats, exit_code, unreviewed_error
 
 log = logging.getLogger(__name__)

@@ -1,7 +1,7 @@
 """One service for a merge/pull request: fetch, gather context, review, post.
 
 Every entry point (`review --mr/--pr`, a CI job, the listener's jobs) sends it a typed order;
-none of them builds another's flags. The flow itself is `reviewbot.forges.run`.
+none of them builds another's flags. The flow itself is `reviewbot.flow.posting`.
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ from reviewbot.conversation.respond import Response, Threads, respond, votes
 from reviewbot.diff import ChangeSet
 from reviewbot.engine.passes import Passes
 from reviewbot.errors import UsageError
+from reviewbot.flow.headtree import Trees
+from reviewbot.flow.posting import ForgeRun, review_change_request
+from reviewbot.flow.select import open_forge
 from reviewbot.forges.base import ChangeRequest, Forge, PostedComment, Target
-from reviewbot.forges.run import ForgeRun, review_change_request
-from reviewbot.forges.select import open_forge
 from reviewbot.forges.summary import failed_summary
-from reviewbot.headtree import Trees
 from reviewbot.result import Reviewer, ReviewResult, exit_code
 from reviewbot.rules import Rule, applicable
 
