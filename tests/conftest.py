@@ -28,10 +28,12 @@ from reviewbot.errors import LaunchError, UsageError
 from reviewbot.server import realmodel
 from reviewbot.server.process.launcher import LaunchSpec, VllmProcess, find_vllm_python, free_port
 from reviewbot.server.tinymodel import SERVE_ARGS, SERVE_ENV, build_tiny_model
+from tests.cleanup import after_exit
 
 # the head trees that forge reviews download (reviewbot.flow.headtree) go to a temporary cache, in
 # this process and in the reviewbot processes the tests start, never the user's ~/.cache
 os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="reviewbot-test-cache-")
+after_exit([Path(os.environ["XDG_CACHE_HOME"])])  # removed when this process ends, however
 
 TINY_MODEL_NAME = "tiny"
 TINY_MAX_MODEL_LEN = 65536
@@ -54,6 +56,12 @@ def vllm_python() -> str:
         return find_vllm_python()
     except UsageError as exc:
         pytest.fail(f"the real-vLLM tests need vLLM: {exc}", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def vllm_interpreter() -> str:
+    """The vLLM interpreter: a test that takes it is marked `vllm` (pytest_collection_modifyitems)."""
+    return vllm_python()
 
 
 @pytest.fixture(scope="session")
@@ -127,10 +135,11 @@ def real_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark every test that uses `vllm_server` as `vllm` and every one that uses
+    """Mark every test that uses `vllm_server` or `vllm_interpreter` (also through another
+    fixture) as `vllm` and every one that uses
     `real_server` as `realmodel`, so `-m "not vllm"` and `-m "not realmodel"` are reliable."""
     for item in items:
-        if "vllm_server" in getattr(item, "fixturenames", ()):
+        if {"vllm_server", "vllm_interpreter"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.vllm)
         if "real_server" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.realmodel)

@@ -10,6 +10,7 @@ import subprocess
 import tempfile
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -17,11 +18,37 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from tests.cleanup import after_exit
+
 ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = str(ROOT / "scripts/postgres.sh")
 
 
 def with_database(url: str, name: str) -> str:
     return urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
+
+
+@contextmanager
+def private_postgres() -> Iterator[tuple[str, Path, str]]:
+    """A PostgreSQL server of this test process: (admin URL, its folder, its port), stopped and
+    removed afterwards, also when pytest is killed (tests.cleanup)."""
+    from tests.webhook.webhook_support import free_port
+
+    # not under pytest's 0700 temp root: as root, the server runs as the `postgres` user
+    where = Path(tempfile.mkdtemp(prefix="reviewbot-test-pg-"))
+    watcher = after_exit([where], [SCRIPT, "stop", str(where)])
+    started = subprocess.run([SCRIPT, "start", str(where), str(free_port())],
+                             capture_output=True, text=True)
+    try:
+        if started.returncode == 2 and "no PostgreSQL server installed" in started.stderr:
+            pytest.skip("no PostgreSQL server is installed here (apt-get install postgresql)")
+        assert started.returncode == 0, started.stderr[-2000:]
+        url = started.stdout.strip()
+        yield url, where, url.rsplit(":", 1)[1].split("/")[0]
+    finally:
+        subprocess.run([SCRIPT, "stop", str(where)], capture_output=True, check=False)
+        shutil.rmtree(where, ignore_errors=True)
+        watcher.done()
 
 
 @pytest.fixture(scope="session")
@@ -30,20 +57,8 @@ def postgres_admin_url() -> Iterator[str]:
     if given:
         yield given
         return
-    from tests.webhook.webhook_support import free_port
-
-    # not under pytest's 0700 temp root: as root, the server runs as the `postgres` user
-    where = Path(tempfile.mkdtemp(prefix="reviewbot-test-pg-"))
-    started = subprocess.run([str(ROOT / "scripts/postgres.sh"), "start", str(where),
-                              str(free_port())], capture_output=True, text=True)
-    if started.returncode == 2 and "no PostgreSQL server installed" in started.stderr:
-        pytest.skip("no PostgreSQL server is installed here (apt-get install postgresql)")
-    assert started.returncode == 0, started.stderr[-2000:]
-    try:
-        yield started.stdout.strip()
-    finally:
-        subprocess.run([str(ROOT / "scripts/postgres.sh"), "stop", str(where)], check=False)
-        shutil.rmtree(where, ignore_errors=True)
+    with private_postgres() as (url, _, _):
+        yield url
 
 
 @pytest.fixture

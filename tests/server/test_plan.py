@@ -15,7 +15,6 @@ from reviewbot.server.plan.model import load_model
 from reviewbot.server.plan.planner import PlanRefused, plan
 from reviewbot.server.render.vllm_flags import check_argvs
 from reviewbot.server.tinymodel import build_tiny_model
-from tests.conftest import vllm_python  # the venv REVIEWBOT_VLLM_PYTHON names, or a failure
 
 MIB, GIB = 2**20, 2**30
 
@@ -240,8 +239,8 @@ def _all_argvs() -> list[list[str]]:
     return argvs
 
 
-def test_every_flag_exists_in_installed_vllm() -> None:
-    VLLM_PYTHON = vllm_python()
+def test_every_flag_exists_in_installed_vllm(vllm_interpreter: str) -> None:
+    VLLM_PYTHON = vllm_interpreter
     argvs = _all_argvs()
     flags = {a for argv in argvs for a in argv if a.startswith("--")}
     assert {"--hf-overrides", "--enable-expert-parallel", "--disable-custom-all-reduce",
@@ -252,8 +251,8 @@ def test_every_flag_exists_in_installed_vllm() -> None:
     assert "qwen3" in result["reasoning_parsers"]
 
 
-def test_flag_probe_rejects_unknown_flags_and_parsers() -> None:
-    VLLM_PYTHON = vllm_python()
+def test_flag_probe_rejects_unknown_flags_and_parsers(vllm_interpreter: str) -> None:
+    VLLM_PYTHON = vllm_interpreter
     result = check_argvs(VLLM_PYTHON, [
         ["vllm", "serve", "m", "--rope-scaling", "{}"],  # removed from vLLM
         ["vllm", "serve", "m", "--enable-auto-tool-choice", "--tool-call-parser", "nope"],
@@ -261,9 +260,10 @@ def test_flag_probe_rejects_unknown_flags_and_parsers() -> None:
     assert len(result["errors"]) == 2, result["errors"]
 
 
-def test_yarn_override_is_what_makes_vllm_accept_the_context(tmp_path: Path) -> None:
+def test_yarn_override_is_what_makes_vllm_accept_the_context(tmp_path: Path,
+                                                            vllm_interpreter: str) -> None:
     """Real model config through vLLM's own ModelConfig: native 16K, planned 32K."""
-    VLLM_PYTHON = vllm_python()
+    VLLM_PYTHON = vllm_interpreter
     model_dir = build_tiny_model(tmp_path / "tiny")
     config = json.loads((model_dir / "config.json").read_text())
     config["max_position_embeddings"] = 16384

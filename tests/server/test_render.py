@@ -425,11 +425,11 @@ ORIGIN_DEPLOYMENTS = {  # the four setups the product was made for
 }
 
 
-def test_origin_deployments_plan_render_and_validate(tmp_path: Path) -> None:
+def test_origin_deployments_plan_render_and_validate(tmp_path: Path,
+                                                    vllm_interpreter: str) -> None:
     """Each plans; its nginx passes `nginx -t`, its HAProxy `haproxy -c`, and every argv
     vLLM's own parser."""
     from reviewbot.server.render.vllm_flags import check_argvs
-    from tests.conftest import vllm_python
 
     argvs = []
     for n, (name, (gpus, model, quant, tp, nodes)) in enumerate(ORIGIN_DEPLOYMENTS.items()):
@@ -456,5 +456,5 @@ def test_origin_deployments_plan_render_and_validate(tmp_path: Path) -> None:
         check = subprocess.run([binary("haproxy"), "-c", "-f", str(cfg)], capture_output=True,
                                text=True, check=False)
         assert check.returncode == 0, (name, check.stdout + check.stderr)
-    result = check_argvs(vllm_python(), argvs)
+    result = check_argvs(vllm_interpreter, argvs)
     assert result["errors"] == [], result["errors"]

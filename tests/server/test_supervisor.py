@@ -23,7 +23,6 @@ import pytest
 from reviewbot.server.process.launcher import free_port, group_members
 from reviewbot.server.supervise.canary import parse_load
 from reviewbot.server.tinymodel import SERVE_ARGS, SERVE_ENV
-from tests.conftest import vllm_python
 
 FAKE = Path(__file__).parents[1] / "fake_vllm.py"
 SAMPLE_DIFF = Path(__file__).parents[2] / "reviewbot" / "data" / "sample.diff"
@@ -291,11 +290,12 @@ def test_several_gpu_instances_behind_nginx(tmp_path: Path) -> None:
 
 # -- the real vLLM CPU build --------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def real_up(tmp_path_factory: pytest.TempPathFactory, tiny_model_dir: Path) -> Iterator[Up]:
+def real_up(tmp_path_factory: pytest.TempPathFactory, tiny_model_dir: Path,
+            vllm_interpreter: str) -> Iterator[Up]:
     state = tmp_path_factory.mktemp("supervisor")
     # Served like the shared fixture (SERVE_ENV/SERVE_ARGS), so the bot's calls finish.
     up = Up(["--gpus", "cpu", "--model", str(tiny_model_dir), "--served-model-name", "tiny",
-             "--vllm-python", vllm_python(), "--canary-interval", "2", "--canary-timeout",
+             "--vllm-python", vllm_interpreter, "--canary-interval", "2", "--canary-timeout",
              "10", "--canary-failures", "2", "--backoff-initial", "1", "--stop-grace", "10",
              "--warm-up-tokens", "64,512", "--", *SERVE_ARGS], state, env=dict(SERVE_ENV))
     yield up

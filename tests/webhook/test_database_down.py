@@ -5,9 +5,7 @@ the same process takes events again."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
-import tempfile
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -16,25 +14,14 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.webhook.webhook_support import ADMIN_TOKEN, free_port, gitlab_event, webhook_process
-
-SCRIPT = str(Path(__file__).parents[2] / "scripts" / "postgres.sh")
+from tests.postgres_support import SCRIPT, private_postgres
+from tests.webhook.webhook_support import ADMIN_TOKEN, gitlab_event, webhook_process
 
 
 @pytest.fixture(name="private_postgres")
 def private_postgres_fixture() -> Iterator[tuple[str, Path, str]]:
-    where = Path(tempfile.mkdtemp(prefix="rb-pg-down-"))
-    started = subprocess.run([SCRIPT, "start", str(where), str(free_port())],
-                             capture_output=True, text=True)
-    if started.returncode == 2 and "no PostgreSQL server installed" in started.stderr:
-        pytest.skip("no PostgreSQL server is installed here")
-    assert started.returncode == 0, started.stderr
-    url = started.stdout.strip()
-    try:
-        yield url, where, url.rsplit(":", 1)[1].split("/")[0]
-    finally:
-        subprocess.run([SCRIPT, "stop", str(where)], capture_output=True)
-        shutil.rmtree(where, ignore_errors=True)
+    with private_postgres() as server:
+        yield server
 
 
 def _deliver(url: str) -> tuple[int, float]:

@@ -4,10 +4,8 @@ at once."""
 
 from __future__ import annotations
 
-import shutil
 import sqlite3
 import subprocess
-import tempfile
 import threading
 import time
 from collections import Counter
@@ -23,7 +21,7 @@ from reviewbot.db.schema import MIGRATIONS, migrate, version
 from reviewbot.errors import UsageError
 from reviewbot.webhook.jobs import QueuedRequest
 from reviewbot.webhook.queue import JobQueue
-from tests.webhook.webhook_support import free_port
+from tests.postgres_support import SCRIPT, private_postgres
 
 ROOT = Path(__file__).resolve().parents[2]
 FAR = 4e9  # a `now` after every lease (the year 2096)
@@ -300,21 +298,14 @@ def test_a_database_restart_loses_nothing_committed_and_the_queue_reconnects(tmp
     """A private server, stopped and started under an open queue: while it is down an enqueue
     fails as one redacted line (the listener answers 503: the forge redelivers); once it is back
     the same queue reconnects by itself, and nothing committed is lost."""
-    script, where = str(ROOT / "scripts/postgres.sh"), Path(tempfile.mkdtemp(prefix="rb-pg-"))
-    started = subprocess.run([script, "start", str(where), str(free_port())],
-                             capture_output=True, text=True)
-    if started.returncode == 2 and "no PostgreSQL server installed" in started.stderr:
-        pytest.skip("no PostgreSQL server is installed here")
-    assert started.returncode == 0, started.stderr
-    url, port = started.stdout.strip(), started.stdout.strip().rsplit(":", 1)[1].split("/")[0]
-    try:
+    with private_postgres() as (url, where, port):
         q = JobQueue.open(url)
         q.enqueue(_req(delivery="before"))
-        subprocess.run([script, "stop", str(where)], check=True)
+        subprocess.run([SCRIPT, "stop", str(where)], check=True)
         with pytest.raises(DatabaseError) as down:
             q.enqueue(_req(number=2, delivery="during"))
         assert (urlsplit(url).password or "?") not in str(down.value)
-        subprocess.run([script, "start", str(where), port], check=True, capture_output=True)
+        subprocess.run([SCRIPT, "start", str(where), port], check=True, capture_output=True)
         deadline = time.monotonic() + 60  # the pool reconnects with backoff; the forge redelivers
         while True:
             try:
@@ -325,6 +316,3 @@ def test_a_database_restart_loses_nothing_committed_and_the_queue_reconnects(tmp
                 time.sleep(0.5)
         assert sorted(r.job.delivery_id for r in q.list()) == ["after", "before"]
         q.close()
-    finally:
-        subprocess.run([script, "stop", str(where)], capture_output=True)
-        shutil.rmtree(where, ignore_errors=True)
