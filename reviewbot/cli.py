@@ -10,13 +10,8 @@ import sys
 
 import click
 
-from reviewbot.errors import (
-    EXIT_INCOMPLETE,
-    EXIT_USAGE,
-    ReviewbotError,
-    redact,
-    redacting_warnings,
-)
+from reviewbot.errors import EXIT_INCOMPLETE, EXIT_USAGE, ReviewbotError
+from reviewbot.redact import redact, redacting_warnings
 
 
 class LazyGroup(click.Group):

@@ -1,7 +1,7 @@
-"""Settings, resolved once at the edge: flag > environment > .reviewbot.toml > default.
+"""Settings: one frozen value, merged from flags > environment > .reviewbot.toml > defaults.
 
-This is the only module that reads the environment for the review path. Every key is listed
-in `docs/configuration.md`; unknown keys and wrong types are usage errors (exit 2).
+Which file a review trusts is decided in `reviewbot/flow/trust.py`. Every key is listed in
+`docs/configuration.md`; unknown keys and wrong types are usage errors (exit 2).
 """
 
 from __future__ import annotations
@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from reviewbot.errors import UsageError, redact, register_secret, register_url
+from reviewbot.errors import UsageError
 from reviewbot.findings import CATEGORIES
+from reviewbot.redact import redact, register_secret, register_url
 from reviewbot.rules import Rule
 from reviewbot.rules import parse as parse_rules
 from reviewbot.secrets import require_token_shape

@@ -1,105 +1,41 @@
 """Every error a user can see, with the exit code it maps to.
 
-    ReviewbotError (exit 2 unless stated)
+    ReviewbotError (exit 2)
     ├── UsageError           bad flag, config key or value
+    ├── ContextTooSmall      the prompt's fixed part leaves no room for a diff
     ├── DiffError            not a diff, empty diff, unreadable input
+    ├── ChangeTooLarge       a change beyond max_diff_mb, refused before any request
     ├── BackendError         (exit 3) the model server cannot be used
     │   ├── BackendUnreachable
     │   ├── ModelNotServed   (exit 2) names the models that are served
-    │   └── LaunchError      vLLM did not start or stay up; carries the last log lines
+    │   ├── LaunchError      vLLM did not start or stay up; carries the last log lines
     │   └── ManifestError    the model directory does not match its SHA256SUMS
     ├── ForgeError           (exit 3) GitLab/GitHub refused or failed; carries status and body
     ├── IncompleteReview     (exit 3) a review ran but did not cover everything
     ├── MalformedPayload     (400 in the listener) a webhook body without the fields it needs
     └── PlanRefused          (exit 1) no deployment fits; carries the nearest one that does
 
+A class without an exit code of its own has its parent's (tests/test_errors.py holds this
+tree to the classes).
+
 Signals between modules, caught before they reach anyone (their messages are safe to show):
     ContextTooLong, RequestFailed, BadAnswer   the model client → the engine
     Refused, Unavailable                       GitLab's write policy → the GitLab poster
 
-Messages are one line and never contain secrets: `redact()` scrubs known tokens and the
-userinfo of URLs. Anything else that escapes reaches the CLI edge as one line, exit 3.
+Messages are one line and never contain secrets: `reviewbot.redact` scrubs known tokens and
+the userinfo of URLs. Anything else that escapes reaches the CLI edge as one line, exit 3.
 """
 
 from __future__ import annotations
 
-import logging
-import re
 from typing import Any
+
+from reviewbot.redact import redact
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1
 EXIT_USAGE = 2
 EXIT_INCOMPLETE = 3
-
-_SECRETS: set[str] = set()
-
-
-def register_secret(value: str | None) -> None:
-    """Remember a secret so that nothing the bot writes ever shows it: error messages, log
-    lines, warnings, and model text (a model can be steered into echoing one)."""
-    if value and len(value) >= 4:
-        _SECRETS.add(value)
-
-
-def register_url(url: str | None) -> None:
-    """The secrets a URL carries: its password and its query-string values."""
-    if not url:
-        return
-    from urllib.parse import parse_qsl, urlsplit
-
-    try:
-        parts = urlsplit(url)
-        register_secret(parts.password)
-        for _, value in parse_qsl(parts.query):
-            register_secret(value)
-    except ValueError:
-        return
-
-
-# userinfo in a URL (scheme://user:password@host): a password written into base_url
-_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]*@")
-# a credential in a query string (?key=…, &access_token=…), whoever wrote the URL
-_QUERY_SECRET = re.compile(
-    r"(?i)([?&;](?:[\w.-]*(?:key|token|secret|password|passwd|pwd|sig|signature|auth|credential)"
-    r"[\w.-]*)=)[^&#\s]+")
-
-
-def redact(text: str) -> str:
-    # longest first: a secret that contains another is removed whole
-    for secret in sorted(_SECRETS, key=len, reverse=True):
-        text = text.replace(secret, "***")
-    return _QUERY_SECRET.sub(r"\1***", _USERINFO.sub(r"\1***@", text))
-
-
-def redacting_warnings() -> None:
-    """Warnings that libraries print (python-gitlab's "base URL differs" names the URL as
-    given, password included) go through `redact` before they reach stderr."""
-    import warnings
-
-    shown = warnings.showwarning
-    if getattr(shown, "redacts", False):
-        return
-
-    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
-             file: Any = None, line: str | None = None) -> None:
-        shown(redact(str(message)), category, filename, lineno, file, line)
-
-    show.redacts = True  # type: ignore[attr-defined]
-    warnings.showwarning = show
-
-
-class RedactingFilter(logging.Filter):
-    """A log handler filter: the formatted message, tokens and URL passwords scrubbed (httpx
-    logs every request URL at INFO, userinfo included)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        cleaned = redact(message)
-        if cleaned != message:
-            record.msg, record.args = cleaned, None
-        return True
-
 
 class ReviewbotError(Exception):
     exit_code = EXIT_USAGE

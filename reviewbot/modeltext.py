@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from reviewbot.errors import redact
+from reviewbot.redact import redact
 
 # C0 (but tab and newline), DEL, C1, bidi embeddings/overrides/isolates, marks, zero-width
 # characters and the BOM: invisible text that can hide what a comment really says

@@ -22,7 +22,8 @@ from reviewbot.db.base import (
     in_clause,
     sqlite_path,
 )
-from reviewbot.errors import UsageError, register_url
+from reviewbot.errors import UsageError
+from reviewbot.redact import register_url
 
 __all__ = ["Cursor", "Database", "DatabaseError", "Dialect", "Tx", "display", "in_clause",
            "open_database", "sqlite_path"]

@@ -22,9 +22,9 @@ from reviewbot.errors import (
     ContextTooLong,
     ModelNotServed,
     RequestFailed,
-    redact,
 )
 from reviewbot.headers import AFFINITY_HEADER
+from reviewbot.redact import redact
 
 _CONTEXT_MARKERS = ("context length", "maximum context", "too long", "max_model_len",
                     "maximum model length", "is longer than")

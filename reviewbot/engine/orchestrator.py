@@ -27,8 +27,9 @@ from reviewbot.engine.progress import ChunkProgress, NoProgress
 from reviewbot.engine.requests import Requests
 from reviewbot.engine.tokens import DegradingCounter, TokenCounter
 from reviewbot.engine.units import split_pairs
-from reviewbot.errors import ContextTooLong, redact
+from reviewbot.errors import ContextTooLong
 from reviewbot.findings import Finding, Severity, merge, with_fingerprints
+from reviewbot.redact import redact
 from reviewbot.result import ReviewResult, Stats, unreviewed_error
 
 MAX_RESPLITS = 6

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from reviewbot.errors import RedactingFilter
+from reviewbot.redact import RedactingFilter
 from reviewbot.webhook.settings import resolve_settings
 
 

@@ -24,7 +24,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reviewbot.errors import UsageError, register_secret, register_url
+from reviewbot.errors import UsageError
+from reviewbot.redact import register_secret, register_url
 from reviewbot.secrets import refuse_password_in_argv, require_strong
 
 MIB = 1024 * 1024

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from functools import partial
 
 from reviewbot.db import DatabaseError
-from reviewbot.errors import BackendError, ForgeError, IncompleteReview, ReviewbotError, redact
+from reviewbot.errors import BackendError, ForgeError, IncompleteReview, ReviewbotError
+from reviewbot.redact import redact
 from reviewbot.webhook.jobs import FailureReporter, Job, Outcome, ReviewRunner
 from reviewbot.webhook.metrics import Metrics
 from reviewbot.webhook.queue import JobQueue

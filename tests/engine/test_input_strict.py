@@ -98,7 +98,7 @@ def test_a_file_name_cannot_close_the_diff_frame_or_forge_rows() -> None:
 
 
 def test_redact_scrubs_query_string_credentials_and_url_passwords() -> None:
-    from reviewbot.errors import redact, register_url
+    from reviewbot.redact import redact, register_url
 
     register_url("http://vllm:8000/v1?key=QSECRET-1234&x=1")
     assert redact("GET http://vllm:8000/v1/models?api_key=abc123&page=2") \

@@ -116,7 +116,7 @@ def test_python_gitlabs_url_warning_is_scrubbed() -> None:
     password = "url-PASSWORD-4242"
     script = (
         "import gitlab\n"
-        "from reviewbot.errors import redacting_warnings, register_url\n"
+        "from reviewbot.redact import redacting_warnings, register_url\n"
         f"url = 'http://bot:{password}@127.0.0.1:9'\n"
         "register_url(url)\n"
         "redacting_warnings()\n"

@@ -49,7 +49,7 @@ def test_run_review_with_nothing_reachable_raises_a_retryable_error(
 def test_log_lines_never_carry_url_passwords_or_tokens(caplog: pytest.LogCaptureFixture) -> None:
     import logging
 
-    from reviewbot.errors import RedactingFilter, register_secret
+    from reviewbot.redact import RedactingFilter, register_secret
 
     register_secret("glpat-log-token-0002")
     handler = logging.StreamHandler()

@@ -8,8 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reviewbot.errors import UsageError, redact
+from reviewbot.errors import UsageError
 from reviewbot.forges.markers import ReplyMarker
+from reviewbot.redact import redact
 from reviewbot.webhook.auth import bearer_ok, github_signature, github_signature_ok, gitlab_token_ok
 from reviewbot.webhook.events import (
     Accepted,

@@ -19,8 +19,9 @@ from github import Auth, Github, GithubException, GithubRetry
 from requests import RequestException
 
 from reviewbot.archive import copy_bounded
-from reviewbot.errors import ForgeError, UsageError, register_secret
+from reviewbot.errors import ForgeError, UsageError
 from reviewbot.forges.base import ForgeSettings, unreadable_change
+from reviewbot.redact import register_secret
 
 PUBLIC_API = "https://api.github.com"
 

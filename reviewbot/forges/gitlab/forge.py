@@ -13,7 +13,7 @@ from gitlab.exceptions import GitlabError
 
 from reviewbot.archive import ArchiveTooLarge, copy_bounded
 from reviewbot.diff import ChangeSet, FileDiff, parse
-from reviewbot.errors import DiffError, ForgeError, Refused, Unavailable, redact
+from reviewbot.errors import DiffError, ForgeError, Refused, Unavailable
 from reviewbot.findings import Finding
 from reviewbot.forges.base import (
     ChangeRequest,
@@ -27,6 +27,7 @@ from reviewbot.forges.gitlab.api import HINTS, call, client, forge_error
 from reviewbot.forges.gitlab.position import note_payload
 from reviewbot.forges.gitlab.post import Poster, WritePolicy, resolve_threads
 from reviewbot.forges.markers import finding_marker, reply_marker, summary_marker
+from reviewbot.redact import redact
 from reviewbot.result import SkippedFile
 from reviewbot.tree import MAX_FILE_BYTES
 

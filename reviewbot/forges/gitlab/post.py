@@ -20,11 +20,12 @@ from typing import Any
 import requests
 from gitlab.exceptions import GitlabError
 
-from reviewbot.errors import ForgeError, Refused, Unavailable, redact
+from reviewbot.errors import ForgeError, Refused, Unavailable
 from reviewbot.findings import Finding
 from reviewbot.forges.base import ChangeRequest, PostedComment, PostOutcome
 from reviewbot.forges.gitlab.position import note_payload
 from reviewbot.forges.markers import finding_marker
+from reviewbot.redact import redact
 
 log = logging.getLogger(__name__)
 

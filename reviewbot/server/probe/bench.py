@@ -18,7 +18,8 @@ import httpx
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from reviewbot.errors import BackendUnreachable, UsageError, redact, register_secret
+from reviewbot.errors import BackendUnreachable, UsageError
+from reviewbot.redact import redact, register_secret
 from reviewbot.server.probe.bench_load import LoadConfig, Phase, PhaseStats, run_load
 from reviewbot.server.probe.check import TOOL, split_url
 

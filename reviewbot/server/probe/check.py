@@ -25,7 +25,8 @@ from openai.types.chat import (
 )
 
 from reviewbot.deadline import bounded_client
-from reviewbot.errors import UsageError, redact, register_secret
+from reviewbot.errors import UsageError
+from reviewbot.redact import redact, register_secret
 
 DEFAULT_CONTEXT = 65_536
 TOOL: ChatCompletionFunctionToolParam = {

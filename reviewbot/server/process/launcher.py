@@ -30,7 +30,8 @@ from typing import Self
 import httpx
 
 from reviewbot.deadline import bounded_client
-from reviewbot.errors import LaunchError, UsageError, redact, register_secret
+from reviewbot.errors import LaunchError, UsageError
+from reviewbot.redact import redact, register_secret
 from reviewbot.server.serve_config import ServeConfig
 
 VLLM_PYTHON_ENV = "REVIEWBOT_VLLM_PYTHON"
