@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from reviewbot.context import Context
 from reviewbot.diff import ChangeSet
@@ -201,3 +202,13 @@ def exit_code(complete: bool, worst: Severity | None, fail_on: str) -> int:
     if fail_on != "never" and worst is not None and worst >= Severity.parse(fail_on):
         return EXIT_FINDINGS
     return EXIT_OK
+
+
+class RunMode(StrEnum):
+    """What a run did: reviewed in full or since the last reviewed head, or not at all."""
+
+    FULL = "full"
+    INCREMENTAL = "incremental"  # the commits since the last reviewed head
+    UP_TO_DATE = "up-to-date"  # nothing new since the last reviewed head
+    SUPERSEDED = "superseded"  # a newer push arrived: nothing posted
+    PAUSED = "paused"  # a member paused reviews of this MR/PR

@@ -11,12 +11,12 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from enum import StrEnum
 
 from reviewbot.config import Settings
 from reviewbot.conversation.learnings import Outcome
 from reviewbot.conversation.notes import HELP, Note, Thread, addressed
-from reviewbot.diff import ChangeSet
+from reviewbot.conversation.threads import Threads
 from reviewbot.engine.passes import Passes
 from reviewbot.engine.requests import Anchor
 from reviewbot.errors import IncompleteReview
@@ -57,41 +57,29 @@ def _uncounted(thread: Thread, outcome: Outcome) -> None:
     return None
 
 
-class Threads(Protocol):
-    """What answering needs from a forge (forges/gitlab/threads.py)."""
+class Action(StrEnum):
+    """What answering a note did."""
 
-    def me(self) -> tuple[int, str]: ...  # the bot's user id and login
-
-    def find(self, note_id: int) -> tuple[Note, Thread]: ...
-
-    def access_level(self, user_id: int) -> int: ...  # GitLab's levels: 30 is Developer
-
-    def head_sha(self) -> str: ...
-
-    def change_author(self) -> int: ...  # the user id of the merge request's author
-
-    def file_at(self, path: str, ref: str) -> str | None: ...
-
-    def reply(self, thread: Thread, body: str) -> None: ...
-
-    def resolve(self, thread: Thread) -> None: ...
-
-    def acknowledge(self, note: Note) -> None: ...
-
-    def reactions(self, note: Note) -> list[tuple[int, str, str]]: ...  # (user, login, "-1"…)
-
-    def changes(self) -> ChangeSet: ...  # the change's diff, for a question about it
-
-    def set_paused(self, paused: bool) -> None: ...
-
-    def publish(self) -> int: ...  # post the findings waiting for approval: how many
+    NOT_ADDRESSED = "not-addressed"
+    NOT_A_MEMBER = "not-a-member"
+    ANSWERED_BEFORE = "answered-before"
+    HELP = "help"
+    AUTHOR_REFUSED = "author-refused"
+    IGNORED = "ignored"
+    PAUSE = "pause"
+    RESUME = "resume"
+    PUBLISHED = "published"
+    REVIEWED = "reviewed"
+    ANSWERED = "answered"
+    LIMIT = "limit"
+    DISMISSED = "dismissed"
+    DISMISSED_BEFORE = "dismissed-before"
+    VOTED = "voted"
 
 
 @dataclass(frozen=True)
 class Response:
-    action: str  # not-addressed | not-a-member | answered-before | help | ignored | reviewed |
-    #              answered | limit | author-refused | dismissed | dismissed-before | voted
-    #              | published
+    action: Action
     detail: str = ""
 
 
@@ -108,20 +96,20 @@ def respond(threads: Threads, note_id: int, settings: Settings, passes: Callable
         return _voted(threads, thread, settings, me_id, learn, tally)  # reactions on it
     asked = addressed(note, me_id, login, thread)
     if asked is None:
-        return Response("not-addressed")
+        return Response(Action.NOT_ADDRESSED)
     if threads.access_level(note.author_id) < settings.command_min_access:
-        return Response("not-a-member", note.author)  # counted, never answered
+        return Response(Action.NOT_A_MEMBER, note.author)  # counted, never answered
     if any(n.author_id == me_id and _answers(n) == note.id for n in thread.notes):
-        return Response("answered-before")  # a redelivered event: the answer is there
+        return Response(Action.ANSWERED_BEFORE)  # a redelivered event: the answer is there
     threads.acknowledge(note)
     mark = "\n\n" + ReplyMarker(note.id).render()
     if asked.kind == "help":
         threads.reply(thread, HELP + mark)
-        return Response("help")
+        return Response(Action.HELP)
     by_author = note.author_id == threads.change_author()
     if asked.kind in ("pause", "ignore") and by_author and not settings.author_commands:
         threads.reply(thread, AUTHOR_ONLY.format(kind=asked.kind) + mark)
-        return Response("author-refused", note.author)
+        return Response(Action.AUTHOR_REFUSED, note.author)
     if asked.kind == "ignore":  # the reply last: it marks the note answered (kill -9 safe)
         learn(thread, note, *_dismissed(thread))
         tally(thread, Outcome.DISMISSED)
@@ -129,22 +117,22 @@ def respond(threads: Threads, note_id: int, settings: Settings, passes: Callable
         threads.reply(thread, "Withdrawn at a member's request: I will not raise this finding "
                       "again on this merge request.\n\n"
                       + ReplyMarker(note.id, dismissed=True).render())
-        return Response("ignored", thread.fingerprint or "")
+        return Response(Action.IGNORED, thread.fingerprint or "")
     if asked.kind in ("pause", "resume"):
         threads.set_paused(asked.kind == "pause")
         threads.reply(thread, ("Paused: I will not review this merge request on new pushes "
                                "until a member says `resume`." if asked.kind == "pause" else
                                "Resumed: I will review new pushes again.") + mark)
-        return Response(asked.kind)
+        return Response(Action(asked.kind))
     if asked.kind == "publish":
         count = threads.publish()
         threads.reply(thread, (f"Published the {count} finding(s) that waited for approval."
                                if count else "Nothing waits to be published.") + mark)
-        return Response("published", str(count))
+        return Response(Action.PUBLISHED, str(count))
     if asked.kind == "review":
         outcome = review()
         threads.reply(thread, f"Reviewed the current head in full: {outcome}" + mark)
-        return Response("reviewed", outcome)
+        return Response(Action.REVIEWED, outcome)
     if thread.fingerprint is None:  # a question outside its threads: about the whole change
         return _general(threads, note, asked.text, settings, passes(), mark, thread)
     if by_author:  # the author may argue; their words never become a rule
@@ -159,7 +147,7 @@ def votes(threads: Threads, note_id: int, settings: Settings, learn: Learn = _no
     me_id, _ = threads.me()
     note, thread = threads.find(note_id)
     if not _own_finding(note, thread, me_id):
-        return Response("not-addressed")
+        return Response(Action.NOT_ADDRESSED)
     return _voted(threads, thread, settings, me_id, learn, tally)
 
 
@@ -174,11 +162,11 @@ def _voted(threads: Threads, thread: Thread, settings: Settings, me_id: int,
     is counted, never a rule. Done once: the dismissal's reply carries its marker."""
     finding = thread.notes[0]
     if any(n.author_id == me_id and _dismisses(n) for n in thread.notes[1:]):
-        return Response("dismissed-before")
+        return Response(Action.DISMISSED_BEFORE)
     thumbs = [(user, who, name) for user, who, name in threads.reactions(finding)
               if name in ("+1", "-1") and user != me_id]
     if not thumbs:
-        return Response("not-addressed")  # its own note, and nobody voted on it
+        return Response(Action.NOT_ADDRESSED)  # its own note, and nobody voted on it
     author, ups = threads.change_author(), 0
     for user, who, name in thumbs:
         if threads.access_level(user) < settings.command_min_access:
@@ -195,10 +183,10 @@ def _voted(threads: Threads, thread: Thread, settings: Settings, me_id: int,
             threads.reply(thread, f"Dismissed after a 👎 from {inline(who)}: I will not raise "
                           "this finding again on this merge request.\n\n"
                           + ReplyMarker(finding.id, dismissed=True).render())
-            return Response("dismissed", thread.fingerprint or "")
+            return Response(Action.DISMISSED, thread.fingerprint or "")
     if ups:
         tally(thread, Outcome.ACCEPTED)
-    return Response("voted", f"{ups} 👍")
+    return Response(Action.VOTED, f"{ups} 👍")
 
 
 def _dismisses(note: Note) -> bool:
@@ -213,7 +201,7 @@ def _general(threads: Threads, note: Note, question: str, settings: Settings, pa
     if answer is None:  # retried by the job queue, as a thread's question is
         raise IncompleteReview(f"no usable answer to note {note.id}")
     threads.reply(thread, prose(answer) + mark)
-    return Response("answered", "question")
+    return Response(Action.ANSWERED, "question")
 
 
 def _limit_said(note: Note) -> bool:
@@ -234,7 +222,7 @@ def _answer(threads: Threads, note: Note, thread: Thread, settings: Settings, pa
         if not said_limit:  # said once
             threads.reply(thread, LIMIT.format(n=len(mine)) + "\n\n"
                           + ReplyMarker(note.id, limit=True).render())
-        return Response("limit")
+        return Response(Action.LIMIT)
     history = _history(threads, thread, note, me_id, settings.command_min_access)
     deadline = time.monotonic() + settings.request_timeout
     answer = passes.reply(_anchor(threads, thread), history, deadline)
@@ -249,7 +237,7 @@ def _answer(threads: Threads, note: Note, thread: Thread, settings: Settings, pa
     verdict = VERDICT[answer.verdict]  # the reply last, as above
     mark = "\n\n" + ReplyMarker(note.id, dismissed=answer.verdict == "withdraw").render()
     threads.reply(thread, prose(answer.body) + (f"\n\n{verdict}" if verdict else "") + mark)
-    return Response("answered", answer.verdict)
+    return Response(Action.ANSWERED, answer.verdict)
 
 
 def _history(threads: Threads, thread: Thread, note: Note, me_id: int,

@@ -29,7 +29,15 @@ from reviewbot.forges.base import (
 )
 from reviewbot.forges.markers import SummaryMarker, summary_marker
 from reviewbot.forges.summary import MAX_BODY, SummaryInput, carried, render_summary, unpack
-from reviewbot.result import DISMISSED, Reviewer, ReviewResult, Stats, exit_code, unreviewed_error
+from reviewbot.result import (
+    DISMISSED,
+    Reviewer,
+    ReviewResult,
+    RunMode,
+    Stats,
+    exit_code,
+    unreviewed_error,
+)
 
 log = logging.getLogger(__name__)
 NO_ARCHIVE = Trees(None, 0, fetch=False)  # a local clone, else the forge's files one by one
@@ -54,8 +62,7 @@ class Previewer(Protocol):
 class ForgeRun:
     request: ChangeRequest
     result: ReviewResult
-    mode: str  # "full" | "incremental" | "up-to-date" (nothing new) | "superseded" (not posted)
-    #            | "paused" (a member paused reviews of this MR/PR)
+    mode: RunMode
     since_sha: str | None = None
     to_post: list[Finding] = field(default_factory=list)
     already_posted: list[Finding] = field(default_factory=list)
@@ -81,10 +88,10 @@ class ForgeRun:
     @property
     def notice(self) -> str:
         """What a report of the findings does not say: a pause, and what a dry run held back."""
-        if self.mode == "paused":
+        if self.mode is RunMode.PAUSED:
             return ("a project member paused reviews of this merge request (mention the bot "
                     "with `resume`); nothing was reviewed, which is not a pass (exit 3)")
-        if self.dry_run and self.mode != "up-to-date":
+        if self.dry_run and self.mode is not RunMode.UP_TO_DATE:
             return (f"dry run, nothing was posted: {len(self.to_post)} comment(s) would be "
                     f"posted and {len(self.to_resolve)} thread(s) resolved; the summary note "
                     f"would read:\n\n{self.summary}\n")
@@ -124,16 +131,16 @@ def review_change_request(
     request = forge.fetch()
     previous = summary_marker(forge.read_summary()) or SummaryMarker()
     if previous.paused and not force:  # never a clean pass: the gate did not look
-        return ForgeRun(request, _paused_result(forge, previous), "paused", dry_run=dry_run)
+        return ForgeRun(request, _paused_result(forge, previous), RunMode.PAUSED, dry_run=dry_run)
     last_sha = previous.last_reviewed_sha
     if mode == "incremental" and last_sha == request.head_sha:
-        return ForgeRun(request, _empty_result(forge, previous), "up-to-date", last_sha,
+        return ForgeRun(request, _empty_result(forge, previous), RunMode.UP_TO_DATE, last_sha,
                         dry_run=dry_run)
-    changes, used_mode, since = request.changes, "full", None
+    changes, used_mode, since = request.changes, RunMode.FULL, None
     if mode == "incremental" and last_sha:
         incremental = forge.fetch_incremental(last_sha, request)
         if incremental is not None:
-            changes, used_mode, since = incremental, "incremental", last_sha
+            changes, used_mode, since = incremental, RunMode.INCREMENTAL, last_sha
     started = time.monotonic()
     result = reviewer(changes, gathering.for_forge(forge, request, trees or NO_ARCHIVE))
     # the head tree (an archive's download and unpacking) is part of the review's time
@@ -142,7 +149,7 @@ def review_change_request(
     if fail_on_skipped:  # what the forge withheld (the engine reports its own skips)
         result.stats.errors += unreviewed_error([s for s in request.skipped if s.source])
     if cancel is not None and cancel.is_set():  # superseded: posting would be stale
-        return ForgeRun(request, result, "superseded", since, dry_run=dry_run)
+        return ForgeRun(request, result, RunMode.SUPERSEDED, since, dry_run=dry_run)
     run = ForgeRun(request, result, used_mode, since, dry_run=dry_run)
     _plan(forge, run, changes, previous)
     _deliver(forge, run)

@@ -66,7 +66,7 @@ class ForgeSettings:
 class ChangeRequest:
     """A merge/pull request as fetched: its diff and the SHAs positions are built from."""
 
-    forge: str  # "gitlab" | "github" | "local"
+    forge: Literal["gitlab", "github", "local"]
     project: str  # GitLab project id/path or GitHub owner/name
     number: int
     title: str

@@ -17,7 +17,7 @@ from reviewbot.config import Settings
 from reviewbot.errors import IncompleteReview, UsageError
 from reviewbot.flow.trust import Trust
 from reviewbot.forges.base import Target
-from reviewbot.result import Reviewer
+from reviewbot.result import Reviewer, RunMode
 from reviewbot.webhook.jobs import Job, Outcome, ReviewRunner
 
 if TYPE_CHECKING:
@@ -78,9 +78,9 @@ class ForgeRunner:
             return Outcome.done(f"note {job.note_id}: {response.action}")
         run, code = service.review(order, self._engines.reviewer(settings), cancel,
                                    self._learnings)
-        if run.mode == "paused":
+        if run.mode is RunMode.PAUSED:
             return Outcome.done("paused by a member: not reviewed")
-        if run.mode == "superseded":
+        if run.mode is RunMode.SUPERSEDED:
             return Outcome.cancelled("a newer push arrived during the review; nothing was posted")
         if not run.complete:
             reason = "; ".join(run.errors + run.result.stats.errors) \

@@ -8,7 +8,7 @@ import json
 from reviewbot.diff import Side
 from reviewbot.flow.posting import review_change_request
 from reviewbot.forges.markers import FindingMarker, decode
-from tests.forges.fake_gitlab import Fault
+from tests.forges.fake_gitlab import BOT_USER, Fault
 from tests.forges.gitlab_support import Env, env_fixture, finding, make_forge, reviewer, sha_marker  # noqa: F401
 
 WRITES = ("POST", "PUT", "DELETE")
@@ -130,12 +130,17 @@ def test_without_draft_notes_it_posts_discussions_directly(env: Env) -> None:
 
 
 def test_a_humans_own_pending_drafts_are_never_published_by_the_bot(env: Env) -> None:
+    """Someone also writes with the bot's account: its drafts there are theirs too."""
     leftover = FindingMarker("from-a-crashed-run").render()
-    env.gitlab.drafts.append({"id": 1, "note": "my private draft", "position": None})
-    env.gitlab.drafts.append({"id": 2, "note": f"old\n{leftover}", "position": None})
+    mine = BOT_USER["id"]  # drafts are per user: these are the token user's
+    env.gitlab.drafts.append({"id": 1, "note": "my private draft", "position": None,
+                              "author_id": mine})
+    env.gitlab.drafts.append({"id": 2, "note": f"old\n{leftover}", "position": None,
+                              "author_id": mine})
     run = review_change_request(make_forge(env.gitlab), reviewer, mode="full")
     assert run.complete
-    assert env.gitlab.drafts == [{"id": 1, "note": "my private draft", "position": None}]
+    assert env.gitlab.drafts == [{"id": 1, "note": "my private draft", "position": None,
+                                  "author_id": mine}]
     assert not any(r.path.endswith("/bulk_publish") for r in env.gitlab.requests)
 
 
