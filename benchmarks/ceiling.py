@@ -338,8 +338,8 @@ def run_bot(
     phase.metrics = metrics_delta(before, after)
     st = result.stats
     phase.requests = st.requests
-    phase.prompt_tokens_usage = st.prompt_tokens
-    phase.completion_tokens_usage = st.completion_tokens
+    phase.prompt_tokens_usage = st.usage.prompt_tokens
+    phase.completion_tokens_usage = st.usage.completion_tokens
     phase.errors = len(st.errors)
     phase.first_request_s = min((r.t for r in recorded), default=None)
     sends = [r.t for r in recorded]

@@ -392,10 +392,10 @@ def bot_run(url: str, raw: bytes, concurrency: int, **extra: object) -> dict[str
         "first_send_s": round(min(sends) - t0, 3) if sends else None,
         "last_send_s": round(max(sends) - t0, 3) if sends else None,
         "client_cpu_s": round(cpu, 3), "client_cpu_share": round(cpu / wall, 4),
-        "chunks": s.chunks, "requests": s.requests, "prompt_tokens": s.prompt_tokens,
-        "cached_tokens": s.cached_tokens, "completion_tokens": s.completion_tokens,
-        "tokens_per_s": round((s.prompt_tokens + s.completion_tokens) / wall, 1),
-        "completion_tokens_per_s": round(s.completion_tokens / wall, 1),
+        "chunks": s.chunks, "requests": s.requests, "prompt_tokens": s.usage.prompt_tokens,
+        "cached_tokens": s.usage.cached_tokens, "completion_tokens": s.usage.completion_tokens,
+        "tokens_per_s": round((s.usage.prompt_tokens + s.usage.completion_tokens) / wall, 1),
+        "completion_tokens_per_s": round(s.usage.completion_tokens / wall, 1),
         "reviews_per_hour": round(3600 / wall, 1), "complete": s.complete,
         "findings": len(result.findings), "stats": s.to_dict(), "metrics": delta(m0, m1),
         "context": engine.context, "budget": engine.requests.budget,
@@ -489,8 +489,8 @@ def reviews_at_once(url: str, reviews: list[tuple[str, bytes]], concurrency: int
         t.join()
     wall = time.monotonic() - t0
     m1 = metrics(url)
-    prompt = sum(r.stats.prompt_tokens for r in results)
-    completion = sum(r.stats.completion_tokens for r in results)
+    prompt = sum(r.stats.usage.prompt_tokens for r in results)
+    completion = sum(r.stats.usage.completion_tokens for r in results)
     return {"kind": "parallel", "parallel_reviews": len(reviews), "cache_reset": reset,
             "diffs": [name for name, _ in reviews],
             "wall_s": round(wall, 2), "reviews_per_hour": round(len(reviews) * 3600 / wall, 1),
@@ -498,7 +498,7 @@ def reviews_at_once(url: str, reviews: list[tuple[str, bytes]], concurrency: int
             "per_review_wall": [round(r.stats.wall_seconds, 1) for r in results],
             "slowest_s": round(max(r.stats.wall_seconds for r in results), 2),
             "prompt_tokens": prompt, "completion_tokens": completion,
-            "cached_tokens": sum(r.stats.cached_tokens for r in results),
+            "cached_tokens": sum(r.stats.usage.cached_tokens for r in results),
             "chunks": [r.stats.chunks for r in results],
             "tokens_per_s": round((prompt + completion) / wall, 1), "metrics": delta(m0, m1)}
 

@@ -52,7 +52,7 @@ def main() -> None:
         out[name] = {
             "complete": result.complete, "chunks": s.chunks, "requests": s.requests,
             "verify_requests": s.verify_requests, "verify_failed": s.verify_failed,
-            "prompt_tokens": s.prompt_tokens, "completion_tokens": s.completion_tokens,
+            "prompt_tokens": s.usage.prompt_tokens, "completion_tokens": s.usage.completion_tokens,
             "candidates": s.candidates, "kept": len(result.findings), "dropped": s.dropped,
             "prefix_cache_queries": delta["prefix_cache_queries"],
             "prefix_cache_hits": delta["prefix_cache_hits"],

@@ -53,6 +53,24 @@ class Held:
 
 DISMISSED = "dismissed by a project member earlier on this change"  # a Held reason
 
+@dataclass(frozen=True)
+class Usage:
+    """Tokens a request, a chunk or a review cost, as the server reported them."""
+
+    prompt_tokens: int = 0
+    cached_tokens: int = 0  # of prompt_tokens, from the prefix cache (if the server says)
+    completion_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(self.prompt_tokens + other.prompt_tokens,
+                     self.cached_tokens + other.cached_tokens,
+                     self.completion_tokens + other.completion_tokens)
+
+    def to_dict(self) -> dict[str, int]:
+        return {"prompt_tokens": self.prompt_tokens, "cached_tokens": self.cached_tokens,
+                "completion_tokens": self.completion_tokens}
+
+
 @dataclass
 class Stats:
     files_total: int = 0
@@ -66,9 +84,7 @@ class Stats:
     test_pairs: int = 0  # changed files reviewed with their changed tests (engine.units)
     test_pairs_split: int = 0  # of those, pairs too large for one request: sent apart
     requests: int = 0
-    prompt_tokens: int = 0
-    cached_tokens: int = 0  # of prompt_tokens, from the prefix cache (if the server says)
-    completion_tokens: int = 0
+    usage: Usage = field(default_factory=Usage)
     tool_calls_invalid: int = 0
     answers_unusable: int = 0  # answers asked for again (no call, bad JSON, cut short, …)
     findings_reanchored: int = 0
@@ -110,9 +126,7 @@ class Stats:
             "test_pairs": self.test_pairs,
             "test_pairs_split": self.test_pairs_split,
             "requests": self.requests,
-            "prompt_tokens": self.prompt_tokens,
-            "cached_tokens": self.cached_tokens,
-            "completion_tokens": self.completion_tokens,
+            **self.usage.to_dict(),
             "tool_calls_invalid": self.tool_calls_invalid,
             "answers_unusable": self.answers_unusable,
             "findings_reanchored": self.findings_reanchored,

@@ -15,6 +15,7 @@ from reviewbot import config, diff, evaluation
 from reviewbot.commands.review import emit, engine_options
 from reviewbot.errors import UsageError
 from reviewbot.evaluation import Comment, Judge
+from reviewbot.result import Usage
 
 
 def _judge(settings: config.Settings) -> Judge:
@@ -93,17 +94,18 @@ def _review_all(cases: list[evaluation.Case], settings: config.Settings,
     except OSError as exc:
         raise UsageError(f"cannot create {results}: {exc.strerror}") from None
     engine = make_engine(settings)
-    cost = {"prompt_tokens": 0, "cached_tokens": 0, "completion_tokens": 0, "requests": 0,
-            "wall_seconds": 0.0, "incomplete_cases": 0, "answers_unusable": 0}
+    cost: dict[str, float] = {"requests": 0, "wall_seconds": 0.0, "incomplete_cases": 0,
+                              "answers_unusable": 0}
+    usage = Usage()
     finding_answers = 0
     for case in cases:
         started = time.monotonic()
         result = engine.review(diff.parse(case.diff.read_bytes()))
         cost["wall_seconds"] += time.monotonic() - started
         s = result.stats
-        for name in ("prompt_tokens", "cached_tokens", "completion_tokens", "requests",
-                     "answers_unusable"):
-            cost[name] += getattr(s, name)
+        usage += s.usage
+        cost["requests"] += s.requests
+        cost["answers_unusable"] += s.answers_unusable
         finding_answers += s.requests - s.verify_requests - s.named_requests
         cost["incomplete_cases"] += not result.complete
         emit(json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n",
@@ -111,7 +113,7 @@ def _review_all(cases: list[evaluation.Case], settings: config.Settings,
     cost["wall_seconds"] = round(cost["wall_seconds"], 3)
     cost["unusable_share"] = round(cost["answers_unusable"] / finding_answers, 4) \
         if finding_answers else 0.0
-    return cost
+    return {**usage.to_dict(), **cost}
 
 
 def _compare_text(rows: list[tuple[str, evaluation.Report, dict[str, Any]]]) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -25,6 +25,7 @@ from reviewbot.errors import (
 )
 from reviewbot.headers import AFFINITY_HEADER
 from reviewbot.redact import redact
+from reviewbot.result import Usage
 
 _CONTEXT_MARKERS = ("context length", "maximum context", "too long", "max_model_len",
                     "maximum model length", "is longer than")
@@ -51,9 +52,7 @@ class Sample:
 @dataclass(frozen=True)
 class Reply:
     samples: list[Sample]  # one per choice (`n` of them: one prefill, n decodes)
-    prompt_tokens: int
-    completion_tokens: int
-    cached_tokens: int = 0  # of prompt_tokens, served from the prefix cache (when reported)
+    usage: Usage = field(default_factory=Usage)
 
     @property
     def calls(self) -> list[Call]:
@@ -188,11 +187,12 @@ def _reply(response: Any, name: str) -> Reply:
     usage = getattr(response, "usage", None)
     return Reply(
         samples=[_sample(choice, name) for choice in choices],
-        prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-        completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-        # vLLM reports it with --enable-prompt-tokens-details
-        cached_tokens=int(getattr(getattr(usage, "prompt_tokens_details", None),
-                                  "cached_tokens", 0) or 0),
+        usage=Usage(
+            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+            # vLLM reports it with --enable-prompt-tokens-details
+            cached_tokens=int(getattr(getattr(usage, "prompt_tokens_details", None),
+                                      "cached_tokens", 0) or 0),
+            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0)),
     )
 
 

@@ -187,9 +187,7 @@ class Engine:
 
 
 def _count(stats: Stats, chunk: Chunk, answer: ChunkAnswer) -> None:
-    stats.prompt_tokens += answer.prompt_tokens
-    stats.cached_tokens += answer.cached_tokens
-    stats.completion_tokens += answer.completion_tokens
+    stats.usage += answer.usage
     stats.tool_calls_invalid += answer.invalid
     stats.findings_reanchored += answer.reanchored
     stats.candidates += answer.candidates

@@ -18,7 +18,7 @@ from reviewbot.engine.llm import ModelClient, Reply
 from reviewbot.engine.requests import JUDGE_TOKENS, REPLY_TOKENS, Anchor, Messages, Requests, Tools
 from reviewbot.errors import BadAnswer, ContextTooLong, RequestFailed
 from reviewbot.findings import Finding
-from reviewbot.result import Dropped
+from reviewbot.result import Dropped, Usage
 
 T = TypeVar("T")
 ANSWER_ATTEMPTS = 3  # an unusable answer (no call, bad JSON, cut short) is asked for again
@@ -32,9 +32,7 @@ class ChunkAnswer:
     findings: list[Finding] = field(default_factory=list)
     dropped: list[Dropped] = field(default_factory=list)
     summary: str = ""
-    prompt_tokens: int = 0
-    cached_tokens: int = 0
-    completion_tokens: int = 0
+    usage: Usage = field(default_factory=Usage)
     invalid: int = 0
     reanchored: int = 0
     candidates: int = 0
@@ -44,9 +42,7 @@ class ChunkAnswer:
     summary_only: bool = False
 
     def add_usage(self, reply: Reply) -> None:
-        self.prompt_tokens += reply.prompt_tokens
-        self.cached_tokens += reply.cached_tokens
-        self.completion_tokens += reply.completion_tokens
+        self.usage += reply.usage
 
 
 @dataclass(frozen=True)

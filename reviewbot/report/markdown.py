@@ -74,7 +74,7 @@ def stats_section(result: ReviewResult) -> str:
     s = result.stats
     model = f" · model {code(result.model)}" if result.model else ""
     return (f"<sub>{s.files_reviewed}/{s.files_total} files reviewed · {s.chunks} chunks · "
-            f"{s.requests} requests · {s.prompt_tokens:,} prompt + {s.completion_tokens:,} "
+            f"{s.requests} requests · {s.usage.prompt_tokens:,} prompt + {s.usage.completion_tokens:,} "
             f"completion tokens · {s.tool_calls_invalid} invalid tool calls · "
             f"{s.wall_seconds:.1f}s{model}</sub>")
 

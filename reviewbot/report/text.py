@@ -181,7 +181,7 @@ def stats_line(result: ReviewResult) -> str:
         f"coverage {s.changed_lines_sent}/{s.changed_lines} changed lines ({coverage(s)})",
         f"{s.files_reviewed}/{s.files_total} files reviewed, {len(s.files_skipped)} skipped",
         f"{s.chunks} chunks, {s.requests} requests",
-        f"{s.prompt_tokens:,} prompt + {s.completion_tokens:,} completion tokens",
+        f"{s.usage.prompt_tokens:,} prompt + {s.usage.completion_tokens:,} completion tokens",
         f"{s.tool_calls_invalid} invalid tool calls, {s.findings_reanchored} re-anchored",
         f"{s.wall_seconds:.1f}s",
     ]

@@ -80,7 +80,7 @@ def test_counts_match_the_servers_own_prompt_tokens(vllm_server) -> None:
         counted = engine.counter.count_request(messages, tool_list)
         reply = engine.client.call_tool(engine.model, messages, tool_list, "report_findings", 16,
                                         0.0)
-        assert reply.prompt_tokens == counted
+        assert reply.usage.prompt_tokens == counted
         assert counted + settings.max_output_tokens <= 4096
 
 

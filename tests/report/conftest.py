@@ -9,7 +9,7 @@ import pytest
 from reviewbot import diff
 from reviewbot.diff import Side
 from reviewbot.findings import Finding, Severity, merge, with_fingerprints
-from reviewbot.result import ReviewResult, SkippedFile, Stats
+from reviewbot.result import ReviewResult, SkippedFile, Stats, Usage
 
 DIFF = """\
 diff --git a/src/app.py b/src/app.py
@@ -69,7 +69,7 @@ def _stats(complete: bool) -> Stats:
         files_skipped=[SkippedFile("poetry.lock", "lock file"),
                        SkippedFile("static/logo.png", "binary")],
         changed_lines=8, changed_lines_sent=8 if complete else 6,
-        chunks=2, requests=3, prompt_tokens=12345, completion_tokens=678,
+        chunks=2, requests=3, usage=Usage(prompt_tokens=12345, completion_tokens=678),
         tool_calls_invalid=1, findings_reanchored=1, wall_seconds=4.2,
         errors=[] if complete else ["chunk 2/2 failed after 4 retries: HTTP 500 from http://gpu:8000/v1"],
     )
