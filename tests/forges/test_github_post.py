@@ -6,6 +6,7 @@ import time
 from dataclasses import replace
 
 from reviewbot.diff import Side, parse
+from reviewbot.forges.github.pending import publish_pending
 from reviewbot.forges.markers import decode
 from tests.forges.fake_github import FakeGitHub
 from tests.forges.github_support import fake_github, finding, forge  # noqa: F401 - fixture "fake"
@@ -33,7 +34,8 @@ def test_held_for_approval_one_pending_review_and_a_422_offender_probed_out(
     (pending,) = fake.reviews
     assert pending["state"] == "PENDING" and not fake.submitted()
     assert len(fake.review_comments) == len(good)
-    assert f.publish() == len(good) and len(fake.submitted()) == len(good)
+    assert publish_pending(f.pull(), f.me()) == len(good)
+    assert len(fake.submitted()) == len(good)
 
 
 def test_every_kind_of_line_lands_where_it_should(fake: FakeGitHub) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -175,3 +176,12 @@ def test_incremental_old_side_findings_are_not_posted_on_the_base_lines(
     assert run.mode == "incremental" and run.complete
     assert not [c for c in fake.review_comments[before:] if c["side"] == "LEFT"]
     assert any(f.side is Side.OLD for f in run.unanchored)  # in the summary instead
+
+
+def test_a_review_reads_the_pull_request_and_its_comments_once(fake: FakeGitHub) -> None:
+    review_change_request(forge(fake), Reviewer(), mode="full")
+    reads = Counter(r.path.split("?")[0] for r in fake.requests if r.method == "GET")
+    pull = f"/api/v3/repos/{fake.full_name}/pulls/7"
+    # the pull request twice: its JSON, then its diff (another media type)
+    assert (reads[pull], reads[pull + "/comments"], reads[pull.replace("pulls", "issues")
+                                                          + "/comments"]) == (2, 1, 1)

@@ -142,3 +142,11 @@ def test_killed_mid_posting_then_rerun_loses_nothing_and_doubles_nothing(env: En
     counts = _fingerprints(env)
     assert set(counts) == {f.fingerprint for f in run.to_post} and set(counts.values()) == {1}
     assert env.gitlab.drafts == []
+
+
+def test_a_review_reads_the_merge_request_its_notes_and_discussions_once(env: Env) -> None:
+    review_change_request(make_forge(env.gitlab), reviewer, mode="full")
+    reads = Counter(r.path.split("?")[0] for r in env.gitlab.requests if r.method == "GET")
+    mr = "/projects/42/merge_requests/7"
+    assert (reads[mr], reads[mr + "/notes"], reads[mr + "/discussions"]) == (1, 1, 1)
+    assert sum(reads.values()) <= 8  # also: /user, the diffs, commits, drafts, AGENTS.md

@@ -35,7 +35,7 @@ from reviewbot.forges.github.map import (
     outdated_body,
     posted_comment,
 )
-from reviewbot.forges.github.pending import drop_pending, publish_pending
+from reviewbot.forges.github.pending import drop_pending
 from reviewbot.forges.github.post import BATCH_SIZE, Poster, plan, review_body
 from reviewbot.forges.markers import reply_marker, summary_marker
 from reviewbot.result import SkippedFile
@@ -61,6 +61,7 @@ class GitHubForge:
         self._pull: PullRequest | None = None
         self._comments: dict[str, PullRequestComment] = {}
         self._summary: IssueComment | None = None
+        self._summary_read = False
         self._me: str | None = None
         self._me_id = 0  # unknown to an installation token: its comments are a Bot's anyway
         self._bot_login = settings.bot_login
@@ -230,6 +231,7 @@ class GitHubForge:
                 and any((self._comments[p.id].reactions or {}).get(k) for k in ("+1", "-1"))]
 
     def read_summary(self) -> str | None:
+        self._summary_read = True  # once read, a summary comment of ours is known
         try:
             for c in self.pull().get_issue_comments():
                 if self.mine(c) and summary_marker(c.body) is not None:
@@ -257,9 +259,6 @@ class GitHubForge:
             poster.run(batches)
         return poster.outcome(unanchored)
 
-    def publish(self) -> int:
-        """Submit the bot's pending review (a member's `publish`): how many comments it held."""
-        return publish_pending(self.pull(), self.me())
 
     def preview(self, request: ChangeRequest, findings: list[Finding]) -> list[dict[str, object]]:
         """The exact review bodies `post` would send (for --dry-run)."""
@@ -277,7 +276,7 @@ class GitHubForge:
     def write_summary_text(self, body: str) -> None:
         body = fit_comment(body)
         try:
-            if self._summary is None:
+            if self._summary is None and not self._summary_read:
                 self.read_summary()
             if self._summary is not None:
                 self._summary.edit(body)

@@ -20,6 +20,7 @@ from reviewbot.errors import ForgeError, UsageError
 from reviewbot.forges.github.client import forge_error
 from reviewbot.forges.github.forge import GitHubForge
 from reviewbot.forges.github.graphql import resolve_thread, review_threads
+from reviewbot.forges.github.pending import publish_pending
 from reviewbot.forges.markers import finding_marker
 from reviewbot.forges.summary import paused_summary, published_summary
 
@@ -131,7 +132,7 @@ class GitHubThreads:
 
     def publish(self) -> int:
         """Post the findings that wait for approval; the summary says they were published."""
-        count = self.forge.publish()
+        count = publish_pending(self.forge.pull(), self.forge.me())
         if count:
             self.forge.write_summary_text(published_summary(self.forge.read_summary()))
         return count

@@ -49,6 +49,8 @@ class GitLabForge:
         self.mr = self.project.mergerequests.get(iid, lazy=True)
         self.policy = policy or WritePolicy()
         self._summary_id: int | None = None
+        self._summary_read = False  # once read, a summary note of ours is known by its id
+        self._meta: Any = None
         self._me: int | None = None
 
     def me(self) -> int:
@@ -68,21 +70,24 @@ class GitLabForge:
 
     def project_key(self) -> str:
         """The project's numeric id, however it was named: what its learnings are kept under."""
-        meta = self._merge_request()
+        meta = self.merge_request()
         return str(meta.attributes.get("project_id") or self.project_id)
 
     def project_names(self) -> tuple[str, ...]:
         """The project's path (from the merge request's `references.full`, `group/app!7`)."""
-        references = self._merge_request().attributes.get("references")
+        references = self.merge_request().attributes.get("references")
         full = references.get("full") if isinstance(references, dict) else None
         return (full.rpartition("!")[0],) if isinstance(full, str) and "!" in full else ()
 
-    def _merge_request(self) -> Any:
-        try:
-            return call(lambda: self.project.mergerequests.get(self.iid),
-                        "reading the merge request")
-        except ForgeError as exc:
-            raise unreadable_change(exc, HINTS) from None
+    def merge_request(self, fresh: bool = False) -> Any:
+        """The MR as GitLab has it: read anew by `fetch` (a review's start), else reused."""
+        if self._meta is None or fresh:
+            try:
+                self._meta = call(lambda: self.project.mergerequests.get(self.iid),
+                                  "reading the merge request")
+            except ForgeError as exc:
+                raise unreadable_change(exc, HINTS) from None
+        return self._meta
 
     @classmethod
     def from_settings(cls, settings: ForgeSettings, project: str | int, iid: int) -> GitLabForge:
@@ -90,7 +95,7 @@ class GitLabForge:
 
     # fetching
     def fetch(self) -> ChangeRequest:
-        meta = self._merge_request()
+        meta = self.merge_request(fresh=True)
         refs = meta.attributes.get("diff_refs") or {}
         if not all(refs.get(k) for k in ("base_sha", "start_sha", "head_sha")):
             raise ForgeError(f"merge request !{self.iid} has no complete diff_refs yet "
@@ -212,7 +217,7 @@ class GitLabForge:
     def target_file(self, path: str) -> str | None:
         """`path` as the target branch has it (diff_refs.start_sha): the maintainers' version,
         not the merge request's."""
-        meta = self._merge_request()
+        meta = self.merge_request()
         ref = (meta.attributes.get("diff_refs") or {}).get("start_sha") \
             or meta.attributes.get("target_branch")
         if not ref:
@@ -263,6 +268,7 @@ class GitLabForge:
 
     # the summary note
     def read_summary(self) -> str | None:
+        self._summary_read = True
         for note in call(lambda: self.mr.notes.list(get_all=True, per_page=100, sort="asc"),
                           "listing notes"):
             body = note.attributes.get("body", "")
@@ -275,7 +281,7 @@ class GitLabForge:
         self.write_summary_text(body)
 
     def write_summary_text(self, body: str) -> None:
-        if self._summary_id is None:
+        if self._summary_id is None and not self._summary_read:
             self.read_summary()
         if self._summary_id is not None:
             note = self.mr.notes.get(self._summary_id, lazy=True)

@@ -24,7 +24,6 @@ class GitLabThreads:
         self.forge = forge
         self.discussion_id = discussion_id  # the note's, when the event named it
         self._login: str | None = None
-        self._mr: dict[str, Any] | None = None
 
     def me(self) -> tuple[int, str]:
         me = self.forge.me()
@@ -84,10 +83,7 @@ class GitLabThreads:
         return level if isinstance(level, int) else 0
 
     def _meta(self) -> dict[str, Any]:
-        if self._mr is None:
-            self._mr = call(lambda: self.forge.project.mergerequests.get(self.forge.iid),
-                            "reading the merge request").attributes
-        return self._mr
+        return dict(self.forge.merge_request().attributes)
 
     def head_sha(self) -> str:
         return str((self._meta().get("diff_refs") or {}).get("head_sha") or "")
