@@ -26,14 +26,13 @@ import tarfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Protocol, runtime_checkable
 
 from reviewbot.archive import ArchiveCache, ArchiveTooLarge, ArchiveTooSlow
 from reviewbot.config import Settings
 from reviewbot.context import Finder, HeadFiles
 from reviewbot.engine.definitions import git_finder
 from reviewbot.errors import ForgeError
-from reviewbot.forges.base import FileReader
+from reviewbot.forges.base import ArchiveReader, FileReader, Forge
 from reviewbot.tree import GIT_TIMEOUT, MAX_FILE_BYTES, GitTree, WorkingTree
 
 log = logging.getLogger(__name__)
@@ -68,16 +67,6 @@ def in_directory(root: Path) -> HeadTree:
                     "archive")
 
 
-@runtime_checkable
-class ArchiveReader(Protocol):
-    """A forge that can send a commit's archive (.tar.gz)."""
-
-    def archive(self, sha: str, out: BinaryIO, max_bytes: int, deadline: float) -> None:
-        """Write the archive of `sha` to `out`; ArchiveTooLarge past `max_bytes`,
-        ArchiveTooSlow past `deadline` (time.monotonic)."""
-        ...
-
-
 @dataclass(frozen=True)
 class Trees:
     """Where a merge/pull request's head tree comes from (see the module's doc)."""
@@ -98,7 +87,7 @@ class Trees:
                              min_idle_s=settings.review_timeout) if max_bytes else None
         return cls(cache, max_bytes, seconds=settings.review_timeout / 4)
 
-    def at(self, forge: object, sha: str) -> HeadTree:
+    def at(self, forge: Forge, sha: str) -> HeadTree:
         if not _SHA.fullmatch(sha or ""):
             return HeadTree()
         if has_commit(sha, self.cwd) or (self.fetch and fetch_commit(sha, self.cwd)):
@@ -151,7 +140,7 @@ def fetch_commit(sha: str, cwd: str | None = None) -> bool:
     return has_commit(sha, cwd)
 
 
-def forge_files(forge: object, sha: str) -> HeadFiles | None:
+def forge_files(forge: Forge, sha: str) -> HeadFiles | None:
     """The forge's files at `sha`, one request each, for the code around each hunk; a file that
     cannot be read is simply not shown (the diff is reviewed all the same)."""
     if not isinstance(forge, FileReader) or not sha:

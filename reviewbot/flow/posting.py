@@ -11,7 +11,6 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field, replace
-from typing import Protocol, runtime_checkable
 
 from reviewbot import anchoring
 from reviewbot.diff import ChangeSet, Side
@@ -21,9 +20,11 @@ from reviewbot.flow import gathering
 from reviewbot.flow.headtree import Trees
 from reviewbot.forges.base import (
     ChangeRequest,
+    CommentLimit,
     Forge,
     PostedComment,
     PostOutcome,
+    Previewer,
     Resolver,
     still_open,
 )
@@ -42,20 +43,6 @@ from reviewbot.result import (
 log = logging.getLogger(__name__)
 NO_ARCHIVE = Trees(None, 0, fetch=False)  # a local clone, else the forge's files one by one
 
-
-
-@runtime_checkable
-class CommentLimit(Protocol):
-    """Optional: the longest comment the host takes (else summary.MAX_BODY)."""
-
-    max_comment_chars: int
-
-
-@runtime_checkable
-class Previewer(Protocol):
-    """Optional: the exact request bodies a forge would send, for --dry-run."""
-
-    def preview(self, request: ChangeRequest, findings: list[Finding]) -> list[dict[str, object]]: ...
 
 
 @dataclass

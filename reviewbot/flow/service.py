@@ -10,7 +10,6 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Protocol, runtime_checkable
 
 from reviewbot.config import Settings
 from reviewbot.context import Context
@@ -24,7 +23,7 @@ from reviewbot.errors import UsageError
 from reviewbot.flow.headtree import Trees
 from reviewbot.flow.posting import ForgeRun, review_change_request
 from reviewbot.flow.select import open_forge
-from reviewbot.forges.base import ChangeRequest, Forge, PostedComment, Target
+from reviewbot.forges.base import ChangeRequest, Forge, Keyed, PostedComment, Target
 from reviewbot.forges.summary import failed_summary
 from reviewbot.result import Reviewer, ReviewResult, exit_code
 from reviewbot.rules import Rule, applicable
@@ -75,7 +74,7 @@ def review(order: ReviewOrder, reviewer: Reviewer, cancel: threading.Event | Non
     return run, exit_code(run.complete, run.result.worst(), settings.fail_on)
 
 
-def _take_votes(order: ReviewOrder, forge: object, memory: Memory) -> None:
+def _take_votes(order: ReviewOrder, forge: Forge, memory: Memory) -> None:
     """GitHub sends no event for a reaction: before a review, the 👍/👎 on the bot's open
     findings are read, so a member's 👎 dismisses its finding before this review posts."""
     from reviewbot.forges.github.forge import GitHubForge
@@ -193,7 +192,7 @@ def answer(order: ReviewOrder, note_id: int, passes: Callable[[], Passes],
                    memory.tally)
 
 
-def _threads(forge: object, discussion_id: str | None) -> Threads:
+def _threads(forge: Forge, discussion_id: str | None) -> Threads:
     from reviewbot.forges.github.forge import GitHubForge
     from reviewbot.forges.github.threads import GitHubThreads
     from reviewbot.forges.gitlab.forge import GitLabForge
@@ -204,13 +203,3 @@ def _threads(forge: object, discussion_id: str | None) -> Threads:
     if isinstance(forge, GitHubForge):
         return GitHubThreads(forge, discussion_id)
     raise UsageError("answering comments needs a GitLab merge request or a GitHub pull request")
-
-
-@runtime_checkable
-class Keyed(Protocol):
-    """Optional: the stable key a forge's project is known by (GitLab: its numeric id), and
-    the other names people give it (GitLab: `group/app`)."""
-
-    def project_key(self) -> str: ...
-
-    def project_names(self) -> tuple[str, ...]: ...

@@ -8,7 +8,7 @@ are separate small protocols, detected with isinstance() at run time.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, runtime_checkable
+from typing import BinaryIO, Literal, Protocol, runtime_checkable
 
 from reviewbot.config import Settings
 from reviewbot.context import Intent
@@ -167,6 +167,40 @@ class FileReader(Protocol):
 @runtime_checkable
 class Resolver(Protocol):
     def resolve(self, comments: list[PostedComment]) -> None: ...
+
+
+@runtime_checkable
+class Keyed(Protocol):
+    """Optional: the stable key a forge's project is known by (GitLab: its numeric id), and
+    the other names people give it (GitLab: `group/app`)."""
+
+    def project_key(self) -> str: ...
+
+    def project_names(self) -> tuple[str, ...]: ...
+
+
+@runtime_checkable
+class ArchiveReader(Protocol):
+    """A forge that can send a commit's archive (.tar.gz)."""
+
+    def archive(self, sha: str, out: BinaryIO, max_bytes: int, deadline: float) -> None:
+        """Write the archive of `sha` to `out`; ArchiveTooLarge past `max_bytes`,
+        ArchiveTooSlow past `deadline` (time.monotonic)."""
+        ...
+
+
+@runtime_checkable
+class CommentLimit(Protocol):
+    """Optional: the longest comment the host takes (else summary.MAX_BODY)."""
+
+    max_comment_chars: int
+
+
+@runtime_checkable
+class Previewer(Protocol):
+    """Optional: the exact request bodies a forge would send, for --dry-run."""
+
+    def preview(self, request: ChangeRequest, findings: list[Finding]) -> list[dict[str, object]]: ...
 
 
 def unreadable_change(error: ForgeError, hints: dict[int, str]) -> ForgeError:
