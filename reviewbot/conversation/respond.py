@@ -17,8 +17,8 @@ from reviewbot.config import Settings
 from reviewbot.conversation.learnings import Outcome
 from reviewbot.conversation.notes import HELP, Note, Thread, addressed
 from reviewbot.conversation.threads import Threads
+from reviewbot.engine.messages import Anchor
 from reviewbot.engine.passes import Passes
-from reviewbot.engine.requests import Anchor
 from reviewbot.errors import IncompleteReview
 from reviewbot.forges.markers import ReplyMarker, reply_marker
 from reviewbot.modeltext import inline, prose

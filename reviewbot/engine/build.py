@@ -12,13 +12,13 @@ from reviewbot.deadline import DeadlineTransport
 from reviewbot.engine.llm import ModelClient
 from reviewbot.engine.orchestrator import Engine
 from reviewbot.engine.progress import ChunkProgress, NoProgress
-from reviewbot.engine.tokenize import VllmTokenCounter
 from reviewbot.engine.tokens import (
     DegradingCounter,
     EstimateTokenCounter,
     LocalTokenCounter,
     TokenCounter,
 )
+from reviewbot.engine.vllm_tokens import VllmTokenCounter
 from reviewbot.errors import BackendError
 
 

@@ -13,8 +13,8 @@ from reviewbot.context import Context
 from reviewbot.diff import ChangeSet, FileDiff
 from reviewbot.engine.chunking import Chunk, Piece, file_header, make_pieces, split
 from reviewbot.engine.definitions import Definition, called_names, defined_in
+from reviewbot.engine.messages import SAFETY_TOKENS, Requests
 from reviewbot.engine.packing import pack
-from reviewbot.engine.requests import SAFETY_TOKENS, Requests
 from reviewbot.engine.surroundings import definition_blocks, surrounding_blocks
 from reviewbot.engine.tokens import TokenCounter
 from reviewbot.engine.units import pairs, unit_order

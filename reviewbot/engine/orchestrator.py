@@ -21,10 +21,10 @@ from reviewbot.engine import filters
 from reviewbot.engine.chunking import Chunk
 from reviewbot.engine.fitting import NOTHING, Fitting
 from reviewbot.engine.llm import ModelClient
+from reviewbot.engine.messages import Requests
 from reviewbot.engine.noise import Floor, triage
 from reviewbot.engine.passes import Attempted, ChunkAnswer, Passes
 from reviewbot.engine.progress import ChunkProgress, NoProgress
-from reviewbot.engine.requests import Requests
 from reviewbot.engine.tokens import DegradingCounter, TokenCounter
 from reviewbot.engine.units import split_pairs
 from reviewbot.errors import ContextTooLong

@@ -15,7 +15,7 @@ from reviewbot.engine import answers, tools
 from reviewbot.engine.candidates import agree, apply_verdicts
 from reviewbot.engine.chunking import Chunk
 from reviewbot.engine.llm import ModelClient, Reply
-from reviewbot.engine.requests import JUDGE_TOKENS, REPLY_TOKENS, Anchor, Messages, Requests, Tools
+from reviewbot.engine.messages import JUDGE_TOKENS, REPLY_TOKENS, Anchor, Messages, Requests, Tools
 from reviewbot.errors import BadAnswer, ContextTooLong, RequestFailed
 from reviewbot.findings import Finding
 from reviewbot.result import Dropped, Usage

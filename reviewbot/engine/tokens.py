@@ -2,7 +2,7 @@
 
 Three counters behind one protocol, best first (the server's wrapped in `DegradingCounter`,
 which falls back to the estimate when /tokenize fails mid-review):
-- VllmTokenCounter (reviewbot.engine.tokenize): vLLM's POST /tokenize, which applies the chat template and the tool schemas,
+- VllmTokenCounter (reviewbot.engine.vllm_tokens): vLLM's POST /tokenize, which applies the chat template and the tool schemas,
   so a request's count is exact;
 - LocalTokenCounter: a tokenizer.json (tokenizers library), exact for text, estimated for the
   chat template;

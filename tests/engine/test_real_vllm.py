@@ -148,7 +148,7 @@ def test_the_verification_pass_shares_the_finding_passs_prompt_and_answers_in_sc
 def test_batched_token_counts_equal_one_by_one_counts(vllm_server) -> None:
     import httpx
 
-    from reviewbot.engine.tokenize import VllmTokenCounter
+    from reviewbot.engine.vllm_tokens import VllmTokenCounter
 
     texts = ["@@ -1,2 +1,2 @@\n-x = 1\n+x = 2", "", "  indented\n\n", "ünïcode — ✓", "a" * 500,
              "contains <|endoftext|> inside"]
@@ -189,7 +189,7 @@ def test_special_tokens_in_the_diff_never_reach_the_template_as_control_tokens(v
 def test_counting_takes_round_trips_per_chunk_not_per_file(vllm_server, monkeypatch) -> None:
     """400 files: the real /tokenize counts them in a few batched calls plus a few per chunk,
     not one per file (a 50 MB change once made ~10,000 sequential calls)."""
-    from reviewbot.engine.tokenize import VllmTokenCounter
+    from reviewbot.engine.vllm_tokens import VllmTokenCounter
 
     calls = []
     real = VllmTokenCounter._tokenize
@@ -223,7 +223,7 @@ def test_the_reply_tool_is_guided_to_a_verdict_the_parser_accepts(vllm_server) -
     """A thread's answer (conversation): the forced `reply` call from the real chat template
     and grammar names one of keep/withdraw/fixed, and the parser takes it."""
     from reviewbot.engine import answers, tools
-    from reviewbot.engine.requests import Anchor
+    from reviewbot.engine.messages import Anchor
 
     engine = make_engine(resolve({"base_url": vllm_server.base_url}, env={},
                                  config_path="/dev/null"))
