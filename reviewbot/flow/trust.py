@@ -58,7 +58,7 @@ class Trust:
             return base
         text = open_forge(target, base).target_file(CONFIG_FILE)
         values = parse_text(text, f"{CONFIG_FILE} of the target branch") if text else {}
-        # in CI said louder: the working tree's copy, which the author may have changed, is not
+        # louder in CI, where the working tree's copy (the author's) is ignored
         log.log(logging.WARNING if in_ci(self.env) else logging.INFO,
                 "%s %s: settings from %s of the target branch (%s)", target.forge,
                 target.project, CONFIG_FILE, "found" if text else "none there")
