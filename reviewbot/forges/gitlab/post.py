@@ -204,14 +204,18 @@ class Poster:
 
 
 def publish_drafts(mr: Any) -> int:
-    """Publish the bot's draft notes (a member's `publish`): how many there were."""
+    """Publish the bot's draft notes (a member's `publish`): how many there were. Refused when
+    the account has drafts without the bot's marker: bulk publishing would post those too."""
     try:
-        count = len(list(mr.draft_notes.list(get_all=True, per_page=100)))
-        if count:
+        drafts = list(mr.draft_notes.list(get_all=True, per_page=100))
+        if any(_fingerprint(d.attributes.get("note", "")) is None for d in drafts):
+            raise ForgeError("the bot's account has draft notes of its own on this merge "
+                             "request: publish or delete them in GitLab first")
+        if drafts:
             mr.draft_notes.bulk_publish()
     except (GitlabError, requests.exceptions.RequestException) as exc:
         raise ForgeError(f"publishing the draft notes failed: {_describe(exc)}") from None
-    return count
+    return len(drafts)
 
 
 def resolve_threads(mr: Any, comments: list[PostedComment]) -> None:
