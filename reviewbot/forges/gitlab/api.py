@@ -17,9 +17,22 @@ def client(settings: ForgeSettings) -> gitlab.Gitlab:
     if not settings.token:
         raise UsageError("no GitLab token: pass --gitlab-token or set REVIEWBOT_GITLAB_TOKEN "
                          "or GITLAB_TOKEN (a project access token with the api scope)")
-    return gitlab.Gitlab(settings.url, private_token=settings.token,
-                         ssl_verify=settings.verify, timeout=60, per_page=100,
-                         retry_transient_errors=True)
+    return _Gitlab(settings.url, private_token=settings.token, ssl_verify=settings.verify,
+                   timeout=60, per_page=100, retry_transient_errors=True,
+                   retries=settings.retries)
+
+
+class _Gitlab(gitlab.Gitlab):
+    """python-gitlab retries 429, 5xx and lost connections 10 times (about 100 s of backoff
+    against a forge that is down) whatever the client says: here `retries`, as for GitHub."""
+
+    def __init__(self, *args: Any, retries: int, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._retries = retries
+
+    def http_request(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("max_retries", self._retries)
+        return super().http_request(*args, **kwargs)
 
 
 # what to check when GitLab refuses to read the merge request
