@@ -19,7 +19,7 @@ from reviewbot.conversation.respond import Response, respond, votes
 from reviewbot.conversation.threads import Threads
 from reviewbot.diff import ChangeSet
 from reviewbot.engine.passes import Passes
-from reviewbot.errors import UsageError
+from reviewbot.errors import ForgeError, UsageError
 from reviewbot.flow.headtree import Trees
 from reviewbot.flow.posting import ForgeRun, review_change_request
 from reviewbot.flow.select import open_forge
@@ -160,7 +160,10 @@ class ChangedSince:
         if head not in self.heads:
             if len(self.heads) >= MAX_COMPARED_HEADS:
                 return None
-            changes = self.forge.fetch_incremental(head, self.request)
+            try:  # the review is posted already: a failed comparison leaves it undecided
+                changes = self.forge.fetch_incremental(head, self.request)
+            except ForgeError:
+                changes = None
             self.heads[head] = (None if changes is None else
                                 {p for f in changes.files for p in (f.old_path, f.new_path) if p})
         paths = self.heads[head]
