@@ -46,14 +46,14 @@ def review_threads(pull: PullRequest, full_name: str) -> dict[int, ReviewThread]
             _, data = pull.requester.graphql_query(_THREADS, variables)
         except ERRORS as exc:
             raise forge_error("listing review threads", exc) from None
-        threads = (((data.get("data") or {}).get("repository") or {})
-                   .get("pullRequest") or {}).get("reviewThreads") or {}
-        for node in threads.get("nodes") or []:
+        threads = _at(data, "data", "repository", "pullRequest", "reviewThreads")
+        nodes = threads.get("nodes")
+        for node in nodes if isinstance(nodes, list) else []:
             thread = _thread(node)
             if thread is not None:
                 out[thread.root] = thread
-        page = threads.get("pageInfo") or {}
-        if not page.get("hasNextPage"):
+        page = _at(threads, "pageInfo")
+        if page.get("hasNextPage") is not True:
             break
         variables["cursor"] = page.get("endCursor")
     return out
@@ -70,16 +70,24 @@ def resolved_by(pull: PullRequest, full_name: str) -> dict[int, str]:
     return {t.root: t.resolved_by for t in threads.values() if t.resolved}
 
 
+def _at(data: Any, *keys: str) -> dict[str, Any]:
+    """`data[k1][k2]…` when each step is an object, else {}: the answer is the server's."""
+    for key in keys:
+        data = data.get(key) if isinstance(data, dict) else None
+    return data if isinstance(data, dict) else {}
+
+
 def _thread(node: Any) -> ReviewThread | None:
     if not isinstance(node, dict) or not isinstance(node.get("id"), str):
         return None
-    first = ((node.get("comments") or {}).get("nodes") or [{}])[0]
+    firsts = _at(node, "comments").get("nodes")
+    first = firsts[0] if isinstance(firsts, list) and firsts else None
     root = first.get("databaseId") if isinstance(first, dict) else None
-    if not isinstance(root, int):
+    if not isinstance(root, int) or isinstance(root, bool):
         return None
-    by = node.get("resolvedBy") or {}
+    login = _at(node, "resolvedBy").get("login")
     return ReviewThread(node["id"], root, node.get("isResolved") is True,
-                        str(by.get("login") or "") if isinstance(by, dict) else "")
+                        login if isinstance(login, str) else "")
 
 
 def resolve_thread(pull: PullRequest, node: str) -> None:
