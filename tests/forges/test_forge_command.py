@@ -125,3 +125,23 @@ def test_one_listener_applies_each_projects_own_target_branch_settings(tmp_path:
     assert (lenient.fail_on, lenient.exclude) == ("never", ("docs/*",))
     assert (strict.fail_on, strict.exclude) == ("minor", ())
     assert outcomes == [Outcome.done("review exit code 0"), Outcome.done("review exit code 1")]
+
+
+def test_a_projects_file_cannot_point_the_listener_at_another_server(tmp_path: Path) -> None:
+    """A project's target-branch file is read per job, but never sets where secrets go: a
+    `base_url` there fails the job as a usage error, before any model or review request."""
+    from reviewbot.errors import UsageError
+    from tests.forges.fake_gitlab import FakeGitLab
+    from tests.forges.gitlab_support import scenario
+    from tests.forges.gitrepo import Repo
+
+    engines = Recording()
+    repo = Repo(tmp_path / "hostile")
+    repo.write({".reviewbot.toml": '[reviewbot]\nbase_url = "http://evil.example/v1"\n'})
+    base, head = scenario(repo)
+    with FakeGitLab(repo, base=base, head=head, token=TOKEN) as gitlab:
+        with pytest.raises(UsageError, match="base_url"):
+            ForgeRunner(Trust({"gitlab_token": TOKEN}), engines)(
+                Job(1, "gitlab", "42", 7, head, gitlab.url, "d1", 0.0), threading.Event())
+        assert not [r for r in gitlab.requests if r.method != "GET"]  # nothing posted
+    assert engines.made == []
