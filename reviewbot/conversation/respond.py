@@ -19,7 +19,7 @@ from reviewbot.conversation.notes import HELP, Note, Thread, addressed
 from reviewbot.conversation.threads import Threads
 from reviewbot.engine.messages import Anchor
 from reviewbot.engine.passes import Passes
-from reviewbot.errors import IncompleteReview
+from reviewbot.errors import IncompleteReview, UsageError
 from reviewbot.forges.markers import ReplyMarker, reply_marker
 from reviewbot.modeltext import inline, prose
 
@@ -125,7 +125,11 @@ def respond(threads: Threads, note_id: int, settings: Settings, passes: Callable
                                "Resumed: I will review new pushes again.") + mark)
         return Response(Action(asked.kind))
     if asked.kind == "publish":
-        count = threads.publish()
+        try:
+            count = threads.publish()
+        except UsageError as exc:  # not for a retry: the member has something to do first
+            threads.reply(thread, f"Not published: {inline(exc.message)}" + mark)
+            return Response(Action.PUBLISHED, "refused")
         threads.reply(thread, (f"Published the {count} finding(s) that waited for approval."
                                if count else "Nothing waits to be published.") + mark)
         return Response(Action.PUBLISHED, str(count))

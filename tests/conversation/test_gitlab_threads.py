@@ -18,7 +18,14 @@ from reviewbot.conversation.learnings import LearningStore
 from reviewbot.findings import fingerprint
 from reviewbot.flow.posting import review_change_request
 from tests.fake_openai import FakeOpenAI, Reply, user_text
-from tests.forges.fake_gitlab import AUTHOR_TOKEN, DEV_TOKEN, MALLORY_TOKEN, OTHER_BOT_TOKEN, State
+from tests.forges.fake_gitlab import (
+    AUTHOR_TOKEN,
+    BOT_USER,
+    DEV_TOKEN,
+    MALLORY_TOKEN,
+    OTHER_BOT_TOKEN,
+    State,
+)
 from tests.forges.gitlab_support import (  # noqa: F401
     APP_NEW,
     TOKEN,
@@ -363,6 +370,14 @@ def test_with_approve_before_publish_findings_wait_as_drafts_until_a_member_publ
     service.review(order, reviewer)  # the next review replaces, never adds
     assert len(env.gitlab.drafts) == drafted and not env.gitlab.diff_notes()
 
+    # someone also writes with the bot's account: bulk publishing would post their draft too
+    env.gitlab.drafts.append({"id": 999, "note": "my own draft", "position": None,
+                              "author_id": BOT_USER["id"]})
+    refused = _reply(env, None, _say(env.gitlab, DEV_TOKEN, "@reviewbot publish"))
+    assert json.loads(refused.stdout)["detail"] == "refused" and not env.gitlab.diff_notes()
+    assert any(n["body"].startswith("Not published: the bot's account has draft notes")
+               for n in env.gitlab.notes())
+    env.gitlab.drafts.pop()
     stranger = _say(env.gitlab, MALLORY_TOKEN, "@reviewbot publish")
     assert _action(_reply(env, None, stranger)) == "not-a-member"
     assert len(env.gitlab.drafts) == drafted

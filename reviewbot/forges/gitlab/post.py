@@ -20,7 +20,7 @@ from typing import Any
 import requests
 from gitlab.exceptions import GitlabError
 
-from reviewbot.errors import ForgeError, Refused, Unavailable
+from reviewbot.errors import ForgeError, Refused, Unavailable, UsageError
 from reviewbot.findings import Finding
 from reviewbot.forges.base import ChangeRequest, PostedComment, PostOutcome
 from reviewbot.forges.gitlab.position import note_payload
@@ -209,7 +209,7 @@ def publish_drafts(mr: Any) -> int:
     try:
         drafts = list(mr.draft_notes.list(get_all=True, per_page=100))
         if any(_fingerprint(d.attributes.get("note", "")) is None for d in drafts):
-            raise ForgeError("the bot's account has draft notes of its own on this merge "
+            raise UsageError("the bot's account has draft notes of its own on this merge "
                              "request: publish or delete them in GitLab first")
         if drafts:
             mr.draft_notes.bulk_publish()
