@@ -23,7 +23,7 @@ and tool prefix across chunks) count as they would in production.
 
 `--start-cpu-tiny-qwen` builds the Qwen-tokenizer tiny model (benchmarks/qwen_tokenizer.py)
 under --model-dir and serves it with the CPU vLLM ($REVIEWBOT_VLLM_PYTHON) using
-reviewbot/server/tinymodel.py's SERVE_ENV / SERVE_ARGS. `--serve-only INFO.json` just starts that server,
+server/reviewbot_server/tinymodel.py's SERVE_ENV / SERVE_ARGS. `--serve-only INFO.json` just starts that server,
 writes its URL to INFO.json and waits for SIGTERM (pragent_side_by_side.py shares it).
 """
 
@@ -213,8 +213,8 @@ def serve_tiny_qwen(
     model_dir: Path, max_model_len: int, log_path: Path, kv_gib: int = 2
 ) -> Iterator[str]:
     """Start the CPU vLLM on the tiny Qwen-tokenizer model; yield its /v1 base URL."""
-    from reviewbot.server.process.launcher import LaunchSpec, VllmProcess, free_port
-    from reviewbot.server.tinymodel import SERVE_ARGS, SERVE_ENV
+    from reviewbot_server.process.launcher import LaunchSpec, VllmProcess, free_port
+    from reviewbot_server.tinymodel import SERVE_ARGS, SERVE_ENV
 
     ensure_tiny_qwen(model_dir)
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(kv_gib))

@@ -13,7 +13,7 @@ The diff, made with git in a temp repository (`git diff --binary --find-renames`
 `all` (the default) runs both (`pip` where available); `auto` takes `pip` when it can, else
 `synthetic`.
 
-The tokenizer defaults to the project's own (`--tokenizer tiny`: reviewbot/server/tinymodel.py, the
+The tokenizer defaults to the project's own (`--tokenizer tiny`: server/reviewbot_server/tinymodel.py, the
 byte-level BPE the demo model serves, trained on reviewbot's sources); pass `--tokenizer PATH`
 (repeatable) for a real model's tokenizer.json, e.g. Qwen's as rebuilt offline by
 benchmarks/qwen_tokenizer.py.
@@ -460,12 +460,12 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="bench-tok-") as tmp:
         tokenizers: list[tuple[str, str]] = []
         if "tiny" in (args.tokenizer or ["tiny"]):
-            from reviewbot.server.tinymodel import VOCAB_SIZE, build_tiny_model
+            from reviewbot_server.tinymodel import VOCAB_SIZE, build_tiny_model
 
             path = str(build_tiny_model(Path(tmp) / "tiny") / "tokenizer.json")
             tokenizers.append((path, f"tiny BPE {VOCAB_SIZE // 1024}K"))
             notes.append(f"`tiny BPE {VOCAB_SIZE // 1024}K` is the project's tiny-model tokenizer "
-                         "(reviewbot/server/tinymodel.py, byte-level BPE trained on reviewbot's sources, the "
+                         "(server/reviewbot_server/tinymodel.py, byte-level BPE trained on reviewbot's sources, the "
                          "one the demo model serves)")
         for path in [t for t in args.tokenizer or () if t != "tiny"]:
             from tokenizers import Tokenizer

@@ -76,10 +76,10 @@ def done_ids(results: Path) -> set[str]:
 
 
 def warm(url: str, sizes: tuple[int, ...], max_len: int) -> dict[str, Any]:
-    """The warm-up of `reviewbot server up` (reviewbot.server.supervise.canary.warm_up)."""
+    """The warm-up of `reviewbot server up` (reviewbot_server.supervise.canary.warm_up)."""
     import httpx
 
-    from reviewbot.server.supervise.canary import warm_up
+    from reviewbot_server.supervise.canary import warm_up
     with httpx.Client() as client:
         return {"sizes": warm_up(client, url, gpu_run.SERVED, sizes, max_len, 300.0)}
 
@@ -147,7 +147,7 @@ def main() -> int:
     if not args.url:
         gpu_run.install(args.payload)
     gpu_run.reviewbot_importable()
-    from reviewbot.server.supervise.canary import WARM_UP_TOKENS
+    from reviewbot_server.supervise.canary import WARM_UP_TOKENS
     args.warm_up_tokens = args.warm_up_tokens or WARM_UP_TOKENS
     if not args.url and not gpu_run.server_up(url):
         gpu_run.log("server", gpu_run.start_server(args.payload, args.port,

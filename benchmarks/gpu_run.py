@@ -98,7 +98,8 @@ def install(payload: Path) -> dict[str, Any]:
                         "--no-compile", "--no-cache-dir", "--upgrade", "--target", str(deps),
                         *wheels], check=True)
         (deps / ".done").write_text("ok\n")
-    paths = [str(payload / "site"), str(deps), str(ROOT)]
+    # the client from the working tree, and the server package beside it (server/)
+    paths = [str(payload / "site"), str(deps), str(ROOT), str(ROOT / "server")]
     os.environ["PYTHONPATH"] = os.pathsep.join(paths + [os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     for p in reversed(paths):
         sys.path.insert(0, p)

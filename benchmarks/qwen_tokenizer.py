@@ -70,7 +70,7 @@ PAD = "<|endoftext|>"
 # the project's own root on the path: run as `python benchmarks/qwen_tokenizer.py` from a fresh
 # venv, without PYTHONPATH (the trap of the last GPU session)
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from reviewbot.server.tinymodel import CHAT_TEMPLATE
+from reviewbot_server.tinymodel import CHAT_TEMPLATE
 
 # ---------------------------------------------------------------- reading the quicktok data
 

@@ -5,7 +5,7 @@ docs/precision.md's real-model row and docs/real-model.md (issue 33).
         [--golden tests/eval/golden] [--out benchmarks/results/real_model]
 
 For each variant (findings_format × verify, as `reviewbot eval run --compare --variant V`), with
-the model's demo settings (reviewbot.server.realmodel.SETTINGS, temperature 0): precision,
+the model's demo settings (reviewbot_server.realmodel.SETTINGS, temperature 0): precision,
 recall and F1 with their 90% bootstrap intervals, the unusable share, the wall time, how often a
 chunk's summary named a problem beside an empty findings list (the named-problem request) and
 how often none came after it (summary-only), and vLLM's prefix-cache counters around the run.
@@ -26,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ceiling import metrics_delta, scrape
 
-from reviewbot.server import realmodel
+from reviewbot_server import realmodel
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -10,7 +10,7 @@ import sys
 
 import click
 
-from reviewbot.errors import EXIT_INCOMPLETE, EXIT_USAGE, ReviewbotError
+from reviewbot.errors import EXIT_INCOMPLETE, EXIT_USAGE, ReviewbotError, ServerNotInstalled
 from reviewbot.redact import redact, redacting_warnings
 
 
@@ -27,9 +27,27 @@ class LazyGroup(click.Group):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in self.lazy:
             module_name, attr = self.lazy[cmd_name].split(":")
-            command: click.Command = getattr(importlib.import_module(module_name), attr)
+            try:
+                module = importlib.import_module(module_name)
+            except ModuleNotFoundError as exc:
+                if exc.name != SERVER_PACKAGE:
+                    raise
+                return _server_missing
+            command: click.Command = getattr(module, attr)
             return command
         return super().get_command(ctx, cmd_name)
+
+
+# `reviewbot server` lives in a package of its own, installed on the GPU host (server/)
+SERVER_PACKAGE = "reviewbot_server"
+
+
+@click.command(name="server", context_settings={"ignore_unknown_options": True},
+               add_help_option=False)
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def _server_missing(args: tuple[str, ...]) -> None:
+    """Plan, launch and supervise vLLM (needs the reviewbot-server package)."""
+    raise ServerNotInstalled()
 
 
 @click.group(
@@ -41,7 +59,7 @@ class LazyGroup(click.Group):
         "eval": "reviewbot.commands.eval:eval_group",
         "demo": "reviewbot.commands.demo:demo",
         "webhook": "reviewbot.webhook.cli:webhook",
-        "server": "reviewbot.server.cli:server",
+        "server": f"{SERVER_PACKAGE}.cli:server",
     },
 )
 @click.version_option(package_name="reviewbot")

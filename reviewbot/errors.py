@@ -2,19 +2,18 @@
 
     ReviewbotError (exit 2)
     ├── UsageError           bad flag, config key or value
+    │   └── ServerNotInstalled  `reviewbot server` or the demo without the server package
     ├── ContextTooSmall      the prompt's fixed part leaves no room for a diff
     ├── DiffError            not a diff, empty diff, unreadable input
     ├── ChangeTooLarge       a change beyond max_diff_mb, refused before any request
     ├── BackendError         (exit 3) the model server cannot be used
     │   ├── BackendUnreachable
-    │   ├── ModelNotServed   (exit 2) names the models that are served
-    │   ├── LaunchError      vLLM did not start or stay up; carries the last log lines
-    │   └── ManifestError    the model directory does not match its SHA256SUMS
+    │   └── ModelNotServed   (exit 2) names the models that are served
     ├── ForgeError           (exit 3) GitLab/GitHub refused or failed; carries status and body
     ├── IncompleteReview     (exit 3) a review ran but did not cover everything
-    ├── MalformedPayload     (400 in the listener) a webhook body without the fields it needs
-    └── PlanRefused          (exit 1) no deployment fits; carries the nearest one that does
+    └── MalformedPayload     (400 in the listener) a webhook body without the fields it needs
 
+The server package (server/) has a tree of its own: it shares no code with the client.
 A class without an exit code of its own has its parent's (tests/test_errors.py holds this
 tree to the classes).
 
@@ -27,8 +26,6 @@ the userinfo of URLs. Anything else that escapes reaches the CLI edge as one lin
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from reviewbot.redact import redact
 
@@ -50,6 +47,15 @@ class ReviewbotError(Exception):
 
 class UsageError(ReviewbotError):
     pass
+
+
+class ServerNotInstalled(UsageError):
+    """The server side lives in a package of its own, installed on the GPU host."""
+
+    def __init__(self) -> None:
+        super().__init__("this needs the reviewbot-server package, which is not installed "
+                         "here: pip install ./server from a reviewbot checkout (it brings "
+                         "vLLM), or reviewbot-server from your package registry")
 
 
 class ContextTooSmall(ReviewbotError):
@@ -76,12 +82,6 @@ class ModelNotServed(BackendError):
     exit_code = EXIT_USAGE
 
 
-class LaunchError(BackendError):
-    def __init__(self, message: str, log_tail: list[str] | None = None) -> None:
-        super().__init__(message)
-        self.log_tail = [redact(line) for line in log_tail or []]
-        self.permanent = False  # a restart with the same argv cannot help (bad flag, …)
-
 
 class ForgeError(ReviewbotError):
     exit_code = EXIT_INCOMPLETE
@@ -96,23 +96,10 @@ class IncompleteReview(ReviewbotError):
     exit_code = EXIT_INCOMPLETE
 
 
-class ManifestError(BackendError):
-    """The model directory does not match its manifest (exit 3)."""
-
 
 class MalformedPayload(ReviewbotError):
     """The webhook body is not JSON, or lacks a field the event must carry."""
 
-
-class PlanRefused(ReviewbotError):
-    """No plan works; `nearest` is the closest one that does, `alternatives` other ways out."""
-
-    exit_code = EXIT_FINDINGS
-
-    def __init__(self, reason: str, nearest: Any, alternatives: tuple[str, ...] = ()) -> None:
-        super().__init__(reason)
-        self.nearest = nearest  # the planner's nearest Plan, or None
-        self.alternatives = alternatives
 
 
 class ContextTooLong(Exception):

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Idempotent set-up on a fresh Debian/Ubuntu machine with Python >= 3.11:
-#   .venv       reviewbot with its test extras (no torch: what a CI job installs)
+#   .venv       reviewbot with its test extras (no torch: what a CI job installs), and the server
+#               package (server/) without its vllm dependency: it runs vLLM from .venv-vllm
 #   .venv-vllm  the CPU build of vLLM, for the demo and the tests only, with gguf and accelerate
-#               to convert the real demo model (reviewbot.server.realmodel)
+#               to convert the real demo model (reviewbot_server.realmodel)
 # System packages (git, nginx, haproxy, postgresql, buildah, debootstrap) are installed when
 # missing and we are root, without starting their daemons or touching a running service
 # (scripts/system-packages.sh).
@@ -18,6 +19,8 @@ if [ ! -x .venv/bin/reviewbot ]; then
 fi
 # the review path at the versions CI jobs install (reviewbot/data/constraints.txt)
 .venv/bin/pip install -q -e '.[test]' -c reviewbot/data/constraints.txt
+# its other dependencies are the client's, installed just above
+.venv/bin/pip install -q --no-deps -e ./server
 
 if [ ! -f .venv-vllm/.ready ]; then
   "$PY" -m venv .venv-vllm

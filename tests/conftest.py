@@ -1,6 +1,6 @@
 """Shared fixtures. The real vLLM CPU server: started once per session, on demand.
 
-`vllm_server` builds the tiny random-weight model (reviewbot/server/tinymodel.py), starts
+`vllm_server` builds the tiny random-weight model (server/reviewbot_server/tinymodel.py), starts
 `python -m vllm.entrypoints.openai.api_server` with the interpreter from
 $REVIEWBOT_VLLM_PYTHON (or this one, if it has vllm) on a free loopback port, and stops it
 at the end of the session; with $REVIEWBOT_TEST_VLLM_INFO it uses the server that .ci/run
@@ -24,10 +24,11 @@ from pathlib import Path
 
 import pytest
 
-from reviewbot.errors import LaunchError, UsageError
-from reviewbot.server import realmodel
-from reviewbot.server.process.launcher import LaunchSpec, VllmProcess, find_vllm_python, free_port
-from reviewbot.server.tinymodel import SERVE_ARGS, SERVE_ENV, build_tiny_model
+from reviewbot.errors import UsageError
+from reviewbot_server import realmodel
+from reviewbot_server.errors import LaunchError
+from reviewbot_server.process.launcher import LaunchSpec, VllmProcess, find_vllm_python, free_port
+from reviewbot_server.tinymodel import SERVE_ARGS, SERVE_ENV, build_tiny_model
 from tests.cleanup import after_exit
 
 # the head trees that forge reviews download (reviewbot.flow.headtree) go to a temporary cache, in

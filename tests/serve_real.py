@@ -2,7 +2,7 @@
 
 .ci/run starts this (`python -m tests.serve_real INFO STATE`) beside tests/serve_tiny.py; the
 `realmodel` tests read the server's details from $REVIEWBOT_TEST_REALMODEL_INFO. The model is
-fetched and converted on the first run (reviewbot.server.realmodel) and reused after.
+fetched and converted on the first run (reviewbot_server.realmodel) and reused after.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from reviewbot.server import realmodel
-from reviewbot.server.process.launcher import find_vllm_python
+from reviewbot_server import realmodel
+from reviewbot_server.process.launcher import find_vllm_python
 from tests.conftest import real_spec
 from tests.serve_tiny import serve
 

@@ -13,8 +13,8 @@ import sys
 import threading
 from pathlib import Path
 
-from reviewbot.server.process.launcher import LaunchSpec, VllmProcess
-from reviewbot.server.tinymodel import build_tiny_model
+from reviewbot_server.process.launcher import LaunchSpec, VllmProcess
+from reviewbot_server.tinymodel import build_tiny_model
 from tests.conftest import tiny_spec
 
 

@@ -1,5 +1,6 @@
 """The import rules of the layout, held by a test: the shared vocabulary at the top, the engine
-below the entry points, the server package beside the review side, sharing only HTTP.
+below the entry points, and the server package (server/, installed on its own) beside the
+review client, sharing only HTTP.
 
 Imports inside functions count (lazy imports are still dependencies)."""
 
@@ -12,10 +13,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "reviewbot"
+SERVER = ROOT / "server" / "reviewbot_server"
+SOURCES = [*PACKAGE.rglob("*.py"), *SERVER.rglob("*.py")]
 
 
 def _module(path: Path) -> str:
-    parts = path.relative_to(ROOT).with_suffix("").parts
+    root = SERVER.parent if path.is_relative_to(SERVER) else ROOT
+    parts = path.relative_to(root).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
@@ -30,7 +34,7 @@ def _imports(path: Path) -> set[str]:
     return found
 
 
-MODULES = {_module(p): _imports(p) for p in PACKAGE.rglob("*.py")}
+MODULES = {_module(p): _imports(p) for p in SOURCES}
 
 
 def _offenders(inside: str, forbidden: tuple[str, ...], allowed: tuple[str, ...] = ()) -> list[str]:
@@ -43,12 +47,18 @@ def _offenders(inside: str, forbidden: tuple[str, ...], allowed: tuple[str, ...]
 def test_the_engine_imports_no_entry_point_and_no_sink() -> None:
     assert _offenders("reviewbot.engine", ("reviewbot.commands", "reviewbot.forges",
                                            "reviewbot.webhook", "reviewbot.report",
-                                           "reviewbot.cli", "reviewbot.server")) == []
+                                           "reviewbot.cli", "reviewbot_server")) == []
 
 
-def test_the_server_package_imports_no_engine_and_no_entry_point() -> None:
-    assert _offenders("reviewbot.server", ("reviewbot.engine", "reviewbot.commands",
-                                           "reviewbot.forges", "reviewbot.webhook")) == []
+def test_the_server_package_imports_nothing_of_the_review_client() -> None:
+    assert _offenders("reviewbot_server", ("reviewbot",)) == []
+
+
+def test_the_affinity_header_is_spelled_the_same_on_both_sides() -> None:
+    from reviewbot.headers import AFFINITY_HEADER as client
+    from reviewbot_server.render.names import AFFINITY_HEADER as server
+
+    assert client == server
 
 
 def test_the_webhook_imports_no_command() -> None:
@@ -57,15 +67,14 @@ def test_the_webhook_imports_no_command() -> None:
 
 def test_nothing_but_the_demo_reaches_into_the_server_package() -> None:
     """The demo is the one command that runs both sides (a local vLLM and a review); the CLI
-    names the `server` subcommands by string."""
-    assert _offenders("reviewbot", ("reviewbot.server",),
-                      allowed=tuple(m for m in MODULES if m.startswith("reviewbot.server"))
-                      + ("reviewbot.commands.demo",)) == []
+    names `reviewbot server` by string and says how to install it when it is missing."""
+    assert _offenders("reviewbot", ("reviewbot_server",),
+                      allowed=("reviewbot.commands.demo",)) == []
 
 
 def test_only_the_model_client_imports_openai_on_the_review_side() -> None:
     """The server's probes may: they are clients of the server they test."""
-    review_side = tuple(m for m in MODULES if not m.startswith("reviewbot.server"))
+    review_side = tuple(m for m in MODULES if not m.startswith("reviewbot_server"))
     users = sorted(m for m in review_side if any(n == "openai" or n.startswith("openai.")
                                                    for n in MODULES[m]))
     assert users == ["reviewbot.engine.llm"]
@@ -74,18 +83,17 @@ def test_only_the_model_client_imports_openai_on_the_review_side() -> None:
 def test_the_review_path_loads_no_server_module() -> None:
     code = ("import sys, reviewbot.cli, reviewbot.commands.review, reviewbot.engine.build, "
             "reviewbot.flow.posting, reviewbot.webhook.app, reviewbot.webhook.runner\n"
-            "print(sorted(m for m in sys.modules if m.startswith('reviewbot.server')))")
+            "print(sorted(m for m in sys.modules if m.startswith('reviewbot_server')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
-    assert not (ROOT / "server").exists()  # no top-level package that could collide
 
 
 VOCABULARY = ("reviewbot.anchoring", "reviewbot.config", "reviewbot.context", "reviewbot.diff",
               "reviewbot.errors", "reviewbot.findings", "reviewbot.git", "reviewbot.headers", "reviewbot.modeltext",
-              "reviewbot.rendering", "reviewbot.result", "reviewbot.rules", "reviewbot.templating",
+              "reviewbot.rendering", "reviewbot.result", "reviewbot.rules",
               "reviewbot.tree", "reviewbot.archive")
 STEPS_AND_ENTRY_POINTS = ("reviewbot.engine", "reviewbot.forges", "reviewbot.webhook",
-                          "reviewbot.commands", "reviewbot.report", "reviewbot.server",
+                          "reviewbot.commands", "reviewbot.report", "reviewbot_server",
                           "reviewbot.flow", "reviewbot.cli", "reviewbot.evaluation")
 
 
@@ -126,26 +134,27 @@ def test_imports_go_down_entry_points_then_the_flow_then_the_steps() -> None:
 def test_no_module_on_the_review_path_is_longer_than_300_lines() -> None:
     """The review path: everything but the server package and the listener's own plumbing."""
     long = {m: n for m, n in ((m, len(p.read_text(encoding="utf-8").splitlines()))
-                              for m, p in ((_module(p), p) for p in PACKAGE.rglob("*.py")))
-            if n > 300 and not m.startswith(("reviewbot.server", "reviewbot.webhook"))}
+                              for m, p in ((_module(p), p) for p in SOURCES))
+            if n > 300 and not m.startswith(("reviewbot_server", "reviewbot.webhook"))}
     assert long == {}
 
 
 def test_no_function_is_longer_than_60_lines() -> None:
     long = sorted(f"{_module(p)}.{node.name}: {node.end_lineno - node.lineno + 1}"
-                  for p in PACKAGE.rglob("*.py")
+                  for p in SOURCES
                   for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
                   if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
                   and node.end_lineno is not None and node.end_lineno - node.lineno >= 60)
     assert long == []
 
 
-def test_every_package_is_in_the_wheel() -> None:
-    """pyproject lists packages by hand: one left out installs from a checkout (editable) and
-    fails from the wheel (the container image found reviewbot.conversation missing)."""
+def test_every_package_is_in_its_wheel() -> None:
+    """Each pyproject lists packages by hand: one left out installs from a checkout (editable)
+    and fails from the wheel (the container image found reviewbot.conversation missing)."""
     import tomllib
 
-    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-                 ["packages"])
-    found = {".".join(p.parent.relative_to(ROOT).parts) for p in PACKAGE.rglob("__init__.py")}
-    assert found - listed == set()
+    for package in (PACKAGE, SERVER):
+        listed = set(tomllib.loads((package.parent / "pyproject.toml").read_text())["tool"]
+                     ["setuptools"]["packages"])
+        found = {_module(p.parent / "__init__.py") for p in package.rglob("__init__.py")}
+        assert found - listed == set()

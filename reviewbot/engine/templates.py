@@ -7,9 +7,9 @@ from importlib import resources
 from pathlib import Path
 
 import jinja2
+from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from reviewbot.errors import UsageError
-from reviewbot.templating import sandboxed
 
 
 @lru_cache(maxsize=8)
@@ -20,7 +20,9 @@ def environment(user_dir: str | None = None) -> jinja2.Environment:
     # sandboxed whatever the source: a user's prompts_dir, or the diff text it renders, cannot
     # run commands through it
     bundled = str(resources.files("reviewbot.prompts"))
-    return sandboxed(*([user_dir] if user_dir else []), bundled)
+    loader = jinja2.ChoiceLoader([jinja2.FileSystemLoader(d) for d in (user_dir, bundled) if d])
+    return ImmutableSandboxedEnvironment(loader=loader, undefined=jinja2.StrictUndefined,
+                                         autoescape=False)
 
 
 def render(name: str, user_dir: str | None = None, **context: object) -> str:

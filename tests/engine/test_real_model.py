@@ -9,7 +9,7 @@ from __future__ import annotations
 from reviewbot.config import resolve
 from reviewbot.diff import Side, parse
 from reviewbot.engine.build import make_engine
-from reviewbot.server import realmodel
+from reviewbot_server import realmodel
 from tests.conftest import VllmServer
 
 PLANTED = b"""\

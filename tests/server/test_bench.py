@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from reviewbot.cli import main
-from reviewbot.errors import UsageError
-from reviewbot.server.probe.bench import parse_sizes
-from reviewbot.server.probe.bench_load import percentile
+from reviewbot_server.errors import UsageError
+from reviewbot_server.probe.bench import parse_sizes
+from reviewbot_server.probe.bench_load import percentile
 
 
 def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:

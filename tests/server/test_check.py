@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from reviewbot.cli import main
-from reviewbot.deadline import bounded_client
-from reviewbot.server.probe.check import Server, check_tool_auto, check_tool_forced
-from reviewbot.server.supervise.canary import warm_up
+from reviewbot_server.http import bounded_client
+from reviewbot_server.probe.check import Server, check_tool_auto, check_tool_forced
+from reviewbot_server.supervise.canary import warm_up
 from tests.fake_openai import FakeOpenAI, Reply
 
 CHECKS = ("reachable", "model served", "context", "tokenize", "latency", "tool call (forced)",

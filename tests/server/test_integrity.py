@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from reviewbot.cli import main
-from reviewbot.errors import UsageError
-from reviewbot.server.probe.integrity import (
+from reviewbot_server.errors import UsageError
+from reviewbot_server.probe.integrity import (
     MANIFEST,
     ManifestError,
     verify_manifest,

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from reviewbot.cli import main
-from reviewbot.errors import UsageError
-from reviewbot.server.plan.model import load_model
-from reviewbot.server.plan.planner import PlanRefused, plan
-from reviewbot.server.render.vllm_flags import check_argvs
-from reviewbot.server.tinymodel import build_tiny_model
+from reviewbot_server.errors import UsageError
+from reviewbot_server.plan.model import load_model
+from reviewbot_server.plan.planner import PlanRefused, plan
+from reviewbot_server.render.vllm_flags import check_argvs
+from reviewbot_server.tinymodel import build_tiny_model
 
 MIB, GIB = 2**20, 2**30
 
@@ -28,7 +28,7 @@ MOE_EMBED = 151936 * 2048 * 2
 
 def reserve(tokens: int, seqs: int, forward_per_token: int, vocab: int, tp: int = 1) -> int:
     # non-torch (+ NCCL with TP) + CUDA graphs + max(prefill forward, sampler dummy run), as
-    # fitted to vLLM 0.26 on the H200 (reviewbot/server/plan/memory.py)
+    # fitted to vLLM 0.26 on the H200 (server/reviewbot_server/plan/memory.py)
     graphs = int(0.45 * GIB) + seqs * int(0.19 * MIB)
     sampler = int(0.64 * GIB) + seqs * vocab * 14
     return GIB // 4 + (GIB // 2 if tp > 1 else 0) + graphs + max(tokens * forward_per_token, sampler)
@@ -313,8 +313,8 @@ H200_MEASURED = {(8192, 256): 731_920, (16384, 256): 725_840, (32768, 256): 707_
 
 @pytest.mark.parametrize("batched, seqs", sorted(H200_MEASURED))
 def test_h200_prediction_within_one_percent_of_vllm(batched: int, seqs: int) -> None:
-    from reviewbot.server.plan.hardware import GPUS
-    from reviewbot.server.plan.memory import gpu_memory, weight_format
+    from reviewbot_server.plan.hardware import GPUS
+    from reviewbot_server.plan.memory import gpu_memory, weight_format
 
     model = load_model("Qwen3-Coder-30B-A3B")
     mem = gpu_memory(model, weight_format(model, None), gpu_total=GPUS["H200"].memory_bytes,

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from reviewbot.server import realmodel
+from reviewbot_server import realmodel
 
 PART = 1000
 

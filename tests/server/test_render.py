@@ -25,10 +25,10 @@ import pytest
 
 from reviewbot.cli import main
 from reviewbot.headers import AFFINITY_HEADER
-from reviewbot.server.plan.model import load_model
-from reviewbot.server.plan.planner import Plan, plan
-from reviewbot.server.render.balancers import LbSettings, haproxy_cfg, nginx_conf
-from reviewbot.server.render.serve import helm_values, plan_json, plan_text, systemd_units
+from reviewbot_server.plan.model import load_model
+from reviewbot_server.plan.planner import Plan, plan
+from reviewbot_server.render.balancers import LbSettings, haproxy_cfg, nginx_conf
+from reviewbot_server.render.serve import helm_values, plan_json, plan_text, systemd_units
 
 KEY = "sk-test-0123456789"
 INSTALL = "install with: apt-get install -y nginx haproxy (systemd provides systemd-analyze)"
@@ -429,7 +429,7 @@ def test_origin_deployments_plan_render_and_validate(tmp_path: Path,
                                                     vllm_interpreter: str) -> None:
     """Each plans; its nginx passes `nginx -t`, its HAProxy `haproxy -c`, and every argv
     vLLM's own parser."""
-    from reviewbot.server.render.vllm_flags import check_argvs
+    from reviewbot_server.render.vllm_flags import check_argvs
 
     argvs = []
     for n, (name, (gpus, model, quant, tp, nodes)) in enumerate(ORIGIN_DEPLOYMENTS.items()):

@@ -20,9 +20,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from reviewbot.server.process.launcher import free_port, group_members
-from reviewbot.server.supervise.canary import parse_load
-from reviewbot.server.tinymodel import SERVE_ARGS, SERVE_ENV
+from reviewbot_server.process.launcher import free_port, group_members
+from reviewbot_server.supervise.canary import parse_load
+from reviewbot_server.tinymodel import SERVE_ARGS, SERVE_ENV
 
 FAKE = Path(__file__).parents[1] / "fake_vllm.py"
 SAMPLE_DIFF = Path(__file__).parents[2] / "reviewbot" / "data" / "sample.diff"
@@ -256,7 +256,7 @@ def test_port_in_use_is_a_clear_error(tmp_path: Path) -> None:
 
 def test_several_gpu_instances_behind_nginx(tmp_path: Path) -> None:
     """2xA10: the plan gives one replica per GPU; nginx serves both on one port."""
-    from reviewbot.server.tinymodel import build_tiny_model
+    from reviewbot_server.tinymodel import build_tiny_model
 
     model = build_tiny_model(tmp_path / "tiny")
 
@@ -359,7 +359,7 @@ def test_real_vllm_sigterm_leaves_no_process(real_up: Up) -> None:
                                   "no tokenizer"])
 def test_permanent_causes_exit_2_before_any_launch(tmp_path: Path, case: str) -> None:
     """What no restart can fix is refused at once, in one line, before vLLM is started."""
-    from reviewbot.server.tinymodel import build_tiny_model
+    from reviewbot_server.tinymodel import build_tiny_model
 
     model = build_tiny_model(tmp_path / "tiny")
     python, gpus, env = _fake_python(tmp_path), "2xA10", _fake_nvidia_smi(tmp_path, 2)

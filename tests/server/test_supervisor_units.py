@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from reviewbot.server.process.launcher import likely_cause
-from reviewbot.server.supervise.canary import EngineLoad, parse_load
-from reviewbot.server.supervise.supervisor import SupervisorSettings, _made_progress, backoff_delay
+from reviewbot_server.process.launcher import likely_cause
+from reviewbot_server.supervise.canary import EngineLoad, parse_load
+from reviewbot_server.supervise.supervisor import SupervisorSettings, _made_progress, backoff_delay
 
 NEW = """\
 # TYPE vllm:num_requests_running gauge
@@ -74,8 +74,8 @@ def test_a_state_is_logged_when_it_changes_not_after_every_probe(
     import logging
     import threading
 
-    from reviewbot.server.process.launcher import LaunchSpec
-    from reviewbot.server.supervise.supervisor import Instance
+    from reviewbot_server.process.launcher import LaunchSpec
+    from reviewbot_server.supervise.supervisor import Instance
 
     seen: list[str] = []
 
@@ -102,7 +102,7 @@ def test_a_state_is_logged_when_it_changes_not_after_every_probe(
 def test_warm_up_sends_one_forced_call_per_size_within_the_context() -> None:
     import httpx
 
-    from reviewbot.server.supervise.canary import warm_up
+    from reviewbot_server.supervise.canary import warm_up
     from tests.fake_openai import FakeOpenAI, Reply
 
     seen: list[dict[str, object]] = []
@@ -125,7 +125,7 @@ def test_warm_up_sends_one_forced_call_per_size_within_the_context() -> None:
 def test_a_failed_warm_up_call_is_reported_not_raised() -> None:
     import httpx
 
-    from reviewbot.server.supervise.canary import warm_up
+    from reviewbot_server.supervise.canary import warm_up
     from tests.fake_openai import FakeOpenAI, Reply
 
     with FakeOpenAI(lambda body, n: Reply(status=500), max_model_len=100_000) as server, \
@@ -141,7 +141,7 @@ def test_the_api_key_reaches_vllm_in_its_environment_never_its_command_line(
     import sys
     import time
 
-    from reviewbot.server.process.launcher import LaunchSpec, VllmProcess, free_port
+    from reviewbot_server.process.launcher import LaunchSpec, VllmProcess, free_port
 
     seen = tmp_path / "seen.json"
     fake = tmp_path / "python"

@@ -1,4 +1,4 @@
-"""The balancer and service configs come from templates (reviewbot/server/templates/): their
+"""The balancer and service configs come from templates (server/reviewbot_server/templates/): their
 output is held byte for byte against the files the f-string renderers wrote before the move
 (tests/server/golden/), for one card, a TP=4 plan and a four-machine plan, with and without
 the API-key check."""
@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from reviewbot.server.plan.model import load_model
-from reviewbot.server.plan.planner import Plan, plan
-from reviewbot.server.render.balancers import LbSettings, haproxy_cfg, nginx_conf
-from reviewbot.server.render.serve import systemd_text
+from reviewbot_server.plan.model import load_model
+from reviewbot_server.plan.planner import Plan, plan
+from reviewbot_server.render.balancers import LbSettings, haproxy_cfg, nginx_conf
+from reviewbot_server.render.serve import systemd_text
 
 GOLDEN = Path(__file__).with_name("golden")
 PLANS: dict[str, Callable[[], Plan]] = {
