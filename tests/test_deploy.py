@@ -20,8 +20,8 @@ from reviewbot.webhook.cli import webhook
 from reviewbot.webhook.settings import resolve_settings
 
 ROOT = Path(__file__).resolve().parents[1]
-K8S = ROOT / "ci-templates/kubernetes"
-UNIT = ROOT / "ci-templates/systemd/reviewbot-webhook.service"
+K8S = ROOT / "templates/deploy/kubernetes"
+UNIT = ROOT / "templates/deploy/systemd/reviewbot-webhook.service"
 DOCS = "".join((ROOT / "docs" / name).read_text() for name in ("webhook.md", "configuration.md"))
 LIBPQ = {"PGPASSWORD"}  # read by libpq itself
 SECRETS = {"REVIEWBOT_GITLAB_WEBHOOK_SECRET": "9f2c41d07be3a58e6d10"}

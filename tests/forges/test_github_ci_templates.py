@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-DIR = Path(__file__).resolve().parents[2] / "ci-templates" / "github"
+DIR = Path(__file__).resolve().parents[2] / "templates" / "github"
 
 
 def _load(name: str) -> dict[str, Any]:

@@ -12,7 +12,7 @@ import yaml
 
 from reviewbot.commands.review import review
 
-ROOT = Path(__file__).parents[2] / "ci-templates" / "gitlab"
+ROOT = Path(__file__).parents[2] / "templates" / "gitlab"
 # GitLab resolves `component: <host>/<project>/review@<ref>` to templates/review.yml at the root
 COMPONENT = Path(__file__).parents[2] / "templates" / "review.yml"
 INCLUDE = ROOT / "reviewbot.gitlab-ci.yml"
@@ -72,3 +72,10 @@ def test_templates_tell_the_user_which_token_to_create() -> None:
         text = path.read_text()
         assert "REVIEWBOT_GITLAB_TOKEN" in text and "`api` scope" in text
         assert "CI_JOB_TOKEN cannot" in text
+
+
+def test_the_old_include_path_still_includes_the_template() -> None:
+    """`include: project:` users name ci-templates/gitlab/…; a nested `local` include resolves
+    in this project at the same ref, so the file there only points at the new home."""
+    old = yaml.safe_load((ROOT.parents[1] / "ci-templates" / "gitlab" / INCLUDE.name).read_text())
+    assert old == {"include": [{"local": "/" + INCLUDE.relative_to(ROOT.parents[1]).as_posix()}]}

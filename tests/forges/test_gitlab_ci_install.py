@@ -27,7 +27,7 @@ import yaml
 
 ROOT = Path(__file__).parents[2]
 COMPONENT = ROOT / "templates" / "review.yml"
-INCLUDE = ROOT / "ci-templates" / "gitlab" / "reviewbot.gitlab-ci.yml"
+INCLUDE = ROOT / "templates" / "gitlab" / "reviewbot.gitlab-ci.yml"
 
 APT_GET = """#!/bin/sh
 # Debian's apt-get, as far as the job uses it: `update`, then `install ... git`
