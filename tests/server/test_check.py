@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from reviewbot.cli import main
-from reviewbot_server.http import bounded_client
+from reviewbot_server.deadline import bounded_client
 from reviewbot_server.probe.check import Server, check_tool_auto, check_tool_forced
 from reviewbot_server.supervise.canary import warm_up
 from tests.fake_openai import FakeOpenAI, Reply

@@ -4,6 +4,7 @@ to install it when it is not."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -49,8 +50,10 @@ def test_with_the_server_package_reviewbot_server_runs_it_and_its_errors_keep_th
 
 
 def test_the_server_wheel_holds_only_the_server_package(tmp_path: Path) -> None:
+    source = tmp_path / "server"  # the build writes build/ and *.egg-info beside its sources
+    shutil.copytree(ROOT / "server", source, ignore=shutil.ignore_patterns("*.egg-info"))
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
-                    "--no-build-isolation", "-w", str(tmp_path), str(ROOT / "server")],
+                    "--no-build-isolation", "-w", str(tmp_path), str(source)],
                    check=True, capture_output=True, timeout=300)
     (wheel,) = tmp_path.glob("reviewbot_server-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
@@ -60,3 +63,10 @@ def test_the_server_wheel_holds_only_the_server_package(tmp_path: Path) -> None:
     entry = next(n for n in names if n.endswith("entry_points.txt"))
     assert "reviewbot-server = reviewbot_server.cli:server" in zipfile.ZipFile(wheel).read(
         entry).decode()
+
+
+def test_no_top_level_module_shadows_the_standard_library() -> None:
+    """convert_gguf.py runs as a script in vLLM's interpreter, with this folder first on
+    sys.path: an `http.py` there broke urllib inside transformers."""
+    names = {p.stem for p in (ROOT / "server" / "reviewbot_server").iterdir()}
+    assert names & sys.stdlib_module_names == set()

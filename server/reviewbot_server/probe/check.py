@@ -25,7 +25,7 @@ from openai.types.chat import (
 )
 
 from reviewbot_server.errors import UsageError
-from reviewbot_server.http import bounded_client
+from reviewbot_server.deadline import bounded_client
 from reviewbot_server.redact import redact, register_secret
 
 DEFAULT_CONTEXT = 65_536
