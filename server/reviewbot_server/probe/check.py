@@ -24,8 +24,8 @@ from openai.types.chat import (
     ChatCompletionNamedToolChoiceParam,
 )
 
-from reviewbot_server.errors import UsageError
 from reviewbot_server.deadline import bounded_client
+from reviewbot_server.errors import UsageError
 from reviewbot_server.redact import redact, register_secret
 
 DEFAULT_CONTEXT = 65_536

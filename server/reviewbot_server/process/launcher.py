@@ -29,8 +29,8 @@ from typing import Self
 
 import httpx
 
-from reviewbot_server.errors import LaunchError, UsageError
 from reviewbot_server.deadline import bounded_client
+from reviewbot_server.errors import LaunchError, UsageError
 from reviewbot_server.redact import redact, register_secret
 from reviewbot_server.serve_config import ServeConfig
 

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import httpx
 
-from reviewbot_server.errors import LaunchError, UsageError
 from reviewbot_server.deadline import bounded_client
+from reviewbot_server.errors import LaunchError, UsageError
 from reviewbot_server.process.launcher import LaunchSpec, VllmProcess
 from reviewbot_server.supervise.canary import (
     WARM_UP_TOKENS,
