@@ -89,6 +89,7 @@ def test_the_review_path_loads_no_server_module() -> None:
 
 
 VOCABULARY = ("reviewbot.anchoring", "reviewbot.config", "reviewbot.context", "reviewbot.diff",
+              "reviewbot.discussion",
               "reviewbot.errors", "reviewbot.findings", "reviewbot.git", "reviewbot.headers", "reviewbot.modeltext",
               "reviewbot.rendering", "reviewbot.result", "reviewbot.rules",
               "reviewbot.tree", "reviewbot.archive")
@@ -107,6 +108,15 @@ def test_a_forge_host_imports_no_other_host_and_no_step_above_it() -> None:
              "reviewbot.flow")
     assert _offenders("reviewbot.forges.gitlab", above + ("reviewbot.forges.github",)) == []
     assert _offenders("reviewbot.forges.github", above + ("reviewbot.forges.gitlab",)) == []
+
+
+def test_the_forge_adapters_import_only_the_shared_vocabulary_and_forges_base() -> None:
+    allowed = (*VOCABULARY, "reviewbot.redact", "reviewbot.deadline", "reviewbot.secrets",
+               "reviewbot.forges")
+    found = sorted(f"{m} imports {n}" for m, names in MODULES.items()
+                   if m.startswith("reviewbot.forges.") for n in names
+                   if n.startswith("reviewbot.") and not n.startswith(allowed))
+    assert found == []
 
 
 def test_entry_points_review_a_change_request_through_the_service() -> None:

@@ -19,6 +19,8 @@ from typing import Any, Literal
 
 from markdown_it import MarkdownIt
 
+from reviewbot.discussion import Note, Thread
+
 _MAX_NOTE = 100_000  # GitLab's own limit on a note is 1,000,000 characters
 COMMANDS = ("review", "pause", "resume", "ignore", "publish", "help")
 Kind = Literal["review", "pause", "resume", "ignore", "publish", "help", "question"]
@@ -34,29 +36,6 @@ HELP = (
     "Anything else in one of my threads is a question about the finding, and I answer it there; "
     "a question anywhere else (after a mention) is about the whole change, and I answer it too."
 )
-
-
-@dataclass(frozen=True)
-class Note:
-    id: int
-    author_id: int
-    author: str  # the author's login
-    body: str
-    system: bool = False
-    bot: bool = False  # the forge marks the author as a bot account
-
-
-@dataclass(frozen=True)
-class Thread:
-    """A discussion: its notes oldest first, and whether the bot started it with a finding."""
-
-    id: str
-    notes: tuple[Note, ...]
-    fingerprint: str | None = None  # the finding the bot's first note carries
-    path: str = ""
-    line: int | None = None
-    head_sha: str = ""  # the head the finding was anchored at
-    resolved: bool = False
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,9 @@ from enum import StrEnum
 
 from reviewbot.config import Settings
 from reviewbot.conversation.learnings import Outcome
-from reviewbot.conversation.notes import HELP, Note, Thread, addressed
+from reviewbot.conversation.notes import HELP, addressed
 from reviewbot.conversation.threads import Threads
+from reviewbot.discussion import Note, Thread
 from reviewbot.engine.messages import Anchor
 from reviewbot.engine.passes import Passes
 from reviewbot.errors import IncompleteReview, UsageError

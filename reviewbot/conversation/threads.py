@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from reviewbot.conversation.notes import Note, Thread
 from reviewbot.diff import ChangeSet
+from reviewbot.discussion import Note, Thread
 
 
 class Threads(Protocol):

@@ -14,10 +14,10 @@ from functools import cached_property
 from reviewbot.config import Settings
 from reviewbot.context import Context
 from reviewbot.conversation.learnings import LearningStore, Outcome, scope, tally_line
-from reviewbot.conversation.notes import Note, Thread
 from reviewbot.conversation.respond import Response, respond, votes
 from reviewbot.conversation.threads import Threads
 from reviewbot.diff import ChangeSet
+from reviewbot.discussion import Note, Thread
 from reviewbot.engine.passes import Passes
 from reviewbot.errors import ForgeError, UsageError
 from reviewbot.flow.headtree import Trees

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from reviewbot.conversation.notes import Note, Thread, addressed
+from reviewbot.conversation.notes import addressed
+from reviewbot.discussion import Note, Thread
 
 BOT = Thread("d1", (), fingerprint="f" * 16, path="a.py", line=3)
 PLAIN = Thread("d2", ())

@@ -14,8 +14,8 @@ from typing import Any
 from github import GithubException
 from requests import RequestException
 
-from reviewbot.conversation.notes import Note, Thread
 from reviewbot.diff import ChangeSet
+from reviewbot.discussion import Note, Thread
 from reviewbot.errors import ForgeError, UsageError
 from reviewbot.forges.github.client import forge_error
 from reviewbot.forges.github.forge import GitHubForge

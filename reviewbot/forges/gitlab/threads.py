@@ -7,8 +7,8 @@ from typing import Any
 
 from gitlab.exceptions import GitlabError
 
-from reviewbot.conversation.notes import Note, Thread
 from reviewbot.diff import ChangeSet
+from reviewbot.discussion import Note, Thread
 from reviewbot.errors import ForgeError, UsageError
 from reviewbot.forges.gitlab.api import call
 from reviewbot.forges.gitlab.forge import GitLabForge
