@@ -133,7 +133,7 @@ def test_killed_mid_posting_then_rerun_loses_nothing_and_doubles_nothing(env: En
     env.gitlab.hook = kill_on_fourth_draft
     procs.append(subprocess.Popen(
         [sys.executable, "-m", "tests.forges.gitlab_crash_runner", env.gitlab.url],
-        cwd=Path(__file__).parents[2], stdout=subprocess.DEVNULL))
+        cwd=Path(__file__).parents[3], stdout=subprocess.DEVNULL))
     assert procs[0].wait(timeout=120) == -signal.SIGKILL
     env.gitlab.hook = None
     assert len(env.gitlab.drafts) == 4 and env.gitlab.diff_notes() == []  # drafted, unpublished

@@ -37,7 +37,7 @@ def _cli(env: Env, server: FakeOpenAI, *extra: str) -> subprocess.CompletedProce
             "--gitlab-token", TOKEN, "--base-url", server.base_url, "--no-progress",
             "--mode", "full", *extra]
     return subprocess.run([sys.executable, "-m", "reviewbot", *args], check=False, capture_output=True,
-                          text=True, timeout=300, env=clean, cwd=Path(__file__).parents[2])
+                          text=True, timeout=300, env=clean, cwd=Path(__file__).parents[3])
 
 
 def test_review_mr_posts_every_anchored_finding_once_with_zero_400s(env: Env) -> None:
@@ -122,7 +122,7 @@ def test_python_gitlabs_url_warning_is_scrubbed() -> None:
         "redacting_warnings()\n"
         "gitlab.Gitlab(url, private_token='x')._check_url('http://127.0.0.1:9/api/v4/x?page=2')\n")
     proc = subprocess.run([sys.executable, "-W", "always", "-c", script], capture_output=True,
-                          text=True, timeout=60, check=False, cwd=Path(__file__).parents[2])
+                          text=True, timeout=60, check=False, cwd=Path(__file__).parents[3])
     assert "base URL in the server response differs" in proc.stderr, proc.stderr
     assert password not in proc.stderr
 

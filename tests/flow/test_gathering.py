@@ -13,8 +13,8 @@ from reviewbot.result import ReviewResult, Stats
 from tests.fake_openai import FakeOpenAI, Reply
 from tests.forges.fake_github import FakeGitHub
 from tests.forges.github_support import fake_github, forge  # noqa: F401 - fixture "fake"
+from tests.forges.gitlab.test_cli import _cli
 from tests.forges.gitlab_support import Env, env_fixture, make_forge  # noqa: F401
-from tests.forges.test_gitlab_cli import _cli
 
 
 def recording(seen: list[Intent], agents: list[str] | None = None):  # type: ignore[no-untyped-def]

@@ -19,7 +19,7 @@ from reviewbot.webhook.app import ROUTES
 from reviewbot.webhook.cli import webhook
 from reviewbot.webhook.settings import resolve_settings
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 K8S = ROOT / "templates/deploy/kubernetes"
 UNIT = ROOT / "templates/deploy/systemd/reviewbot-webhook.service"
 DOCS = "".join((ROOT / "docs" / name).read_text() for name in ("webhook.md", "configuration.md"))
