@@ -24,9 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from reviewbot.errors import UsageError
 from reviewbot_server import realmodel
-from reviewbot_server.errors import LaunchError
+from reviewbot_server.errors import LaunchError, UsageError
 from reviewbot_server.process.launcher import LaunchSpec, VllmProcess, find_vllm_python, free_port
 from reviewbot_server.tinymodel import SERVE_ARGS, SERVE_ENV, build_tiny_model
 from tests.cleanup import after_exit

@@ -10,10 +10,9 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
-import openai
 
 from reviewbot.engine.tokens import CHAT_TEMPLATE_KWARGS
 from reviewbot.errors import (
@@ -26,6 +25,9 @@ from reviewbot.errors import (
 from reviewbot.headers import AFFINITY_HEADER
 from reviewbot.redact import redact
 from reviewbot.result import Usage
+
+if TYPE_CHECKING:
+    import openai
 
 _CONTEXT_MARKERS = ("context length", "maximum context", "too long", "max_model_len",
                     "maximum model length", "is longer than")
@@ -66,6 +68,8 @@ class Reply:
 class ModelClient:
     def __init__(self, base_url: str, api_key: str | None, timeout: float, retries: int,
                  http_client: httpx.Client | None = None) -> None:
+        import openai  # a second of imports: only when a model is asked, not for --help
+
         self.base_url = base_url.rstrip("/")
         self.shown_url = redact(self.base_url)  # for messages: no password of the URL
         self._http = http_client or httpx.Client(timeout=timeout)
@@ -85,6 +89,8 @@ class ModelClient:
 
     def discover(self, wanted: str | None) -> Served:
         """The model to use and its context length, from GET /v1/models."""
+        import openai
+
         try:
             page = self._client.with_options(max_retries=1, timeout=30).models.list()
         except (openai.APIConnectionError, openai.APITimeoutError):
@@ -147,6 +153,8 @@ class ModelClient:
         every pass keeps the prompt prefix shared); with no tools, a free answer taken as the
         arguments of `name`. `route` goes out as AFFINITY_HEADER, so a
         balancer keeps one review's requests on the replica that caches their prefix."""
+        import openai
+
         # no tools: a free-form answer, read as the arguments of `name` (findings_format json)
         forced = {"tools": tools, "tool_choice": {"type": "function", "function": {"name": name}}}
         penalty = {"frequency_penalty": frequency_penalty} if frequency_penalty else {}

@@ -71,3 +71,11 @@ def test_imports_point_down_no_cycles() -> None:
     for m in sorted(graph):
         if m not in state:
             visit(m, [])
+
+
+def test_the_openai_client_loads_only_when_a_model_is_asked() -> None:
+    """openai's types take a second to import: `--help` and every usage error answer without."""
+    code = ("import sys, reviewbot.cli, reviewbot.commands.review, reviewbot.flow.service\n"
+            "print('openai' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
