@@ -12,7 +12,7 @@ demo-real: setup
 	.venv/bin/reviewbot demo --model real
 
 test: setup
-	.venv/bin/python -m pytest -q
+	.venv/bin/python -m pytest -q -n 2
 
 lint: setup
 	.venv/bin/ruff check .

@@ -213,7 +213,7 @@ def serve_tiny_qwen(
     model_dir: Path, max_model_len: int, log_path: Path, kv_gib: int = 2
 ) -> Iterator[str]:
     """Start the CPU vLLM on the tiny Qwen-tokenizer model; yield its /v1 base URL."""
-    from reviewbot_server.process.launcher import LaunchSpec, VllmProcess, free_port
+    from reviewbot_server.process.launcher import LaunchSpec, VllmProcess, cpu_dtype, free_port
     from reviewbot_server.tinymodel import SERVE_ARGS, SERVE_ENV
 
     ensure_tiny_qwen(model_dir)
@@ -223,6 +223,7 @@ def serve_tiny_qwen(
         port=free_port(),
         served_model_name="qwen-tiny",
         max_model_len=max_model_len,
+        dtype=cpu_dtype(),
         env=SERVE_ENV,
         extra_args=SERVE_ARGS,
     )

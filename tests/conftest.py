@@ -26,7 +26,13 @@ import pytest
 
 from reviewbot_server import realmodel
 from reviewbot_server.errors import LaunchError, UsageError
-from reviewbot_server.process.launcher import LaunchSpec, VllmProcess, find_vllm_python, free_port
+from reviewbot_server.process.launcher import (
+    LaunchSpec,
+    VllmProcess,
+    cpu_dtype,
+    find_vllm_python,
+    free_port,
+)
 from reviewbot_server.tinymodel import SERVE_ARGS, SERVE_ENV, build_tiny_model
 from tests.cleanup import after_exit
 
@@ -75,6 +81,7 @@ def tiny_spec(model_dir: Path) -> LaunchSpec:
         port=free_port(),
         served_model_name=TINY_MODEL_NAME,
         max_model_len=TINY_MAX_MODEL_LEN,
+        dtype=cpu_dtype(),
         env=SERVE_ENV,
         extra_args=SERVE_ARGS,
     )
@@ -82,7 +89,8 @@ def tiny_spec(model_dir: Path) -> LaunchSpec:
 
 def real_spec(model_dir: Path) -> LaunchSpec:
     return LaunchSpec(model_dir=model_dir, port=free_port(), served_model_name=realmodel.NAME,
-                      max_model_len=realmodel.CONTEXT, extra_args=realmodel.SERVE_ARGS)
+                      max_model_len=realmodel.CONTEXT, dtype=cpu_dtype(),
+                      extra_args=realmodel.SERVE_ARGS)
 
 
 def _served(info_variable: str, start: Callable[[Path], LaunchSpec],

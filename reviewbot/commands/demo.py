@@ -88,21 +88,28 @@ def _demo(which: str, state_dir: Path, diff_path: str | None, output: str) -> No
 
 
 def _tiny(state_dir: Path) -> tuple[LaunchSpec, dict[str, object]]:
-    from reviewbot_server.process.launcher import LaunchSpec, free_port
+    from reviewbot_server.process.launcher import LaunchSpec, cpu_dtype, free_port
     from reviewbot_server.tinymodel import SERVE_ARGS, SERVE_ENV, build_tiny_model
 
     spec = LaunchSpec(model_dir=build_tiny_model(state_dir / "tiny-model"), port=free_port(),
-                      max_model_len=16384, env=SERVE_ENV, extra_args=SERVE_ARGS)
+                      max_model_len=16384, dtype=cpu_dtype(), env=SERVE_ENV,
+                      extra_args=SERVE_ARGS)
     # a random model fills every string to its maxLength: few findings, room to finish them
     return spec, {"model": "tiny", "max_findings_per_chunk": 2, "temperature": 1.0}
 
 
 def _real() -> tuple[LaunchSpec, dict[str, object]]:
     from reviewbot_server import realmodel
-    from reviewbot_server.process.launcher import LaunchSpec, find_vllm_python, free_port
+    from reviewbot_server.process.launcher import (
+        LaunchSpec,
+        cpu_dtype,
+        find_vllm_python,
+        free_port,
+    )
 
     model_dir = realmodel.real_model(realmodel.default_cache(), find_vllm_python(),
                                      lambda line: click.echo(line, err=True))
     spec = LaunchSpec(model_dir=model_dir, port=free_port(), served_model_name=realmodel.NAME,
-                      max_model_len=realmodel.CONTEXT, extra_args=realmodel.SERVE_ARGS)
+                      max_model_len=realmodel.CONTEXT, dtype=cpu_dtype(),
+                      extra_args=realmodel.SERVE_ARGS)
     return spec, realmodel.SETTINGS

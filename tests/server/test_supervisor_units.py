@@ -162,3 +162,13 @@ def test_the_api_key_reaches_vllm_in_its_environment_never_its_command_line(
     got = json.loads(seen.read_text())
     assert got["key"] == "sk-never-in-argv-0123"
     assert not any("sk-never-in-argv" in word or word == "--api-key" for word in got["argv"])
+
+
+def test_the_cpu_build_serves_bfloat16_only_where_the_cpu_computes_it() -> None:
+    from reviewbot_server.process.launcher import cpu_dtype
+
+    amd = "flags\t\t: fpu vme avx avx2 fma bmi2 sha_ni\n"
+    sapphire = "flags\t\t: avx2 avx512f avx512_bf16 amx_bf16 amx_tile\n"
+    graviton = "Features\t: fp asimd sve bf16 i8mm\n"
+    assert [cpu_dtype(c) for c in (amd, sapphire, graviton)] == ["float32", "bfloat16", "bfloat16"]
+    assert cpu_dtype() in ("float32", "bfloat16")  # this machine's, read from /proc/cpuinfo

@@ -15,6 +15,7 @@ import importlib.util
 import logging
 import logging.handlers
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -85,6 +86,19 @@ class LaunchSpec:
                            host=self.host, port=self.port, max_model_len=self.max_model_len,
                            dtype=self.dtype, tool_call_parser=self.tool_call_parser,
                            flags=self.extra_args)
+
+
+def cpu_dtype(cpuinfo: str | None = None) -> str:
+    """The dtype for vLLM's CPU build here: bfloat16 where the CPU computes it (AVX512-BF16,
+    AMX, Arm's BF16), float32 elsewhere: on an AVX2-only CPU torch's bfloat16 matrix product
+    ran 80 times slower than float32 (0.7 vs 57 GFLOPS on one core), too slow for the real
+    demo model to answer within vLLM's 300 s step limit."""
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return "bfloat16"
+    return "bfloat16" if re.search(r"\b(?:avx512_bf16|amx_bf16|bf16)\b", cpuinfo) else "float32"
 
 
 def find_vllm_python(environ: Mapping[str, str] | None = None) -> str:

@@ -15,7 +15,12 @@ import click
 import httpx
 
 from reviewbot_server.errors import BackendUnreachable, LaunchError, UsageError
-from reviewbot_server.process.launcher import LaunchSpec, check_port_free, find_vllm_python
+from reviewbot_server.process.launcher import (
+    LaunchSpec,
+    check_port_free,
+    cpu_dtype,
+    find_vllm_python,
+)
 from reviewbot_server.supervise import preflight
 from reviewbot_server.supervise.canary import WARM_UP_TOKENS
 from reviewbot_server.supervise.specs import Nginx, gpu_specs, nginx_for
@@ -99,7 +104,8 @@ def up(gpus: str, model_dir: Path, port: int, state_dir: Path, served_model_name
     name = served_model_name or model_dir.name
     if gpus == "cpu":
         specs = {"cpu0": LaunchSpec(model_dir=model_dir, port=port, served_model_name=name,
-                                    max_model_len=max_model_len, extra_args=extra)}
+                                    max_model_len=max_model_len, dtype=cpu_dtype(),
+                                    extra_args=extra)}
         lb = None
     else:
         specs = gpu_specs(gpus, model_dir, name, max_model_len, port, extra)
