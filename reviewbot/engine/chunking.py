@@ -36,6 +36,9 @@ class Piece:
     first_row: int = 1  # the row number of the first labelled line
     cut_lines: int = 0  # owned changed lines shown cut short (one line longer than a request)
     cut_chars: int = 0  # the characters of those lines the model did not see
+    # one changed line longer than a review unit, shown whole in a request of its own (up to
+    # the model's context: Requests.whole_budget)
+    alone: bool = False
 
     @cached_property  # packing asks for it once per piece and chunk tried
     def owned(self) -> int:
@@ -156,8 +159,10 @@ def make_pieces(
     counter: TokenCounter,
     room: int | Callable[[FileDiff], int],
     context_lines: int = 3,
+    alone_room: Callable[[FileDiff], int] | None = None,
 ) -> list[Piece]:
-    """One piece per hunk, or several for a hunk larger than `room(file)` tokens."""
+    """One piece per hunk, or several for a hunk larger than `room(file)` tokens. A changed line
+    larger than a piece may be goes alone, whole, when it fits `alone_room(file)`."""
     hunks = [(f, h) for f in changes.files for h in f.hunks]
     # provisional rows, unique across the review: the counts are upper bounds once a chunk
     # numbers its own rows from 1 (Chunk.numbered)
@@ -170,18 +175,58 @@ def make_pieces(
     for (file, hunk), text, tokens, first in zip(hunks, texts, counter.count_texts(texts), first_rows):
         piece = Piece(file, hunk, hunk.lines, 0, None, text, tokens, first)
         limit = room(file) if callable(room) else room
-        pieces.extend([piece] if tokens <= limit else split(piece, counter, limit, context_lines))
+        alone = alone_room(file) if alone_room else 0
+        pieces.extend([piece] if tokens <= limit
+                      else split(piece, counter, limit, context_lines, alone))
     return pieces
 
 
-def split(piece: Piece, counter: TokenCounter, limit: int, context_lines: int) -> list[Piece]:
-    """Consecutive slices of a piece's owned lines, each under `limit` tokens with lead-in context."""
+def split(piece: Piece, counter: TokenCounter, limit: int, context_lines: int,
+          alone: int = 0) -> list[Piece]:
+    """Consecutive slices of a piece's owned lines, each under `limit` tokens with lead-in
+    context; a changed line that alone needs more than `limit` is a slice of its own, whole when
+    it fits `alone` tokens, else cut to them (to `limit` when `alone` is no larger)."""
     first = piece.first_row
     header_tokens = counter.count_texts([piece.hunk.header + " (part 99 of 99)\n"])[0]
-    lines, line_tokens, cut = _cut_long_lines(piece, counter, (limit - header_tokens) // 2)
-    slices: list[tuple[int, int, int]] = []  # (lead-in start, owned start, end)
-    start = piece.lead
+    whole = alone - header_tokens if alone > limit else 0
+    lines, line_tokens, cut = _cut_long_lines(piece, counter, (limit - header_tokens) // 2, whole)
+    slices = _slices(lines, line_tokens, header_tokens, limit, piece.lead, context_lines)
+    texts = [_piece_text(piece.hunk, lines[a:c], (k, len(slices)), first + a)
+             for k, (a, _, c) in enumerate(slices, 1)]
+    counts = counter.count_texts(texts)
+    lone = [c - a == 1 and header_tokens + line_tokens[a] > limit for a, _, c in slices]
+    # tokens merged across line boundaries: the sum of lines undercounted a little
+    over = max((n - limit for n, solo in zip(counts, lone) if not solo), default=0)
+    over_alone = max((n - alone for n, solo in zip(counts, lone) if solo), default=0)
+    if over > 0 or over_alone > 0:
+        return split(piece, counter, limit - over - 1 if over > 0 else limit, context_lines,
+                     alone - over_alone - 1 if over_alone > 0 else alone)
+
+    def owned_cut(b: int, c: int) -> tuple[int, int]:
+        here = [n for i, n in cut.items() if b <= i < c and lines[i].changed]
+        return len(here), sum(here)
+
+    return [
+        Piece(piece.file, piece.hunk, lines[a:c], b - a, (k, len(slices)), text, tokens, first + a,
+              *owned_cut(b, c), alone=solo)
+        for k, ((a, b, c), text, tokens, solo) in enumerate(zip(slices, texts, counts, lone), 1)
+    ]
+
+
+def _slices(lines: Sequence[DiffLine], line_tokens: list[int], header_tokens: int, limit: int,
+            start: int, context_lines: int) -> list[tuple[int, int, int]]:
+    """(lead-in start, owned start, end) of each slice: as many lines as `limit` holds, with
+    up to `context_lines` of lead-in; a line too long for `limit` alone, without lead-in."""
+    slices: list[tuple[int, int, int]] = []
     while start < len(lines):
+        if header_tokens + line_tokens[start] > limit:
+            if not lines[start].changed:
+                line = lines[start]
+                raise DiffError(f"{line.new or line.old}: a context line alone needs "
+                                f"{line_tokens[start]} tokens, more than a request can hold")
+            slices.append((start, start, start + 1))
+            start += 1
+            continue
         lead = max(0, start - context_lines)
         if header_tokens + sum(line_tokens[lead:start + 1]) > limit:
             lead = start  # a long lead-in gives way to the line it leads to
@@ -190,47 +235,34 @@ def split(piece: Piece, counter: TokenCounter, limit: int, context_lines: int) -
         while end < len(lines) and used + line_tokens[end] <= limit:
             used += line_tokens[end]
             end += 1
-        if end == start:
-            line = lines[start]
-            raise DiffError(f"{piece.file.path}: line {line.new or line.old} alone needs "
-                            f"{line_tokens[start]} tokens, more than a request can hold")
         slices.append((lead, start, end))
         start = end
-    texts = [_piece_text(piece.hunk, lines[a:c], (k, len(slices)), first + a)
-             for k, (a, _, c) in enumerate(slices, 1)]
-    counts = counter.count_texts(texts)
-    over = max(counts) - limit
-    if over > 0:  # tokens merged across line boundaries: the sum of lines undercounted a little
-        return split(piece, counter, limit - over - 1, context_lines)
-    def owned_cut(b: int, c: int) -> tuple[int, int]:
-        here = [n for i, n in cut.items() if b <= i < c and lines[i].changed]
-        return len(here), sum(here)
-
-    return [
-        Piece(piece.file, piece.hunk, lines[a:c], b - a, (k, len(slices)), text, tokens, first + a,
-              *owned_cut(b, c))
-        for k, ((a, b, c), text, tokens) in enumerate(zip(slices, texts, counts), 1)
-    ]
+    return slices
 
 
-def _cut_long_lines(piece: Piece, counter: TokenCounter, most: int
+def _cut_long_lines(piece: Piece, counter: TokenCounter, most: int, whole: int = 0
                     ) -> tuple[tuple[DiffLine, ...], list[int], dict[int, int]]:
-    """The piece's lines, each that alone needs more than `most` tokens cut short (with how much
-    was cut), their token counts, and the characters cut by line index: one huge line (a
+    """The piece's lines, each that alone needs more than `most` tokens cut short (a changed
+    one only beyond `whole`, when that is larger: it goes in a request of its own), with how
+    much was cut, their token counts, and the characters cut by line index: one huge line (a
     minified file, an inline SVG) is shown in part rather than failing the review, and counted
     as cut, never as fully reviewed."""
     first = piece.first_row
     lines = list(piece.lines)
     cut: dict[int, int] = {}
     tokens = counter.count_texts([render_line(ln, first + i) + "\n" for i, ln in enumerate(lines)])
+
+    def allowed(i: int) -> int:
+        return max(most, whole) if lines[i].changed else most
+
     # every line counted with a label: a slice may start inside a removed run and label it
     for _ in range(3):  # the cut is estimated from the tokens per character: check, and again
-        over = [i for i, t in enumerate(tokens) if t > most]
+        over = [i for i, t in enumerate(tokens) if t > allowed(i)]
         if not over:
             break
         for i in over:
             text = lines[i].text
-            keep = max(1, int(len(text) * most / tokens[i] * 0.8) - 60)
+            keep = max(1, int(len(text) * allowed(i) / tokens[i] * 0.8) - 60)
             cut[i] = cut.get(i, 0) + len(text) - keep
             lines[i] = replace(lines[i], text=text[:keep]
                                + f" … [line cut: {cut[i]} more characters]")

@@ -95,8 +95,11 @@ class Fitting:
         def piece_cost(piece: Piece) -> int:
             return piece.tokens + 2  # its joining newline, and a merge across the boundary
 
-        def room(file: FileDiff) -> int:
-            return budget - fixed - header_cost(file) - 8
+        def room(file: FileDiff, within: int = budget) -> int:
+            return within - fixed - header_cost(file) - 8
+
+        def alone_room(file: FileDiff) -> int:  # one changed line in a request of its own
+            return room(file, self.requests.whole_budget) - self.requests.extra_output(1)
 
         reserve = self.requests.extra_output
         tested, place = pairs(changes.files), unit_order(changes.files)
@@ -105,7 +108,8 @@ class Fitting:
             return pack(pieces, budget, fixed, header_cost, piece_cost, reserve,
                         lambda path: tested.get(path, path), place.__getitem__)
 
-        packed = repack(make_pieces(changes, self.counter, room, settings.context_lines))
+        packed = repack(make_pieces(changes, self.counter, room, settings.context_lines,
+                                    alone_room))
         pieces = [p for c in packed for p in c.pieces]
         if not self.counter.exact:  # the same counter made the estimates: nothing to check
             one = len(packed) == 1
@@ -133,17 +137,24 @@ class Fitting:
             pool.shutdown(wait=False, cancel_futures=True)
 
     def _fit(self, kept: list[Piece], context: Context) -> tuple[list[Piece], list[Piece]]:
-        """`kept` cut to its exact budget, and what did not fit (in order)."""
+        """`kept` cut to its exact budget (the whole context's for a line alone), and what did
+        not fit (in order)."""
         leftovers: list[Piece] = []
-        while (over := self.exact(kept, context) - self.requests.budget
+        while (over := self.exact(kept, context) - self._limit(kept)
                + self.requests.extra_output(sum(p.owned for p in kept))) > 0:
             if len(kept) > 1:  # the estimate let one piece too many in: move it on
                 leftovers.insert(0, kept.pop())
             else:  # one piece alone is too big: cut it finer
-                parts = split(kept[0], self.counter, kept[0].tokens - over - 32,
-                              self.requests.settings.context_lines)
+                smaller = kept[0].tokens - over - 32
+                parts = split(kept[0], self.counter, min(smaller, self.requests.budget),
+                              self.requests.settings.context_lines,
+                              smaller if kept[0].alone else 0)
                 kept, leftovers[:0] = parts[:1], parts[1:]
         return kept, leftovers
+
+    def _limit(self, kept: list[Piece]) -> int:
+        alone = len(kept) == 1 and kept[0].alone
+        return self.requests.whole_budget if alone else self.requests.budget
 
     def with_surroundings(self, chunks: list[Chunk], context: Context,
                           until: float = math.inf) -> list[Chunk]:

@@ -34,11 +34,17 @@ class Requests:
     context: int  # the request limit: prompt + reserved output
 
     @property
+    def whole_budget(self) -> int:
+        """Prompt tokens the model's context holds beside the answer: a changed line longer
+        than a review unit gets a request of its own up to this."""
+        return self.context - self.settings.max_output_tokens - SAFETY_TOKENS
+
+    @property
     def budget(self) -> int:
         """Prompt tokens of a chunk with at most MIN_FINDINGS findings' worth of changed lines
         (a bigger chunk reserves `tools.extra_output` more for its answer); `chunk_tokens`
         makes review units smaller than the context would allow."""
-        full = self.context - self.settings.max_output_tokens - SAFETY_TOKENS
+        full = self.whole_budget
         return min(full, self.settings.chunk_tokens) if self.settings.chunk_tokens else full
 
     def cap(self, chunk: Chunk) -> int:

@@ -360,3 +360,28 @@ def test_a_removed_line_of_digits_cannot_pose_as_a_row(counter: TokenCounter) ->
     looks_labelled = [ln for ln in body if re.match(r"^[-+]\d+ ", ln)]
     assert looks_labelled == ["-1 first", "+2 new"]
     assert sorted(chunk.rows()) == [1, 2]
+
+
+def test_a_line_longer_than_the_unit_that_fits_the_context_is_reviewed_whole_alone(
+        counter: TokenCounter) -> None:
+    """Issue 36: a changed line longer than a review unit (chunk_tokens) but within the model's
+    context gets a request of its own, whole; only a line longer than the context is cut."""
+    units = engine(counter, 16384, chunk_tokens=3000)
+    fits = "data = '" + " ".join(f"k{i}:v{i * 7}" for i in range(1200)) + "'"
+    beyond = "blob = '" + " ".join(f"z{i}:w{i * 3}" for i in range(9000)) + "'"
+    lines = [f"x{i} = {i}" for i in range(40)]
+    changes = new_file_diff("a.py", [*lines[:20], fits, *lines[20:], beyond])
+    assert 3000 < counter.count_texts([fits])[0] < units.requests.whole_budget
+    assert counter.count_texts([beyond])[0] > units.requests.whole_budget
+    chunks = units.fitting.chunks(changes, Context())
+    assert sum(c.changed_lines for c in chunks) == changes.changed_lines == 42
+    shown = {ln.new: ln.text for c in chunks for p in c.pieces for ln in p.lines[p.lead:]}
+    assert shown[21] == fits  # whole
+    assert shown[42].startswith("blob = 'z0:w0") and "more characters]" in shown[42]
+    alone = [c for c in chunks if any(p.alone for p in c.pieces)]
+    assert len(alone) == 2 and all(len(c.pieces) == 1 for c in alone)
+    assert [c.cut[0] for c in alone] == [0, 1]
+    for chunk in chunks:
+        limit = units.requests.whole_budget if chunk in alone else 3000
+        assert request_tokens(units, chunk, title="") <= limit
+        assert request_tokens(units, chunk, title="") + 1024 <= 16384
