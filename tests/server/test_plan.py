@@ -120,7 +120,7 @@ def test_30b_a3b_awq_on_rtx4090_needs_fp8_kv() -> None:
 
 
 def test_30b_a3b_on_1xH200_bf16() -> None:
-    p = plan("1xH200", load_model("Qwen3-Coder-30B-A3B"))
+    p = plan("1xH200", load_model("Qwen3-Coder-30B-A3B"), quantization="bf16")
     base = int(143155 * MIB * 0.90) - (MOE_LINEAR + MOE_EMBED) * 2
     # the prefill chunk raised to 32K: it costs 3.5% of the KV cache (measured: 708,848 tokens
     # against 734,928 at 8K, with 176 sequences) and took 2-3 s off a 1 MB review
@@ -129,6 +129,37 @@ def test_30b_a3b_on_1xH200_bf16() -> None:
     assert p.memory.kv_tokens == kv // (96 * 1024) // 16 * 16 == 708_320
     assert kv >= 0.95 * (base - reserve(8192, 168, FWD_MOE, 151936))
     assert p.max_concurrent_reviews == 10
+    assert p.compared is not None and p.compared.flags == "--quantization fp8 --kv-cache-dtype fp8"
+
+
+# vLLM 0.26 on one H200, Qwen3-Coder-30B-A3B's shape, the planner's flags (issue 36)
+MEASURED_KV_TOKENS = {"bf16": 709_008, "fp8": 2_028_144}
+
+
+def test_fp8_where_the_card_has_it_with_both_plans_measured_kv() -> None:
+    p = plan("1xH200", load_model("Qwen3-Coder-30B-A3B"))
+    assert (p.weights.method, p.memory.kv_dtype) == ("fp8", "fp8")
+    assert p.model.source == "Qwen/Qwen3-Coder-30B-A3B-Instruct-FP8"
+    argv = p.instances[0].argv
+    assert argv[argv.index("--kv-cache-dtype") + 1] == "fp8" and "--quantization" in argv
+    assert abs(p.memory.kv_tokens / MEASURED_KV_TOKENS["fp8"] - 1) < 0.005
+    assert p.compared is not None and p.compared.flags == "--quantization bf16"
+    assert abs(p.compared.kv_tokens / MEASURED_KV_TOKENS["bf16"] - 1) < 0.005
+    assert (p.max_concurrent_reviews, p.compared.reviews) == (30, 10)
+
+
+@pytest.mark.parametrize("gpus", ["1xA100-80", "4xT4", "2xA10"])
+def test_no_fp8_on_cards_without_fp8_tensor_cores(gpus: str) -> None:
+    model = load_model("Qwen3-Coder-30B-A3B" if gpus == "1xA100-80" else "Qwen2.5-Coder-7B")
+    p = plan(gpus, model)
+    assert p.weights.method != "fp8" and p.memory.kv_dtype != "fp8" and p.compared is None
+
+
+def test_a_choice_of_kv_cache_or_a_model_without_an_fp8_build_is_planned_as_asked() -> None:
+    assert plan("1xH200", load_model("Qwen3-Coder-30B-A3B"), kv_cache_dtype="auto").compared \
+        is None
+    seven = plan("1xH200", load_model("Qwen2.5-Coder-7B"))  # Qwen publishes no FP8 build of it
+    assert seven.weights.method is None and seven.compared is None
 
 
 def test_7b_bf16_on_rtx4090() -> None:

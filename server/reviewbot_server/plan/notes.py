@@ -80,8 +80,8 @@ def _model(plan: Plan) -> list[str]:
         out.append(f"catalog model planned as the {plan.weights.label} checkpoint {m.source}; "
                    "pass your checkpoint's directory to --model to plan from its config.json")
     if plan.memory.kv_dtype.startswith("fp8"):
-        out.append("KV cache in fp8 to fit the context: half the bytes per token, a small "
-                   "quality cost")
+        out.append("KV cache in fp8: half the bytes per token (twice the tokens in the same "
+                   "memory), a small quality cost")
     if plan.memory.utilization > 0.9:
         out.append(f"--gpu-memory-utilization {plan.memory.utilization:.2f} leaves little "
                    "headroom: nothing else may run on these GPUs")

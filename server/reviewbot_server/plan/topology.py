@@ -37,9 +37,10 @@ def published_suffix(model: ModelSpec, fmt: WeightFormat) -> str | None:
 
 
 def catalog_checkpoint(model: ModelSpec, fmt: WeightFormat) -> ModelSpec:
-    """A catalog model planned at 4/8 bit means its publisher's GPTQ/AWQ checkpoint, when one
-    exists; otherwise the plan keeps the base id and says to bring a quantized checkpoint."""
-    if model.local or model.quant is not None or fmt.method not in ("awq", "gptq"):
+    """A catalog model planned at 4/8 bit or FP8 means its publisher's GPTQ/AWQ/FP8 checkpoint,
+    when one exists; otherwise the plan keeps the base id (FP8: vLLM quantizes while loading;
+    4/8 bit: the plan says to bring a quantized checkpoint)."""
+    if model.local or model.quant is not None or fmt.method not in ("awq", "gptq", "fp8"):
         return model
     suffix = published_suffix(model, fmt)
     if suffix is None:

@@ -26,6 +26,16 @@ class Instance:
 
 
 @dataclass(frozen=True)
+class Compared:
+    """The other weights and KV cache the planner weighed for this card, with its numbers."""
+
+    weights: str  # its weights and KV cache, e.g. "bf16/fp16 weights, auto KV cache"
+    kv_tokens: int  # per replica
+    reviews: int  # at once, in all
+    flags: str  # what to pass to `reviewbot server plan` to choose it
+
+
+@dataclass(frozen=True)
 class Plan:
     gpus: GpuSpec
     nodes: int
@@ -45,6 +55,7 @@ class Plan:
     pcie_tp: bool
     instances: tuple[Instance, ...]
     warnings: tuple[str, ...]
+    compared: Compared | None = None
 
     @property
     def gpu(self) -> GpuType:

@@ -53,10 +53,21 @@ def plan_json(plan: Plan) -> dict[str, Any]:
         "max_num_seqs": plan.max_num_seqs,
         "max_num_batched_tokens": plan.max_num_batched_tokens,
         "max_concurrent_reviews": plan.max_concurrent_reviews,
+        "compared": None if plan.compared is None else {
+            "weights": plan.compared.weights, "kv_tokens_per_replica": plan.compared.kv_tokens,
+            "max_concurrent_reviews": plan.compared.reviews, "flags": plan.compared.flags},
         "tool_call_parser": plan.tool_call_parser,
         "reasoning_parser": plan.reasoning_parser,
         "warnings": list(plan.warnings),
     }
+
+
+def _compared_text(plan: Plan) -> list[str]:
+    other = plan.compared
+    if other is None:
+        return []
+    return ["", (f"Weighed against {other.weights}: {other.kv_tokens:,} KV tokens per replica, "
+                 f"{other.reviews} review(s) at once in all ({other.flags} to choose it)")]
 
 
 def plan_text(plan: Plan) -> str:
@@ -87,6 +98,7 @@ def plan_text(plan: Plan) -> str:
         f"({m.kv_per_token / 1024:.0f} KiB)"),
         (f"KV tokens per replica = {m.kv_tokens:,}  →  {plan.reviews_per_replica} review(s) of "
         f"{plan.max_model_len:,} tokens at once per replica, {plan.max_concurrent_reviews} in all"),
+        *_compared_text(plan),
         "",
         "vLLM settings:",
         f"  --max-model-len {plan.max_model_len}  (the review budget)",
