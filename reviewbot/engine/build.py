@@ -1,5 +1,5 @@
 """Building an engine from settings: the model client with its deadlines, the most exact token
-counter the server allows, and the concurrency its KV cache holds."""
+counter the server allows, the concurrency its KV cache holds, and the process's share of it."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import httpx
 
 from reviewbot.config import Settings
 from reviewbot.deadline import DeadlineTransport
+from reviewbot.engine.budget import shared_budget
 from reviewbot.engine.llm import ModelClient
 from reviewbot.engine.orchestrator import Engine
 from reviewbot.engine.progress import ChunkProgress, NoProgress
@@ -76,7 +77,9 @@ def make_engine(settings: Settings, progress: ChunkProgress | None = None) -> En
     context = min(served.max_model_len or settings.max_context, settings.max_context)
     unit = min(context, settings.chunk_tokens + settings.max_output_tokens) \
         if settings.chunk_tokens else context
-    settings = replace(settings, concurrency=concurrency_for(
-        settings, None if settings.concurrency else client.kv_tokens(), unit))
+    kv_tokens = client.kv_tokens()
+    settings = replace(settings, concurrency=concurrency_for(settings, kv_tokens, unit))
+    # every review of this process shares the server's cache (reviewbot.engine.budget)
+    budget = shared_budget(client.base_url, kv_tokens) if kv_tokens else None
     return Engine(settings, client, counter_for(settings, client, served.model, http),
-                  served.model, context, progress or NoProgress())
+                  served.model, context, progress or NoProgress(), budget)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable, Generator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -18,6 +19,7 @@ from reviewbot.config import Settings
 from reviewbot.context import Context
 from reviewbot.diff import ChangeSet, check_size
 from reviewbot.engine import filters
+from reviewbot.engine.budget import TokenBudget
 from reviewbot.engine.chunking import Chunk
 from reviewbot.engine.fitting import NOTHING, Fitting
 from reviewbot.engine.llm import ModelClient
@@ -44,6 +46,7 @@ class Engine:
     model: str
     context: int  # the request limit: prompt + reserved output
     progress: ChunkProgress = field(default_factory=NoProgress)
+    budget: TokenBudget | None = None  # the tokens in flight this process may send the server
 
     @cached_property
     def requests(self) -> Requests:
@@ -124,9 +127,19 @@ class Engine:
         sent: list[Chunk] = []
         pool = ThreadPoolExecutor(max_workers=self.settings.concurrency)
 
+        review = uuid.uuid4().hex  # this review's share of the process's budget
+
+        def ask(chunk: Chunk, depth: int) -> Attempted:
+            if self.budget is None:
+                return self.passes.find(chunk, depth, context, deadline, route)
+            with self.budget.hold(review, self._tokens(chunk), deadline) as granted:
+                # not granted: the deadline passed while waiting, and no request goes out
+                return self.passes.find(chunk, depth, context, deadline if granted else 0.0,
+                                        route)
+
         def submit(chunk: Chunk, depth: int) -> Future[Attempted]:
             stats.chunks += 1
-            return pool.submit(self.passes.find, chunk, depth, context, deadline, route)
+            return pool.submit(ask, chunk, depth)
 
         pending: set[Future[Attempted]] = set()
 
@@ -165,6 +178,12 @@ class Engine:
             pool.shutdown(wait=False, cancel_futures=True)
             chunks.close()  # nor for a chunk being counted
         return out, sent
+
+    def _tokens(self, chunk: Chunk) -> int:
+        """What a chunk's request holds of the server's KV cache: its diff, the code around
+        it and its answer (the shared prompt prefix is cached once for all of them)."""
+        return (sum(p.tokens for p in chunk.pieces) + len(chunk.around) // 3
+                + self.requests.output_tokens(chunk.changed_lines))
 
     def _take(self, a: Attempted, stats: Stats, out: list[ChunkAnswer],
               resubmit: Callable[[Chunk], object]) -> None:

@@ -105,3 +105,15 @@ def test_forced_named_tool_call_has_parseable_arguments(vllm_server: VllmServer)
         assert arguments in ({"verdict": "ok"}, {"verdict": "needs-work"})
         finished.append(arguments)
     assert finished, "no forced call finished within 256 tokens in 3 seeded tries"
+
+
+def test_engines_for_one_server_share_one_budget_sized_from_its_kv_cache(
+        vllm_server: VllmServer) -> None:
+    """Issue 36: the listener's workers and eval draw on one budget per server."""
+    from reviewbot.config import resolve
+    from reviewbot.engine.build import make_engine
+
+    settings = resolve({"base_url": vllm_server.base_url, "max_output_tokens": 256}, env={})
+    first, second = make_engine(settings), make_engine(settings)
+    assert first.budget is not None and first.budget is second.budget
+    assert first.budget.capacity == first.client.kv_tokens() > 65_536
