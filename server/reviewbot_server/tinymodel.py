@@ -1,15 +1,19 @@
 """A tiny random-weight Qwen2 model directory for `vllm … --load-format dummy`.
 
 Only config, generation config and tokenizer are written: dummy loading initialises the
-weights itself. The tokenizer is a byte-level BPE trained on this package's own
-.py files (sorted), so the build is offline and deterministic for a given tree
-(it changes when those files change; the marker holds a hash of them, so the dir is rebuilt).
+weights itself. The tokenizer is a byte-level BPE trained on the .py files (sorted) of the
+review client when it is installed beside this package (the tiny model serves its demo and
+tests, and its prompts are what the model reads: trained on this package alone, the fixed
+prompt took so many more tokens that a 4K context held almost nothing else), else on this package's
+own. The build is offline and deterministic for a given tree (the marker holds a hash of the
+files, so the dir is rebuilt when they change).
 Shapes follow docs/notes: head_dim must be 64 (16 kills the CPU attention kernel).
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 import shutil
@@ -61,7 +65,9 @@ CHAT_TEMPLATE = """\
 
 
 def _corpus_files() -> list[Path]:
-    root = Path(__file__).resolve().parent
+    client = importlib.util.find_spec("reviewbot")  # found, not imported
+    origin = client.origin if client is not None else None
+    root = Path(origin).resolve().parent if origin else Path(__file__).resolve().parent
     return sorted(root.rglob("*.py"), key=lambda p: p.relative_to(root).as_posix())
 
 
