@@ -4,9 +4,9 @@ Only config, generation config and tokenizer are written: dummy loading initiali
 weights itself. The tokenizer is a byte-level BPE trained on the .py files (sorted) of the
 review client when it is installed beside this package (the tiny model serves its demo and
 tests, and its prompts are what the model reads: trained on this package alone, the fixed
-prompt took so many more tokens that a 4K context held almost nothing else), else on this package's
-own. The build is offline and deterministic for a given tree (the marker holds a hash of the
-files, so the dir is rebuilt when they change).
+prompt took so many more tokens that a 4K context held almost nothing else), else on this
+package's own. The build is offline and deterministic for a given tree (the marker holds a
+hash of the files, so the dir is rebuilt when they change).
 Shapes follow docs/notes: head_dim must be 64 (16 kills the CPU attention kernel).
 """
 
