@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import gitlab
 import requests
@@ -10,6 +11,8 @@ from gitlab.exceptions import GitlabError
 
 from reviewbot.errors import ForgeError, UsageError
 from reviewbot.forges.base import ForgeSettings
+
+T = TypeVar("T")
 
 
 def client(settings: ForgeSettings) -> gitlab.Gitlab:
@@ -49,11 +52,18 @@ def forge_error(exc: GitlabError, what: str) -> ForgeError:
     return ForgeError(f"GitLab: {what} failed: {code} {message}", status=code)
 
 
-def call(fn: Any, what: str) -> Any:
-    """Run one python-gitlab call (already retried on 429/5xx); failures become ForgeError."""
+def call(fn: Callable[[], T], what: str) -> T:
+    """Run one python-gitlab call (already retried on 429/5xx); failures become ForgeError.
+    What it returns keeps python-gitlab's type."""
     try:
         return fn()
     except GitlabError as exc:
         raise forge_error(exc, what) from None
     except requests.exceptions.RequestException as exc:
         raise ForgeError(f"GitLab: {what} failed: {type(exc).__name__}") from None
+
+
+def call_json(fn: Callable[[], object], what: str) -> dict[str, Any]:
+    """`call` for what python-gitlab types `dict | Response`: the JSON object, else nothing."""
+    value = call(fn, what)
+    return value if isinstance(value, dict) else {}

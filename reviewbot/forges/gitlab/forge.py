@@ -23,7 +23,7 @@ from reviewbot.forges.base import (
     unreadable_change,
 )
 from reviewbot.forges.gitlab import diffs
-from reviewbot.forges.gitlab.api import HINTS, call, client, forge_error
+from reviewbot.forges.gitlab.api import HINTS, call, call_json, client, forge_error
 from reviewbot.forges.gitlab.position import note_payload
 from reviewbot.forges.gitlab.post import Poster, WritePolicy, resolve_threads
 from reviewbot.forges.markers import finding_marker, reply_marker, summary_marker
@@ -131,7 +131,7 @@ class GitLabForge:
         except GitlabError as exc:
             if exc.response_code != 404:
                 raise forge_error(exc, "listing the diffs") from None
-        changes = call(lambda: self.mr.changes(access_raw_diffs="true"), "reading the changes")
+        changes = call_json(lambda: self.mr.changes(access_raw_diffs="true"), "reading the changes")
         return list(changes.get("changes", [])), bool(changes.get("overflow"))
 
     def _refetch(self, missing: list[dict[str, Any]], have: set[str],
@@ -139,7 +139,7 @@ class GitLabForge:
         """Collapsed/too-large files and overflow: `/changes?access_raw_diffs=true`, then
         `/raw_diffs`; whatever is still missing is reported as skipped, with the reason."""
         wanted = {diffs.api_path(d): diffs.missing_reason(d) or "" for d in missing}
-        changes = call(lambda: self.mr.changes(access_raw_diffs="true"), "reading the changes")
+        changes = call_json(lambda: self.mr.changes(access_raw_diffs="true"), "reading the changes")
         got: dict[str, FileDiff] = {}
         for d in changes.get("changes", []):
             path = diffs.api_path(d)
@@ -172,8 +172,8 @@ class GitLabForge:
         commits = call(lambda: self.mr.commits(get_all=True, per_page=100), "listing commits")
         if since_sha not in {c.id for c in commits}:
             return None  # force-pushed or rebased: the old head is not part of this MR any more
-        cmp = call(lambda: self.project.repository_compare(since_sha, request.head_sha),
-                    "comparing commits")
+        cmp = call_json(lambda: self.project.repository_compare(since_sha, request.head_sha),
+                        "comparing commits")
         if cmp.get("compare_timeout"):
             return None
         files, missing, broken = diffs.convert(cmp.get("diffs", []))
