@@ -190,7 +190,7 @@ def split(piece: Piece, counter: TokenCounter, limit: int, context_lines: int,
     header_tokens = counter.count_texts([piece.hunk.header + " (part 99 of 99)\n"])[0]
     whole = alone - header_tokens if alone > limit else 0
     lines, line_tokens, cut = _cut_long_lines(piece, counter, (limit - header_tokens) // 2, whole)
-    slices = _slices(lines, line_tokens, header_tokens, limit, piece.lead, context_lines)
+    slices = _slices(piece, lines, line_tokens, (header_tokens, limit, whole > 0), context_lines)
     texts = [_piece_text(piece.hunk, lines[a:c], (k, len(slices)), first + a)
              for k, (a, _, c) in enumerate(slices, 1)]
     counts = counter.count_texts(texts)
@@ -213,16 +213,19 @@ def split(piece: Piece, counter: TokenCounter, limit: int, context_lines: int,
     ]
 
 
-def _slices(lines: Sequence[DiffLine], line_tokens: list[int], header_tokens: int, limit: int,
-            start: int, context_lines: int) -> list[tuple[int, int, int]]:
-    """(lead-in start, owned start, end) of each slice: as many lines as `limit` holds, with
-    up to `context_lines` of lead-in; a line too long for `limit` alone, without lead-in."""
+def _slices(piece: Piece, lines: Sequence[DiffLine], line_tokens: list[int],
+            room: tuple[int, int, bool], context_lines: int) -> list[tuple[int, int, int]]:
+    """(lead-in start, owned start, end) of each slice: as many lines as the limit holds, with
+    up to `context_lines` of lead-in; a changed line too long for it alone, without lead-in,
+    where lines may go alone (`room`: header tokens, limit, whether they may)."""
+    header_tokens, limit, alone = room
     slices: list[tuple[int, int, int]] = []
+    start = piece.lead
     while start < len(lines):
         if header_tokens + line_tokens[start] > limit:
-            if not lines[start].changed:
-                line = lines[start]
-                raise DiffError(f"{line.new or line.old}: a context line alone needs "
+            line = lines[start]
+            if not (alone and line.changed):
+                raise DiffError(f"{piece.file.path}: line {line.new or line.old} alone needs "
                                 f"{line_tokens[start]} tokens, more than a request can hold")
             slices.append((start, start, start + 1))
             start += 1
