@@ -14,17 +14,9 @@ from __future__ import annotations
 import itertools
 import threading
 import time
+from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-
-
-@dataclass(order=True)
-class _Waiter:
-    out: int  # tokens its review has out when it asks (refreshed while it waits)
-    arrival: int
-    review: str = field(compare=False)
-    tokens: int = field(compare=False)
 
 
 class TokenBudget:
@@ -32,7 +24,8 @@ class TokenBudget:
         self.capacity = max(1, capacity)
         self._lock = threading.Condition()
         self._out: dict[str, int] = {}  # tokens out per review
-        self._waiting: list[_Waiter] = []
+        # each review's waiting requests, oldest first: (arrival, tokens)
+        self._waiting: dict[str, deque[tuple[int, int]]] = {}
         self._arrivals = itertools.count()
 
     @property
@@ -54,10 +47,11 @@ class TokenBudget:
 
     def _acquire(self, review: str, tokens: int, deadline: float) -> bool:
         with self._lock:
-            me = _Waiter(0, next(self._arrivals), review, tokens)
-            self._waiting.append(me)
+            me = (next(self._arrivals), tokens)
+            queue = self._waiting.setdefault(review, deque())
+            queue.append(me)
             try:
-                while not self._turn(me):
+                while not self._turn(review, me):
                     left = deadline - time.monotonic()
                     if left <= 0:
                         return False
@@ -65,16 +59,19 @@ class TokenBudget:
                 self._out[review] = self._out.get(review, 0) + tokens
                 return True
             finally:
-                self._waiting.remove(me)
+                queue.remove(me)
+                if not queue:
+                    del self._waiting[review]
                 self._lock.notify_all()  # the next in line may fit now
 
-    def _turn(self, me: _Waiter) -> bool:
-        for waiter in self._waiting:
-            waiter.out = self._out.get(waiter.review, 0)
-        if min(self._waiting) is not me:
+    def _turn(self, review: str, me: tuple[int, int]) -> bool:
+        """Whether `me` goes now: the oldest request of the review with the fewest tokens out
+        (ties: the oldest), and room for it, or nothing out at all."""
+        head = min(self._waiting, key=lambda r: (self._out.get(r, 0), self._waiting[r][0][0]))
+        if head != review or self._waiting[review][0] is not me:
             return False
         out = sum(self._out.values())
-        return out == 0 or out + me.tokens <= self.capacity
+        return out == 0 or out + me[1] <= self.capacity
 
     def _release(self, review: str, tokens: int) -> None:
         with self._lock:

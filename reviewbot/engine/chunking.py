@@ -162,7 +162,7 @@ def make_pieces(
     alone_room: Callable[[FileDiff], int] | None = None,
 ) -> list[Piece]:
     """One piece per hunk, or several for a hunk larger than `room(file)` tokens. A changed line
-    larger than a piece may be goes alone, whole, when it fits `alone_room(file)`."""
+    too long for a piece goes alone, whole, when it fits `alone_room(file)`."""
     hunks = [(f, h) for f in changes.files for h in f.hunks]
     # provisional rows, unique across the review: the counts are upper bounds once a chunk
     # numbers its own rows from 1 (Chunk.numbered)
