@@ -160,6 +160,7 @@ class WebhookProcess:
         self.env = {
             **os.environ,
             "PYTHONPATH": str(HERE.parents[1]),  # the repository: tests.webhook.recording_runner
+            "PYTHONFAULTHANDLER": "1",
             "REVIEWBOT_GITLAB_WEBHOOK_SECRET": GITLAB_SECRET,
             "REVIEWBOT_GITHUB_WEBHOOK_SECRET": GITHUB_SECRET,
             "REVIEWBOT_ADMIN_TOKEN": ADMIN_TOKEN,
@@ -173,7 +174,8 @@ class WebhookProcess:
     def start(self) -> None:
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(self.cmd, env=self.env, stdout=log, stderr=log)
-        deadline = time.monotonic() + 20
+        # generous: in CI a vLLM server computing on the same two cores can starve the start
+        deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise AssertionError(f"webhook exited early: {self.log.read_text()[-2000:]}")
@@ -183,7 +185,9 @@ class WebhookProcess:
             except httpx.TransportError:
                 pass
             time.sleep(0.05)
-        raise AssertionError("webhook did not become healthy")
+        self.proc.send_signal(signal.SIGABRT)  # PYTHONFAULTHANDLER: every thread's stack to the log
+        self.proc.wait(timeout=10)
+        raise AssertionError(f"webhook did not become healthy: {self.log.read_text()[-4000:]}")
 
     def kill9(self) -> None:
         assert self.proc is not None
@@ -195,7 +199,7 @@ class WebhookProcess:
             return
         self.proc.terminate()
         try:
-            self.proc.wait(timeout=15)
+            self.proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait(timeout=10)
