@@ -80,6 +80,6 @@ def make_engine(settings: Settings, progress: ChunkProgress | None = None) -> En
     kv_tokens = client.kv_tokens()
     settings = replace(settings, concurrency=concurrency_for(settings, kv_tokens, unit))
     # every review of this process shares the server's cache (reviewbot.engine.budget)
-    budget = shared_budget(client.base_url, kv_tokens) if kv_tokens else None
+    budget = shared_budget(client.base_url, kv_tokens, client.server_load) if kv_tokens else None
     return Engine(settings, client, counter_for(settings, client, served.model, http),
                   served.model, context, progress or NoProgress(), budget)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from reviewbot.engine import server_metrics
 from reviewbot.engine.tokens import CHAT_TEMPLATE_KWARGS
 from reviewbot.errors import (
     BackendUnreachable,
@@ -32,8 +33,6 @@ if TYPE_CHECKING:
 _CONTEXT_MARKERS = ("context length", "maximum context", "too long", "max_model_len",
                     "maximum model length", "is longer than")
 
-
-METRICS_BYTES = 1 << 20  # vLLM's /metrics is tens of KB; a server may send anything
 
 
 @dataclass(frozen=True)
@@ -118,9 +117,19 @@ class ModelClient:
         return Served(chosen.id, int(max_len) if max_len else None)
 
     def kv_tokens(self) -> int | None:
-        """The server's KV cache in tokens (vLLM's `vllm:cache_config_info` on /metrics), or
-        None when it does not say: how many chunks it can work on at once."""
-        try:  # the server's text, untrusted: read a bounded prefix, accept plain numbers only
+        """The server's KV cache in tokens, or None when it does not say: how many chunks it
+        can work on at once."""
+        text = self._metrics()
+        return server_metrics.kv_tokens(text) if text is not None else None
+
+    def server_load(self) -> server_metrics.Load | None:
+        """The server's load now (requests waiting, KV cache in use), or None if unknown."""
+        text = self._metrics()
+        return server_metrics.load(text) if text is not None else None
+
+    def _metrics(self) -> str | None:
+        """A bounded prefix of the server's /metrics text, or None."""
+        try:
             with self._http.stream("GET", self.root_url + "/metrics", headers=self._auth,
                                    timeout=10) as response:
                 if response.status_code != 200:
@@ -128,23 +137,11 @@ class ModelClient:
                 body = b""
                 for part in response.iter_bytes():
                     body += part
-                    if len(body) > METRICS_BYTES:
+                    if len(body) > server_metrics.METRICS_BYTES:
                         break
         except httpx.HTTPError:
             return None
-        text = body[:METRICS_BYTES].decode("utf-8", "replace")
-        info = re.search(r"^vllm:cache_config_info\{([^}\n]{0,8000})\}", text, re.MULTILINE)
-        labels = dict(re.findall(r'(\w+)="([^"]*)"', info.group(1))) if info else {}
-
-        def number(name: str) -> int | None:
-            value = labels.get(name, "")
-            return int(value) if value.isascii() and value.isdigit() and len(value) <= 12 else None
-
-        size = number("kv_cache_size_tokens")
-        blocks, block = number("num_gpu_blocks"), number("block_size")
-        if size is None and blocks is not None and block is not None:
-            size = blocks * block
-        return size or None
+        return body[:server_metrics.METRICS_BYTES].decode("utf-8", "replace")
 
     def call_tool(self, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
                   name: str, max_tokens: int, temperature: float, n: int = 1,

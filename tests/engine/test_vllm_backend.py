@@ -109,7 +109,8 @@ def test_forced_named_tool_call_has_parseable_arguments(vllm_server: VllmServer)
 
 def test_engines_for_one_server_share_one_budget_sized_from_its_kv_cache(
         vllm_server: VllmServer) -> None:
-    """Issue 36: the listener's workers and eval draw on one budget per server."""
+    """Issue 36: the listener's workers and eval draw on one budget per server, and the
+    server's /metrics says its load."""
     from reviewbot.config import resolve
     from reviewbot.engine.build import make_engine
 
@@ -117,3 +118,6 @@ def test_engines_for_one_server_share_one_budget_sized_from_its_kv_cache(
     first, second = make_engine(settings), make_engine(settings)
     assert first.budget is not None and first.budget is second.budget
     assert first.budget.capacity == first.client.kv_tokens() > 65_536
+    load = first.client.server_load()  # what replicas of one server go by: its own gauges
+    assert load is not None and load.running >= 0 and load.waiting >= 0
+    assert 0.0 <= load.kv_used <= 1.0
