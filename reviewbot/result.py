@@ -98,6 +98,9 @@ class Stats:
     summary_only: int = 0
     learnings_applied: int = 0  # the project's learnings whose files are in the change
     wall_seconds: float = 0.0
+    # the server's time this review took: its wall seconds times the share of the server's
+    # KV cache its requests held (the whole server where the cache's size is unknown)
+    server_seconds: float = 0.0
     errors: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # worth knowing; the review is complete
 
@@ -138,6 +141,7 @@ class Stats:
             "summary_only": self.summary_only,
             "learnings_applied": self.learnings_applied,
             "wall_seconds": round(self.wall_seconds, 3),
+            "server_seconds": round(self.server_seconds, 3),
             "complete": self.complete,
             "errors": list(self.errors),
             "notes": list(self.notes),

@@ -8,9 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import click
-from click.core import ParameterSource
 
-from reviewbot.commands.review import emit
+from reviewbot.commands.review import database_option, emit
 from reviewbot.config import CONFIG_FILE
 from reviewbot.conversation.learnings import (
     TALLY_DAYS,
@@ -20,36 +19,22 @@ from reviewbot.conversation.learnings import (
     export_toml,
     tally_line,
 )
-from reviewbot.db import sqlite_path
+from reviewbot.db import LISTENER_DB, open_existing
 from reviewbot.errors import UsageError
-from reviewbot.secrets import refuse_password_in_argv
-
-_DEFAULT_DB = ".reviewbot-state/webhook.sqlite"  # the listener's default --db
 
 
 def _options(command: Callable[..., None]) -> Callable[..., None]:
     command = click.option("--project", required=True,
                            help="The project: GitLab id or path (group/app), GitHub "
                                 "owner/name.")(command)
-    return click.option("--db", default=_DEFAULT_DB, show_default=True,
-                        envvar="REVIEWBOT_QUEUE_URL", callback=_not_in_argv,
-                        help="The listener's database: its SQLite file or its postgresql:// "
-                             "URL (also $REVIEWBOT_QUEUE_URL).")(command)
-
-
-def _not_in_argv(ctx: click.Context, param: click.Parameter, value: str) -> str:
-    if ctx.get_parameter_source(param.name or "") is ParameterSource.COMMANDLINE:
-        refuse_password_in_argv("--db", value)
-    return value
+    return database_option("The listener's database: its SQLite file or its postgresql:// "
+                           "URL", LISTENER_DB)(command)
 
 
 def _store(db: str, project: str) -> tuple[LearningStore, str]:
     """The database, and the key the project's learnings are kept under (a GitLab path the
     bot has seen resolves to the project's id)."""
-    path = sqlite_path(db)
-    if path is not None and not path.is_file():
-        raise UsageError(f"no database at {path} (pass the listener's --db)")
-    store = LearningStore.open(db)
+    store = LearningStore.of(open_existing(db))
     return store, store.resolve(project)
 
 

@@ -8,7 +8,7 @@ import json
 import click
 
 from reviewbot import config
-from reviewbot.commands.review import engine_options
+from reviewbot.commands.review import database_option, engine_options
 from reviewbot.conversation.learnings import LearningStore
 from reviewbot.engine.passes import Passes
 from reviewbot.errors import UsageError
@@ -31,9 +31,8 @@ from reviewbot.flow.trust import cli_order
 @click.option("--github-url", help="GitHub API URL (default: $GITHUB_API_URL).")
 @click.option("--github-token", help="GitHub token (default: $GITHUB_TOKEN).")
 @click.option("--ca-file", help="A CA bundle to verify TLS with (a private CA).")
-@click.option("--db", metavar="PATH|URL",
-              help="Keep dismissals as learnings in this database (the listener's --db or "
-                   "its postgresql:// queue URL).")
+@database_option("Keep dismissals as learnings in this database (the listener's --db or "
+                 "its queue URL)")
 @engine_options
 def reply(mr: int | None, project: str | None, note_id: int | None, pr: int | None,
           repo: str | None, comment_id: int | None, issue_comment_id: int | None,

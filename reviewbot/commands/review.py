@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TypeVar
 
 import click
+from click.core import ParameterSource
 
 from reviewbot import config, diff, git
 from reviewbot.context import Context
@@ -16,6 +17,7 @@ from reviewbot.diff import ChangeSet
 from reviewbot.errors import BackendError, DiffError, UsageError
 from reviewbot.flow import gathering
 from reviewbot.result import ReviewResult, exit_code
+from reviewbot.secrets import refuse_password_in_argv
 
 
 def _read_diff(path: str | None, git_range: str | None, max_mb: float) -> bytes:
@@ -74,6 +76,21 @@ def emit(text: str, output_file: str | None) -> None:
             raise UsageError(f"cannot write {output_file}: {exc.strerror}") from None
     else:
         click.echo(text, nl=not text.endswith("\n"))
+
+
+def database_option(help: str, default: str | None = None) -> Callable[
+        [Callable[..., None]], Callable[..., None]]:
+    """`--db`: the listener's database, its SQLite file or its postgresql:// URL (also
+    $REVIEWBOT_QUEUE_URL, the only way to pass a URL that carries a password)."""
+
+    def not_in_argv(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+        if ctx.get_parameter_source(param.name or "") is ParameterSource.COMMANDLINE:
+            refuse_password_in_argv("--db", value)
+        return value
+
+    return click.option("--db", metavar="PATH|URL", default=default,
+                        show_default=default is not None, envvar="REVIEWBOT_QUEUE_URL",
+                        callback=not_in_argv, help=f"{help} (also $REVIEWBOT_QUEUE_URL).")
 
 
 def engine_options(command: Callable[..., None]) -> Callable[..., None]:
@@ -135,11 +152,13 @@ def engine_options(command: Callable[..., None]) -> Callable[..., None]:
 @click.option("--description",
               help="With --diff or --git: the change's description, shown to the model.")
 @click.option("--no-progress", is_flag=True, help="No progress bar on stderr.")
+@database_option("Forges: record the review in this database's history (the listener's "
+                 "--db or its queue URL)")
 @engine_options
 def review(diff_path: str | None, git_range: str | None, mr: int | None, project: str | None,
            pr: int | None, repo: str | None, dry_run: bool, no_progress: bool,
            title: str | None, description: str | None, config_path: str | None,
-           **flags: object) -> None:
+           db: str | None, **flags: object) -> None:
     """Review a diff, a git range, a GitLab MR or a GitHub PR."""
     sources = [bool(diff_path or git_range), mr is not None, pr is not None]
     if sum(sources) != 1:
@@ -165,7 +184,11 @@ def review(diff_path: str | None, git_range: str | None, mr: int | None, project
             # reported before the model server is asked anything
             return make_engine(settings, progress).review(changes, context)
 
-        run, code = _or_report(lambda: service.review(order, reviewer), ChangeSet(), settings)
+        from reviewbot.history import HistoryStore
+
+        history = HistoryStore.open(db) if db else None
+        run, code = _or_report(lambda: service.review(order, reviewer, history=history),
+                               ChangeSet(), settings)
         if run.notice:
             click.echo(f"reviewbot: {run.notice}", err=True)
         if dry_run and settings.output == "json":  # exactly what would be posted

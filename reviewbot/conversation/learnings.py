@@ -81,7 +81,11 @@ class LearningStore:
     @classmethod
     def open(cls, url: str | Path) -> LearningStore:
         """The listener's database by URL or path (beside a running listener: not exclusive)."""
-        db = open_database(str(url))
+        return cls.of(open_database(str(url)))
+
+    @classmethod
+    def of(cls, db: Database) -> LearningStore:
+        """The store on `db`, its schema brought up to date."""
         migrate(db)
         return cls(db)
 

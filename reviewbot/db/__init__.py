@@ -25,8 +25,10 @@ from reviewbot.db.base import (
 from reviewbot.errors import UsageError
 from reviewbot.redact import register_url
 
-__all__ = ["Cursor", "Database", "DatabaseError", "Dialect", "Tx", "display", "in_clause",
-           "open_database", "sqlite_path"]
+__all__ = ["LISTENER_DB", "Cursor", "Database", "DatabaseError", "Dialect", "Tx", "display",
+           "in_clause", "open_database", "open_existing", "sqlite_path"]
+
+LISTENER_DB = ".reviewbot-state/webhook.sqlite"  # the listener's default --db
 
 
 def open_database(url: str, exclusive: bool = False) -> Database:
@@ -47,3 +49,12 @@ def open_database(url: str, exclusive: bool = False) -> Database:
         return PostgresDatabase.open(url)
     raise UsageError(f"queue URL must be sqlite:///PATH or postgresql://…, got {display(url)!r}")
 
+
+
+def open_existing(url: str) -> Database:
+    """The listener's database for a command beside it: a SQLite file that is not there is
+    a usage error, not a new empty database."""
+    path = sqlite_path(url)
+    if path is not None and not path.is_file():
+        raise UsageError(f"no database at {path} (pass the listener's --db)")
+    return open_database(url)

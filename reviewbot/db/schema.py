@@ -53,6 +53,35 @@ _OUTCOMES = ("CREATE TABLE IF NOT EXISTS finding_outcomes (project TEXT NOT NULL
              " NOT NULL, fingerprint TEXT NOT NULL, outcome TEXT NOT NULL, at {real} NOT NULL,"
              " PRIMARY KEY (project, change, fingerprint))")
 
+# one row per review attempt, with its outcome and cost (reviewbot.history)
+_REVIEWS = """
+    CREATE TABLE IF NOT EXISTS reviews (
+        id                {id},
+        forge             TEXT    NOT NULL,
+        project           TEXT    NOT NULL,
+        number            BIGINT  NOT NULL,
+        head_sha          TEXT    NOT NULL,
+        url               TEXT    NOT NULL,
+        title             TEXT    NOT NULL,
+        source            TEXT    NOT NULL,
+        mode              TEXT    NOT NULL,
+        started_at        {real} NOT NULL,
+        finished_at       {real} NOT NULL,
+        outcome           TEXT    NOT NULL CHECK (outcome IN ('complete', 'incomplete', 'failed')),
+        reason            TEXT    NOT NULL,
+        files_reviewed    INTEGER NOT NULL,
+        files_total       INTEGER NOT NULL,
+        lines_reviewed    BIGINT  NOT NULL,
+        lines_changed     BIGINT  NOT NULL,
+        findings_posted   INTEGER NOT NULL,
+        findings_held     INTEGER NOT NULL,
+        prompt_tokens     BIGINT  NOT NULL,
+        cached_tokens     BIGINT  NOT NULL,
+        completion_tokens BIGINT  NOT NULL,
+        server_seconds    {real} NOT NULL);
+    CREATE INDEX IF NOT EXISTS reviews_by_time ON reviews (started_at);
+    CREATE INDEX IF NOT EXISTS reviews_by_project ON reviews (project, started_at)"""
+
 SQLITE = (
     Migration(1, "jobs", _script("""
         CREATE TABLE IF NOT EXISTS jobs (
@@ -96,6 +125,8 @@ SQLITE = (
     Migration(6, "a note job's discussion", _script(_DISCUSSION)),
     Migration(7, "project names", _script(_NAMES)),
     Migration(8, "finding outcomes", _script(_OUTCOMES.format(real="REAL"))),
+    Migration(9, "review history", _script(_REVIEWS.format(
+        id="INTEGER PRIMARY KEY AUTOINCREMENT", real="REAL"))),
 )
 
 POSTGRES = (
@@ -141,6 +172,8 @@ POSTGRES = (
     Migration(3, "a note job's discussion", _script(_DISCUSSION)),
     Migration(4, "project names", _script(_NAMES)),
     Migration(5, "finding outcomes", _script(_OUTCOMES.format(real="DOUBLE PRECISION"))),
+    Migration(6, "review history", _script(_REVIEWS.format(
+        id="BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY", real="DOUBLE PRECISION"))),
 )
 
 MIGRATIONS = {"sqlite": SQLITE, "postgres": POSTGRES}

@@ -125,21 +125,15 @@ class Engine:
         Counts go into `stats` as answers arrive. The answers, and the chunks sent."""
         out: list[ChunkAnswer] = []
         sent: list[Chunk] = []
+        started = time.monotonic()
         pool = ThreadPoolExecutor(max_workers=self.settings.concurrency)
 
         review = uuid.uuid4().hex  # this review's share of the process's budget
-
-        def ask(chunk: Chunk, depth: int) -> Attempted:
-            if self.budget is None:
-                return self.passes.find(chunk, depth, context, deadline, route)
-            with self.budget.hold(review, self._tokens(chunk), deadline) as granted:
-                # not granted: the deadline passed while waiting, and no request goes out
-                return self.passes.find(chunk, depth, context, deadline if granted else 0.0,
-                                        route)
+        held: list[float] = []  # token-seconds of the server's cache, per request
 
         def submit(chunk: Chunk, depth: int) -> Future[Attempted]:
             stats.chunks += 1
-            return pool.submit(ask, chunk, depth)
+            return pool.submit(self._ask, chunk, depth, context, deadline, route, review, held)
 
         pending: set[Future[Attempted]] = set()
 
@@ -177,7 +171,24 @@ class Engine:
             # a thread still waiting ends at the deadline it carries; nothing waits for it here
             pool.shutdown(wait=False, cancel_futures=True)
             chunks.close()  # nor for a chunk being counted
+        stats.server_seconds = (sum(held) / self.budget.capacity if self.budget is not None
+                                else time.monotonic() - started)
         return out, sent
+
+    def _ask(self, chunk: Chunk, depth: int, context: Context, deadline: float, route: str,
+             review: str, held: list[float]) -> Attempted:
+        """One chunk's passes, within the process's budget; the token-seconds it held of the
+        server's cache go into `held`."""
+        if self.budget is None:
+            return self.passes.find(chunk, depth, context, deadline, route)
+        tokens = self._tokens(chunk)
+        with self.budget.hold(review, tokens, deadline) as granted:
+            began = time.monotonic()
+            try:  # not granted: the deadline passed while waiting, and nothing goes out
+                return self.passes.find(chunk, depth, context, deadline if granted else 0.0,
+                                        route)
+            finally:
+                held.append(tokens * (time.monotonic() - began) if granted else 0.0)
 
     def _tokens(self, chunk: Chunk) -> int:
         """What a chunk's request holds of the server's KV cache: its diff, the code around

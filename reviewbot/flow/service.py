@@ -7,6 +7,7 @@ none of them builds another's flags. The flow itself is `reviewbot.flow.posting`
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -19,13 +20,15 @@ from reviewbot.conversation.threads import Threads
 from reviewbot.diff import ChangeSet
 from reviewbot.discussion import Note, Thread
 from reviewbot.engine.passes import Passes
-from reviewbot.errors import ForgeError, UsageError
+from reviewbot.errors import ForgeError, ReviewbotError, UsageError
 from reviewbot.flow.headtree import Trees
 from reviewbot.flow.posting import ForgeRun, review_change_request
 from reviewbot.flow.select import open_forge
 from reviewbot.forges.base import ChangeRequest, Forge, Keyed, PostedComment, Target
 from reviewbot.forges.summary import failed_summary
-from reviewbot.result import Reviewer, ReviewResult, exit_code
+from reviewbot.history import Change, HistoryStore, ReviewOutcome, ReviewRecord
+from reviewbot.redact import redact
+from reviewbot.result import Reviewer, ReviewResult, RunMode, exit_code
 from reviewbot.rules import Rule, applicable
 
 MAX_COMPARED_HEADS = 5  # per review: one compare request each
@@ -36,18 +39,35 @@ class ReviewOrder:
     target: Target
     settings: Settings
     dry_run: bool = False
+    source: str = "cli"  # who ran it, for the history: "cli" or "listener"
 
 
 def review(order: ReviewOrder, reviewer: Reviewer, cancel: threading.Event | None = None,
-           learnings: LearningStore | None = None, force: bool = False) -> tuple[ForgeRun, int]:
+           learnings: LearningStore | None = None, force: bool = False,
+           history: HistoryStore | None = None) -> tuple[ForgeRun, int]:
     """Review one MR/PR and post (or, with dry_run, only compute) the comments. A set `cancel`
     (a newer push arrived) stops before anything is posted; the project's `learnings` reach
     every chunk of its files, quoted as the team's guidance. A paused merge request is not
-    reviewed unless `force` (a member's `review` command).
+    reviewed unless `force` (a member's `review` command). The attempt goes into `history`
+    however it ends.
 
     Exit code: 3 when the review or the posting is incomplete, 1 when a finding reaches
     `settings.fail_on`, else 0.
     """
+    started = time.time()
+    try:
+        run = _review(order, reviewer, cancel, learnings, force)
+    except ReviewbotError as exc:
+        if history is not None:
+            history.add(failed_record(order, started, str(exc)))
+        raise
+    if history is not None and run.mode not in UNRECORDED:
+        history.add(run_record(order, started, run))
+    return run, exit_code(run.complete, run.result.worst(), order.settings.fail_on)
+
+
+def _review(order: ReviewOrder, reviewer: Reviewer, cancel: threading.Event | None,
+            learnings: LearningStore | None, force: bool) -> ForgeRun:
     settings = order.settings
     forge = open_forge(order.target, settings)
     memory = Memory(order, forge, learnings)
@@ -71,7 +91,34 @@ def review(order: ReviewOrder, reviewer: Reviewer, cancel: threading.Event | Non
                                 project_line=memory.line())
     if not order.dry_run:
         memory.record(run)
-    return run, exit_code(run.complete, run.result.worst(), settings.fail_on)
+    return run
+
+
+UNRECORDED = (RunMode.PAUSED, RunMode.UP_TO_DATE)  # the model was not asked
+
+
+def run_record(order: ReviewOrder, started: float, run: ForgeRun) -> ReviewRecord:
+    """What the history keeps of a review attempt that ran."""
+    r = run.request
+    change = Change(r.forge, r.project, r.number, r.head_sha, r.web_url, r.title)
+    if run.mode is RunMode.SUPERSEDED:
+        outcome, reason = ReviewOutcome.INCOMPLETE, "a newer push arrived: nothing was posted"
+    elif run.complete:
+        outcome, reason = ReviewOutcome.COMPLETE, ""
+    else:
+        outcome = ReviewOutcome.INCOMPLETE
+        reason = "; ".join(run.errors + run.result.stats.errors) \
+            or "the review did not cover the whole change"
+    return ReviewRecord.of(change, order.source, run.mode.value, started, outcome,
+                           redact(reason), run.result, len(run.outcome.posted),
+                           len(run.result.held))
+
+
+def failed_record(order: ReviewOrder, started: float, reason: str) -> ReviewRecord:
+    """What the history keeps of a review attempt that raised."""
+    t = order.target
+    return ReviewRecord.of(Change(t.forge, t.project, t.number, url=t.url or ""),
+                           order.source, "", started, ReviewOutcome.FAILED, redact(reason))
 
 
 def _take_votes(order: ReviewOrder, forge: Forge, memory: Memory) -> None:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from reviewbot.db import Database
     from reviewbot.engine.orchestrator import Engine
     from reviewbot.engine.passes import Passes
+    from reviewbot.history import HistoryStore
 
 
 class Engines:
@@ -57,10 +58,12 @@ class ForgeRunner:
     """Review one job's MR/PR head and post it; raise when the review is incomplete (retried)."""
 
     def __init__(self, trust: Trust, engines: Engines | None = None,
-                 learnings: LearningStore | None = None) -> None:
+                 learnings: LearningStore | None = None,
+                 history: HistoryStore | None = None) -> None:
         self._trust = trust
         self._engines = engines or Engines()
         self._learnings = learnings
+        self._history = history
 
     def __call__(self, job: Job, cancel: threading.Event) -> Outcome:
         if cancel.is_set():
@@ -70,14 +73,14 @@ class ForgeRunner:
         # the job names its forge's URL (checked against the allowed forge URLs at intake)
         target = Target(job.forge, job.project, job.number, job.base_url)
         settings = self._trust.settings(target)
-        order = service.ReviewOrder(target, settings)
+        order = service.ReviewOrder(target, settings, source="listener")
         if job.note_id is not None:
             response = service.answer(
                 order, job.note_id, lambda: self._engines.passes(settings),
                 lambda: self._engines.reviewer(settings), self._learnings, job.discussion_id)
             return Outcome.done(f"note {job.note_id}: {response.action}")
         run, code = service.review(order, self._engines.reviewer(settings), cancel,
-                                   self._learnings)
+                                   self._learnings, history=self._history)
         if run.mode is RunMode.PAUSED:
             return Outcome.done("paused by a member: not reviewed")
         if run.mode is RunMode.SUPERSEDED:
@@ -102,8 +105,10 @@ def load_runner(spec: str | None, trust: Trust, db: Database | None = None) -> R
     `"module:function"` → that function (tests/benchmarks)."""
     if spec is None:
         from reviewbot.conversation.learnings import LearningStore
+        from reviewbot.history import HistoryStore
 
-        return ForgeRunner(trust, learnings=LearningStore(db) if db else None)
+        return ForgeRunner(trust, learnings=LearningStore(db) if db else None,
+                           history=HistoryStore(db) if db else None)
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
         raise UsageError(f"--runner must look like module:function, got {spec!r}")

@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from reviewbot.db import LISTENER_DB
 from reviewbot.errors import UsageError
 from reviewbot.redact import register_secret, register_url
 from reviewbot.secrets import refuse_password_in_argv, require_strong
@@ -36,7 +37,7 @@ PUBLIC_FORGES = ("https://gitlab.com", "https://api.github.com")
 class WebhookSettings:
     host: str = "127.0.0.1"
     port: int = 8080
-    db_path: Path = Path(".reviewbot-state/webhook.sqlite")
+    db_path: Path = Path(LISTENER_DB)
     queue_url: str | None = field(default=None, repr=False)  # None: the SQLite file db_path
     lease_s: float = 30.0  # a job whose worker stops renewing its lease this long is taken over
     workers: int = 2  # concurrent reviews against the backend (the one vLLM server)

@@ -15,6 +15,7 @@ from reviewbot.flow.select import _pr_from_event, open_forge, target_of
 from reviewbot.flow.trust import Trust
 from reviewbot.forges.base import Target
 from reviewbot.forges.gitlab.forge import GitLabForge
+from reviewbot.history import HistoryStore, ReviewOutcome
 from reviewbot.result import Reviewer
 from reviewbot.webhook.jobs import Job, Outcome
 from reviewbot.webhook.runner import Engines, ForgeRunner
@@ -85,9 +86,11 @@ class Recording(Engines):
         return reviewer
 
 
-def test_the_listeners_runner_posts_and_raises_when_incomplete(env: Env) -> None:
+def test_the_listeners_runner_posts_and_raises_when_incomplete(env: Env, tmp_path: Path) -> None:
     engines = Recording()
-    runner = ForgeRunner(Trust({"gitlab_token": TOKEN}), engines)  # the job names the URL
+    history = HistoryStore.open(tmp_path / "queue.sqlite")
+    runner = ForgeRunner(Trust({"gitlab_token": TOKEN}), engines,  # the job names the URL
+                         history=history)
     job = Job(1, "gitlab", "42", 7, env.head, env.gitlab.url, "d1", 0.0)
     assert runner(job, threading.Event()) == Outcome.done("review exit code 0")
     assert [n for n in env.gitlab.diff_notes()]  # posted
@@ -99,6 +102,12 @@ def test_the_listeners_runner_posts_and_raises_when_incomplete(env: Env) -> None
                threading.Event())
     assert err.value.exit_code == 3 and TOKEN not in str(err.value)
     assert len(engines.made) == 2 and engines._engine is None  # the scripted reviewer
+    # each attempt is in the history, the incomplete one with why
+    second, first = history.recent()
+    assert (first.outcome, first.source, first.head_sha) == \
+        (ReviewOutcome.COMPLETE, "listener", env.head)
+    assert first.findings_posted == len(env.gitlab.diff_notes()) > 0
+    assert second.outcome is ReviewOutcome.INCOMPLETE and "500" in second.reason
 
 
 def test_one_listener_applies_each_projects_own_target_branch_settings(tmp_path: Path) -> None:
