@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # The system packages the tests use, installed when missing and we are root: git, nginx,
 # haproxy, postgresql (the tests start their own servers as child processes on private ports),
-# buildah and debootstrap (the container image test). The packages' own daemons are never
+# buildah and debootstrap (the container image test), chromium (the dashboard, rendered
+# headless). The packages' own daemons are never
 # started (policy-rc.d says no while apt-get runs), and a service already on this machine is
 # never stopped, disabled or reconfigured.
 set -euo pipefail
 POLICY_RC_D=${POLICY_RC_D:-/usr/sbin/policy-rc.d}
 
 need=()
-for bin in git nginx haproxy buildah debootstrap; do command -v "$bin" >/dev/null || need+=("$bin"); done
+for bin in git nginx haproxy buildah debootstrap chromium; do command -v "$bin" >/dev/null || need+=("$bin"); done
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
 ((${#need[@]})) || exit 0
 if [ "$(id -u)" != 0 ]; then

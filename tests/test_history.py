@@ -13,13 +13,11 @@ import sys
 import time
 from pathlib import Path
 
+from reviewbot.history import Change, HistoryStore, ReviewOutcome, ReviewRecord
+from reviewbot.result import ReviewResult, Stats, Usage
 from tests.fake_openai import FakeOpenAI
 from tests.forges.gitlab.test_cli import _cli, one_finding_per_anchor
 from tests.forges.gitlab_support import Env, env_fixture  # noqa: F401
-from tests.postgres_support import postgres_admin_url, postgres_url, queue_url  # noqa: F401
-
-from reviewbot.history import Change, HistoryStore, ReviewOutcome, ReviewRecord
-from reviewbot.result import ReviewResult, Stats, Usage
 
 ROOT = Path(__file__).parents[1]
 KV = b'vllm:cache_config_info{block_size="16",num_gpu_blocks="1000"} 1.0\n'  # 16,000 tokens
