@@ -56,6 +56,7 @@ def _server_missing(args: tuple[str, ...]) -> None:
         "review": "reviewbot.commands.review:review",
         "reply": "reviewbot.commands.reply:reply",
         "learnings": "reviewbot.commands.learnings:learnings_group",
+        "doctor": "reviewbot.commands.doctor:doctor",
         "history": "reviewbot.commands.history:history",
         "usage": "reviewbot.commands.history:usage",
         "eval": "reviewbot.commands.eval:eval_group",

@@ -90,6 +90,7 @@ class FakeGitHub:
     permissions: dict[str, str] = field(default_factory=lambda: {"maria": "write",
                                                                  "reviewbot[bot]": "write"})
     reactions: list[dict[str, Any]] = field(default_factory=list)  # {on, id, content, user}
+    hooks: list[dict[str, Any]] = field(default_factory=list)  # the repository's webhooks
     resolved: dict[int, str] = field(default_factory=dict)  # resolved threads' roots: by whom
     # GET /user with the bot's token: its account, or 403 as for an Actions installation token
     user_forbidden: bool = False

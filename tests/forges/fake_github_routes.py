@@ -261,6 +261,16 @@ def routes(fake: FakeGitHub) -> list[tuple[str, Callable[..., Any], list[str]]]:
         return JSONResponse({"permission": level, "role_name": level,
                              "user": {"login": login, "id": 1, "type": "User"}})
 
+    async def hooks(request: Request) -> Response:
+        """GitHub lists a repository's webhooks to its admins only, and answers anyone else
+        404, as if there were no repository."""
+        if fake.permissions.get(request.state.user["login"]) != "admin":
+            return JSONResponse({"message": "Not Found"}, status_code=404)
+        return page(request, [{"type": "Repository", "name": "web", "active": True,
+                               "events": ["push"], **h,
+                               "config": {"content_type": "json", "insecure_ssl": "0",
+                                          **h.get("config", {})}} for h in fake.hooks])
+
     async def graphql(request: Request) -> Response:
         """The two GraphQL calls the bot makes: a pull request's review threads (each named
         after its first comment), and resolveReviewThread."""
@@ -357,6 +367,7 @@ def routes(fake: FakeGitHub) -> list[tuple[str, Callable[..., Any], list[str]]]:
         (R + "/pulls/{number:int}/comments/{cid:int}/replies", reply, ["POST"]),
         (R + "/{on:str}/comments/{cid:int}/reactions", reactions, ["GET", "POST"]),
         (R + "/collaborators/{login}/permission", permission, ["GET"]),
+        (R + "/hooks", hooks, ["GET"]),
         ("/api/graphql", graphql, ["POST"]),
         (R + "/commits/{sha}", get_commit, ["GET"]),
         (R + "/compare/{spec:path}", compare, ["GET"]),

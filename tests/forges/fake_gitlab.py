@@ -81,6 +81,7 @@ class State:
         self.members: dict[int, int] = {BOT_USER["id"]: 40, DEV_USER["id"]: 30,
                                         OTHER_BOT["id"]: 30, AUTHOR_USER["id"]: 30}
         self.awards: list[tuple[int, str, int]] = []  # (note id, emoji, user id)
+        self.hooks: list[dict[str, Any]] = []  # the project's webhooks (GET …/hooks)
         self.archive: bytes | None = None  # served instead of `git archive` (hostile archives)
         self.actor: dict[str, Any] = BOT_USER  # who sent the request being handled
         self._diff_cache: dict[tuple[str, str], list[dict[str, Any]]] = {}

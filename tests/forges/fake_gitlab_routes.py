@@ -207,8 +207,10 @@ def _bulk_publish(state: State, m: Any, q: Any, b: Any) -> Result:
 
 
 def _file_raw(state: State, m: Any, q: Any, b: Any) -> Result:
+    ref = q["ref"][0]
+    ref = state.start if ref == "main" else ref  # the target branch: main, at `start`
     try:
-        return 200, state.repo.git("show", f"{q['ref'][0]}:{m['fp']}").encode(), {}
+        return 200, state.repo.git("show", f"{ref}:{m['fp']}").encode(), {}
     except subprocess.CalledProcessError:  # no such path at that ref
         return 404, {"message": "404 File Not Found"}, {}
 
@@ -226,7 +228,20 @@ def _archive(state: State, m: Any, q: Any, b: Any) -> Result:
     return 200, state.repo.archive(full, f"{name}-{full}-{full}/"), {}
 
 
+def _project(state: State, m: Any, q: Any, b: Any) -> Result:
+    return 200, {"id": state.project_id, "path_with_namespace": state.project_path,
+                 "default_branch": "main", "web_url": f"http://gitlab.example/{state.project_path}"}, {}
+
+
+def _hooks(state: State, m: Any, q: Any, b: Any) -> Result:
+    """GitLab lists a project's hooks to Maintainers and Owners only."""
+    if state.members.get(state.actor["id"], 0) < 40:
+        return 403, {"message": "403 Forbidden"}, {}
+    return 200, [dict(h) for h in state.hooks], {}
+
+
 _ROUTES = [
+    ("GET", r"^/projects/(?P<pid>.+?)/hooks", _hooks),
     ("GET", r"^/projects/(?P<pid>.+?)/repository/archive\.tar\.gz", _archive),
     ("GET", r"^/user", _user),
     ("GET", r"^/projects/(?P<pid>.+?)/members/all/(?P<uid>\d+)", _member),
@@ -251,4 +266,6 @@ _ROUTES = [
     ("POST", _MR + "/draft_notes/bulk_publish", _bulk_publish),
     ("POST", _MR + "/draft_notes", _create_draft),
     ("DELETE", _MR + r"/draft_notes/(?P<did>\d+)", _delete_draft),
+    # last: "42/hooks" would also read as a project's path
+    ("GET", r"^/projects/(?P<pid>[^/]+|[^/]+/[^/]+)", _project),
 ]
