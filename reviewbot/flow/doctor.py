@@ -115,7 +115,7 @@ def secrets(env: Mapping[str, str], scope: Scope) -> list[Check]:
 
 
 _SECRETS = ("REVIEWBOT_GITLAB_WEBHOOK_SECRET", "REVIEWBOT_GITHUB_WEBHOOK_SECRET",
-            "REVIEWBOT_ADMIN_TOKEN")
+            "REVIEWBOT_ADMIN_TOKEN", "REVIEWBOT_DASHBOARD_TOKEN")
 
 
 def database(url: str | None) -> list[Check]:

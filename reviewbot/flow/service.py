@@ -117,7 +117,7 @@ def run_record(order: ReviewOrder, started: float, run: ForgeRun) -> ReviewRecor
 def failed_record(order: ReviewOrder, started: float, reason: str) -> ReviewRecord:
     """What the history keeps of a review attempt that raised."""
     t = order.target
-    return ReviewRecord.of(Change(t.forge, t.project, t.number, url=t.url or ""),
+    return ReviewRecord.of(Change(t.forge, t.project, t.number),  # its page is not known
                            order.source, "", started, ReviewOutcome.FAILED, redact(reason))
 
 

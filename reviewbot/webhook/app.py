@@ -11,13 +11,16 @@ from typing import TypeVar, cast
 from starlette.applications import Starlette
 from starlette.convertors import Convertor, register_url_convertor
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from reviewbot.conversation.learnings import LearningStore
 from reviewbot.db import DatabaseError
 from reviewbot.forges.base import ForgeName
-from reviewbot.webhook.auth import bearer_ok
+from reviewbot.history import HistoryStore
+from reviewbot.webhook import dashboard as board
+from reviewbot.webhook.auth import any_token_ok, bearer_ok
 from reviewbot.webhook.intake import Answer, Intake
 from reviewbot.webhook.jobs import STATES, ReviewRunner
 from reviewbot.webhook.metrics import Metrics
@@ -80,7 +83,8 @@ async def _read_limited(request: Request, limit: int) -> bytes | None:
     return b"".join(chunks)
 
 
-_ROUTES = ("/webhook/gitlab", "/webhook/github", "/jobs", "/healthz", "/readyz", "/metrics")
+_ROUTES = ("/webhook/gitlab", "/webhook/github", "/jobs", "/healthz", "/readyz", "/metrics",
+           "/dashboard")
 
 
 def _route(path: str) -> str:
@@ -186,6 +190,28 @@ async def get_job(request: Request) -> Response:
     return JSONResponse(record.to_json())
 
 
+async def dashboard(request: Request) -> Response:
+    """The reviews at a glance, for the admin token or the read-only dashboard token (as a
+    bearer token, or as the password a browser asks for)."""
+    parts = _parts(request)
+    tokens = (parts.settings.admin_token, parts.settings.dashboard_token)
+    if not any(tokens):
+        return JSONResponse({"error": "no admin or dashboard token configured"},
+                            status_code=403)
+    if not any_token_ok(tokens, request.headers.get("authorization")):
+        return JSONResponse({"error": "bad or missing token"}, status_code=401,
+                            headers={"WWW-Authenticate": 'Basic realm="reviewbot"'})
+    db = parts.queue.db
+    try:
+        page = await off_loop(lambda: board.render(board.build(HistoryStore(db),
+                                                               LearningStore(db))))
+    except (TimeoutError, DatabaseError):
+        return _unavailable("dashboard not read")
+    return HTMLResponse(page, headers={
+        "Content-Security-Policy": board.CSP, "X-Content-Type-Options": "nosniff",
+        "Cache-Control": "no-store", "Referrer-Policy": "no-referrer"})
+
+
 async def healthz(request: Request) -> Response:
     return JSONResponse({"status": "ok"})
 
@@ -218,6 +244,7 @@ ROUTES = [
     Route("/webhook/{forge:forge}", webhook, methods=["POST"]),
     Route("/jobs", list_jobs, methods=["GET"]),
     Route("/jobs/{job_id:int}", get_job, methods=["GET"]),
+    Route("/dashboard", dashboard, methods=["GET"]),
     Route("/healthz", healthz, methods=["GET"]),
     Route("/readyz", readyz, methods=["GET"]),
     Route("/metrics", metrics_endpoint, methods=["GET"]),

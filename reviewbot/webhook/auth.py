@@ -1,7 +1,9 @@
-"""Constant-time checks of webhook tokens, webhook signatures and the admin bearer token."""
+"""Constant-time checks of webhook tokens, webhook signatures and the listener's own tokens."""
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import hmac
 
@@ -33,3 +35,28 @@ def bearer_ok(token: str | None, authorization: str | None) -> bool:
     if scheme.lower() != "bearer":
         return False
     return hmac.compare_digest(given.strip().encode(), token.encode())
+
+
+def token_given(authorization: str | None) -> str | None:
+    """The token an `Authorization` header carries: `Bearer <token>`, or HTTP Basic with the
+    token as the password (what a browser asks for), else None."""
+    scheme, _, given = (authorization or "").partition(" ")
+    if scheme.lower() == "bearer":
+        return given.strip()
+    if scheme.lower() == "basic":
+        try:
+            decoded = base64.b64decode(given.strip(), validate=True).decode()
+        except (binascii.Error, UnicodeDecodeError):
+            return None
+        return decoded.partition(":")[2]
+    return None
+
+
+def any_token_ok(tokens: tuple[str | None, ...], authorization: str | None) -> bool:
+    """Whether the header carries one of the configured `tokens` (each compared in constant
+    time, so which one matched does not show)."""
+    given = token_given(authorization)
+    if given is None:
+        return False
+    matches = [hmac.compare_digest(given.encode(), t.encode()) for t in tokens if t]
+    return any(matches)

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import importlib
 import threading
+import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, cast
 
 from reviewbot.config import Settings
-from reviewbot.errors import IncompleteReview, UsageError
+from reviewbot.errors import IncompleteReview, ReviewbotError, UsageError
 from reviewbot.flow.trust import Trust
 from reviewbot.forges.base import Target
 from reviewbot.result import Reviewer, RunMode
@@ -72,7 +73,14 @@ class ForgeRunner:
 
         # the job names its forge's URL (checked against the allowed forge URLs at intake)
         target = Target(job.forge, job.project, job.number, job.base_url)
-        settings = self._trust.settings(target)
+        started = time.time()
+        try:  # reads the change's target branch: an unreadable change fails here
+            settings = self._trust.settings(target)
+        except ReviewbotError as exc:
+            if self._history is not None and job.note_id is None:
+                self._history.add(service.failed_record(service.ReviewOrder(
+                    target, self._trust.base(), source="listener"), started, str(exc)))
+            raise
         order = service.ReviewOrder(target, settings, source="listener")
         if job.note_id is not None:
             response = service.answer(

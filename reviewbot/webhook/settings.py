@@ -49,6 +49,7 @@ class WebhookSettings:
     gitlab_secret: str | None = field(default=None, repr=False)
     github_secret: str | None = field(default=None, repr=False)
     admin_token: str | None = field(default=None, repr=False)
+    dashboard_token: str | None = field(default=None, repr=False)  # reads /dashboard only
     backend_url: str | None = None
     max_body_bytes: int = 2 * MIB
     rate_per_source: float = 100.0  # requests/s per client address, burst of twice that
@@ -155,6 +156,7 @@ def _check(s: WebhookSettings, db: Path | None) -> None:
     require_strong("REVIEWBOT_GITLAB_WEBHOOK_SECRET", s.gitlab_secret)
     require_strong("REVIEWBOT_GITHUB_WEBHOOK_SECRET", s.github_secret)
     require_strong("REVIEWBOT_ADMIN_TOKEN", s.admin_token)
+    require_strong("REVIEWBOT_DASHBOARD_TOKEN", s.dashboard_token)
 
 
 def resolve_settings(
@@ -189,6 +191,7 @@ def resolve_settings(
         gitlab_secret=env.get("REVIEWBOT_GITLAB_WEBHOOK_SECRET") or None,
         github_secret=env.get("REVIEWBOT_GITHUB_WEBHOOK_SECRET") or None,
         admin_token=env.get("REVIEWBOT_ADMIN_TOKEN") or None,
+        dashboard_token=env.get("REVIEWBOT_DASHBOARD_TOKEN") or None,
         backend_url=(env.get("REVIEWBOT_BASE_URL") or "").rstrip("/") or None,
         max_body_bytes=d.max_body_bytes if max_body is None else max_body,
         rate_per_source=d.rate_per_source if rate_limit is None else rate_limit,
@@ -199,7 +202,7 @@ def resolve_settings(
         body_timeout_s=_seconds(env, "REVIEWBOT_WEBHOOK_BODY_TIMEOUT", d.body_timeout_s),
     )
     _check(s, db)
-    for secret in (s.gitlab_secret, s.github_secret, s.admin_token):
+    for secret in (s.gitlab_secret, s.github_secret, s.admin_token, s.dashboard_token):
         register_secret(secret)
     register_url(s.queue_url)  # its password
     return s

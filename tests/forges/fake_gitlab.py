@@ -82,6 +82,7 @@ class State:
                                         OTHER_BOT["id"]: 30, AUTHOR_USER["id"]: 30}
         self.awards: list[tuple[int, str, int]] = []  # (note id, emoji, user id)
         self.hooks: list[dict[str, Any]] = []  # the project's webhooks (GET …/hooks)
+        self.title = "Test MR"
         self.archive: bytes | None = None  # served instead of `git archive` (hostile archives)
         self.actor: dict[str, Any] = BOT_USER  # who sent the request being handled
         self._diff_cache: dict[tuple[str, str], list[dict[str, Any]]] = {}
@@ -100,7 +101,7 @@ class State:
     def mr_json(self) -> dict[str, Any]:
         count = len(self.diffs())
         return {
-            "id": 1, "iid": self.iid, "project_id": self.project_id, "title": "Test MR",
+            "id": 1, "iid": self.iid, "project_id": self.project_id, "title": self.title,
             "author": AUTHOR_USER,
             "description": self.description,
             "state": "opened", "sha": self.head, "source_branch": "feature",

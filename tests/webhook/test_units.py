@@ -161,7 +161,8 @@ def test_the_queue_is_named_by_one_flag_and_its_password_is_secret(tmp_path: Pat
 @pytest.mark.parametrize("weak", ["replace-me", "x", "changeme-please", "<your secret>",
                                   "s" * 20, "only-15-chars-x", "${WEBHOOK_SECRET}"])
 @pytest.mark.parametrize("variable", ["REVIEWBOT_GITLAB_WEBHOOK_SECRET",
-                                      "REVIEWBOT_GITHUB_WEBHOOK_SECRET", "REVIEWBOT_ADMIN_TOKEN"])
+                                      "REVIEWBOT_GITHUB_WEBHOOK_SECRET", "REVIEWBOT_ADMIN_TOKEN",
+                                      "REVIEWBOT_DASHBOARD_TOKEN"])
 def test_placeholder_and_short_secrets_are_refused(variable: str, weak: str) -> None:
     env = {"REVIEWBOT_GITLAB_WEBHOOK_SECRET": "9f2c41d07be3a58e6d10", variable: weak}
     with pytest.raises(UsageError, match=f"{variable} is refused") as caught:

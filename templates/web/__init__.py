@@ -1,0 +1,1 @@
+"""The listener's HTML pages (jinja2, autoescaped): reviewbot.webhook.dashboard."""
