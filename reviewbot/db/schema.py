@@ -201,7 +201,18 @@ def migrate(db: Database) -> list[int]:
     return applied
 
 
+_HAS_MIGRATIONS = {
+    "sqlite": "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table'"
+              " AND name = 'schema_migrations'",
+    "postgres": "SELECT COUNT(*) FROM pg_tables WHERE tablename = 'schema_migrations'"
+                " AND schemaname = current_schema()",
+}
+
+
 def version(db: Database) -> int:
+    """The newest migration applied; 0 for a database nothing migrated yet."""
     with db.read() as tx:
+        if not tx.execute(_HAS_MIGRATIONS[db.dialect]).fetchone()[0]:
+            return 0
         row = tx.execute("SELECT MAX(version) FROM schema_migrations").fetchone()
     return int(row[0] or 0)

@@ -153,3 +153,26 @@ def test_github_a_correct_set_up_passes_and_a_weak_hook_names_its_fix(
         assert checks["GitHub webhook"]["status"] == "skipped"  # 404 to a non-admin
         code, checks = _doctor_github(fake, model.base_url, token="ghp_wrong_token_000000000000")
         assert code == 1 and checks["GitHub token"]["status"] == "failed"
+
+
+def test_the_database_check_on_each_backend(queue_url: str) -> None:
+    """An empty database is reachable but not migrated; after the listener's migration it
+    passes; the password of a URL never shows."""
+    from reviewbot.db import open_database
+    from reviewbot.flow.doctor import database
+
+    open_database(queue_url).close()  # there, and empty
+    (empty,) = database(queue_url)
+    assert empty.status == "failed" and "schema 0" in empty.detail, empty
+    HistoryStore.open(queue_url)
+    (ready,) = database(queue_url)
+    assert ready.status == "ok", ready
+    password = queue_url.partition("://")[2].partition("@")[0].partition(":")[2]
+    assert not password or password not in ready.detail + empty.detail
+
+
+def test_an_unreachable_database_fails_within_the_connect_timeout() -> None:
+    from reviewbot.flow.doctor import database
+
+    (gone,) = database("postgresql://bot:pw-0123456789@127.0.0.1:9/none")
+    assert gone.status == "failed" and "pw-0123456789" not in gone.detail + gone.fix
