@@ -18,7 +18,7 @@ STATS = ["files_total", "files_reviewed", "files_skipped", "changed_lines", "cha
          "chunks", "test_pairs", "test_pairs_split", "requests", "prompt_tokens", "cached_tokens", "completion_tokens", "tool_calls_invalid",
          "answers_unusable", "findings_reanchored", "candidates", "dropped", "verify_requests",
          "verify_failed", "named_requests", "summary_only", "learnings_applied",
-         "wall_seconds", "complete", "errors", "notes"]
+         "wall_seconds", "server_seconds", "complete", "errors", "notes"]
 
 
 def test_json_is_exactly_to_dict(result: ReviewResult) -> None:
