@@ -79,6 +79,8 @@ class Settings:
     # what to report: the categories the schema admits; maintainability only at minor or info
     categories: tuple[str, ...] = CATEGORIES
     rules: tuple[Rule, ...] = ()  # [[rules]] paths = [globs], text = "…" (reviewbot.rules)
+    linked_issues: bool = True  # forges: does the change do what the issues it closes ask
+    sarif_in: tuple[str, ...] = ()  # the team's scanners' results to triage (flag or env only)
     # reporting
     output: str = "text"
     output_file: str | None = None
@@ -124,8 +126,6 @@ class Settings:
         if unknown or not self.categories:
             raise UsageError(f"categories must be some of {', '.join(CATEGORIES)}"
                              + (f", not {unknown[0]!r}" if unknown else ""))
-        if not 0 <= self.min_confidence <= 1:
-            raise UsageError("min_confidence must be between 0 and 1")
         for name, (low, high) in RANGES.items():  # nan fails every comparison: refused too
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and low <= value <= high):
@@ -175,16 +175,17 @@ def check_paths(settings: Settings) -> None:
 
 
 _FIELDS = {f.name: f for f in fields(Settings)}
-# Keys that decide where secrets go or who commands the bot: never from a file an MR can change
+# Keys that decide where secrets go, who commands the bot or which of the machine's files are
+# read: never from a file an MR can change
 NOT_FROM_FILES = frozenset({"base_url", "api_key", "gitlab_url", "gitlab_token", "github_url",
                             "github_token", "github_bot_login", "ssl_verify", "ca_file",
                             "prompts_dir", "tokenizer", "command_min_access", "author_commands",
-                            "tree_cache"})
+                            "tree_cache", "sarif_in"})
 # the `reviewbot review` flag of each (the others: the environment only); tests check them
 FLAG_OF = {"base_url": "--base-url", "api_key": "--api-key", "gitlab_url": "--gitlab-url",
            "gitlab_token": "--gitlab-token", "github_url": "--github-url",
            "github_token": "--github-token", "ssl_verify": "--ssl-verify/--no-ssl-verify",
-           "ca_file": "--ca-file", "tokenizer": "--tokenizer"}
+           "ca_file": "--ca-file", "tokenizer": "--tokenizer", "sarif_in": "--sarif-in"}
 
 
 def env_names(name: str) -> tuple[str, ...]:
@@ -256,7 +257,7 @@ def parse_text(text: str, source: str) -> dict[str, Any]:
         name = refused[0]
         flag = f" or {FLAG_OF[name]}" if name in FLAG_OF else ""
         raise UsageError(f"config file {source}: {name} cannot be set in a file (it decides where "
-                         f"secrets go or who commands the bot); set {env_names(name)[0]}{flag} "
+                         f"secrets go, who commands the bot or which files are read); set {env_names(name)[0]}{flag} "
                          "instead")
     return {k: _coerce(k, v, source) for k, v in section.items()}
 

@@ -1,6 +1,7 @@
 """What a reviewer knows besides the diff: the change's intent, in its author's words (the
-merge/pull request's title and description, the commit messages of the reviewed range), and
-the repository's rules (its AGENTS.md).
+merge/pull request's title and description, the commit messages of the reviewed range, the
+issues it says it closes), the repository's rules (its AGENTS.md), and the team's scanners'
+results on its lines.
 
 Both are capped in size so that they never crowd out the diff: the title to one line, the
 description, the commit messages and AGENTS.md to a few thousand characters each. The intent
@@ -14,6 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from reviewbot.rules import Rule
+from reviewbot.scanners import ScannerResult
 
 MAX_TITLE = 300
 MAX_DESCRIPTION = 4000
@@ -22,6 +24,8 @@ MAX_COMMIT = 500
 MAX_COMMITS_TOTAL = 3000
 MAX_AGENTS_MD = 6000
 AGENTS_MD = "AGENTS.md"
+MAX_ISSUES = 5
+MAX_ISSUE_BODY = 3000
 CUT = " … (cut)"
 
 
@@ -51,6 +55,20 @@ class Intent:
                       _cut(self.description, MAX_DESCRIPTION), tuple(commits))
 
 
+@dataclass(frozen=True)
+class LinkedIssue:
+    """An issue of the change's own project that the change says it closes (untrusted: anyone
+    who may open an issue wrote it)."""
+
+    ref: str  # `#12`
+    title: str
+    body: str = ""
+
+    def capped(self) -> LinkedIssue:
+        return replace(self, title=_cut(" ".join(self.title.split()), MAX_TITLE),
+                       body=_cut(self.body, MAX_ISSUE_BODY))
+
+
 # a file's text at the head of the change (None when it has none): for the code around a hunk
 HeadFiles = Callable[[str], "str | None"]
 # definitions of names in the head tree: (names, a reader of head files' lines) -> definitions
@@ -65,7 +83,10 @@ class Context:
     definitions: Finder | None = None  # reviewbot.engine.definitions.git_finder on the head tree
     guidance: tuple[Rule, ...] = ()  # the project's learnings (reviewbot.conversation)
     notes: tuple[str, ...] = ()  # for the summary: context that could not be gathered, and why
+    issues: tuple[LinkedIssue, ...] = ()  # the issues the change closes, of its own project
+    scanner: tuple[ScannerResult, ...] = ()  # the team's scanners' results (--sarif-in)
 
     def capped(self) -> Context:
         return replace(self, intent=self.intent.capped(),
-                       agents_md=_cut(self.agents_md, MAX_AGENTS_MD))
+                       agents_md=_cut(self.agents_md, MAX_AGENTS_MD),
+                       issues=tuple(i.capped() for i in self.issues[:MAX_ISSUES]))

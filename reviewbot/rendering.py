@@ -9,11 +9,12 @@ tools.py has already dropped any suggestion that could act.
 from __future__ import annotations
 
 import html
+import re
 
 from reviewbot.diff import Side
 from reviewbot.findings import Finding, Severity
 from reviewbot.modeltext import code, fence, fenced, inline, no_actions, one_line, prose
-from reviewbot.result import Dropped
+from reviewbot.result import Dropped, IssueCheck, IssueVerdict, ScannerDismissal
 
 ICONS = {
     Severity.BLOCKER: "⛔",
@@ -95,3 +96,34 @@ def details(f: Finding) -> str:
         body += ["Suggested change:", "", fenced(f.suggestion), ""]
     body.append("</details>")
     return "\n".join(body)
+
+
+ISSUE_WORDS = {IssueVerdict.ADDRESSED: "addressed", IssueVerdict.PARTLY: "partly addressed",
+               IssueVerdict.NOT: "not addressed",
+               IssueVerdict.UNKNOWN: "not judged (no usable answer from the model)"}
+
+
+def issue_lines(checks: list[IssueCheck]) -> list[str]:
+    """One line per linked issue: does the change do what it asks."""
+    if not checks:
+        return []
+    out = ["", "**Linked issues**"]
+    for c in checks:
+        missing = f"; missing: {inline(c.missing)}" if c.missing and \
+            c.verdict is not IssueVerdict.ADDRESSED else ""
+        # `#12` (ours, from the forge's number) as is: the forge links it to the issue
+        ref = c.ref if re.fullmatch(r"#\d+", c.ref) else inline(c.ref)
+        out.append(f"- {ref} {inline(c.title)}: **{ISSUE_WORDS[c.verdict]}**{missing}")
+    return out
+
+
+def dismissed_lines(dismissed: list[ScannerDismissal], limit: int = 100) -> list[str]:
+    """The scanners' results the model's triage dismissed, each with the reason."""
+    if not dismissed:
+        return []
+    out = ["", f"**Scanner results dismissed** ({len(dismissed)})"]
+    out += [f"- {code(d.path)} line {d.line}: {inline(d.tool)} {code(d.rule)}: "
+            f"{inline(d.reason) or 'no reason given'}" for d in dismissed[:limit]]
+    if len(dismissed) > limit:
+        out.append(f"- … and {len(dismissed) - limit} more")
+    return out

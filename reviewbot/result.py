@@ -53,6 +53,43 @@ class Held:
 
 DISMISSED = "dismissed by a project member earlier on this change"  # a Held reason
 
+
+class IssueVerdict(StrEnum):
+    ADDRESSED = "addressed"
+    PARTLY = "partly"
+    NOT = "not"
+    UNKNOWN = "unknown"  # no usable answer came back
+
+
+@dataclass(frozen=True)
+class IssueCheck:
+    """Whether the change does what a linked issue asks, in the model's judgement."""
+
+    ref: str
+    title: str
+    verdict: IssueVerdict
+    missing: str = ""  # what is not done yet (partly, not)
+
+    def to_dict(self) -> dict[str, str]:
+        return {"ref": self.ref, "title": self.title, "verdict": self.verdict.value,
+                "missing": self.missing}
+
+
+@dataclass(frozen=True)
+class ScannerDismissal:
+    """A scanner's result on a changed line that the model's triage found not to be a real
+    problem here, and why (listed in the summary, never gating)."""
+
+    tool: str
+    rule: str
+    path: str
+    line: int
+    reason: str
+
+    def to_dict(self) -> dict[str, object]:
+        return {"tool": self.tool, "rule": self.rule, "path": self.path, "line": self.line,
+                "reason": self.reason}
+
 @dataclass(frozen=True)
 class Usage:
     """Tokens a request, a chunk or a review cost, as the server reported them."""
@@ -96,6 +133,8 @@ class Stats:
     # chunk is asked once more for the problems it named; those still without a finding
     named_requests: int = 0
     summary_only: int = 0
+    scanner_results: int = 0  # the scanners' results on added lines, asked about (triage)
+    scanner_confirmed: int = 0  # of those, confirmed: findings like the model's own
     learnings_applied: int = 0  # the project's learnings whose files are in the change
     wall_seconds: float = 0.0
     # the server's time this review took: its wall seconds times the share of the server's
@@ -135,6 +174,8 @@ class Stats:
             "findings_reanchored": self.findings_reanchored,
             "candidates": self.candidates,
             "dropped": self.dropped,
+            "scanner_results": self.scanner_results,
+            "scanner_confirmed": self.scanner_confirmed,
             "verify_requests": self.verify_requests,
             "verify_failed": self.verify_failed,
             "named_requests": self.named_requests,
@@ -160,6 +201,8 @@ class ReviewResult:
     # the bot's findings from earlier reviews of this change whose threads are still open:
     # the verdict covers them too, so a retry or an unrelated push cannot turn a gate green
     earlier: list[Finding] = field(default_factory=list)
+    issues: list[IssueCheck] = field(default_factory=list)
+    scanner_dismissed: list[ScannerDismissal] = field(default_factory=list)
 
     @classmethod
     def failed(cls, changes: ChangeSet, error: str) -> ReviewResult:
@@ -199,6 +242,8 @@ class ReviewResult:
                          for f in self.findings],
             "dropped": [d.to_dict() for d in self.dropped],
             "open_earlier": [f.to_dict() for f in self.earlier],
+            "linked_issues": [i.to_dict() for i in self.issues],
+            "scanner_dismissed": [d.to_dict() for d in self.scanner_dismissed],
             "summary": self.summary,
             "stats": self.stats.to_dict(),
             "model": self.model,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TypeVar
 
@@ -17,6 +18,7 @@ from reviewbot.diff import ChangeSet
 from reviewbot.errors import BackendError, DiffError, UsageError
 from reviewbot.flow import gathering
 from reviewbot.result import ReviewResult, exit_code
+from reviewbot.scanners import read_files
 from reviewbot.secrets import refuse_password_in_argv
 
 
@@ -151,6 +153,8 @@ def engine_options(command: Callable[..., None]) -> Callable[..., None]:
 @click.option("--title", help="With --diff or --git: the change's title, shown to the model.")
 @click.option("--description",
               help="With --diff or --git: the change's description, shown to the model.")
+@click.option("--sarif-in", multiple=True, metavar="FILE",
+              help="A scanner's SARIF 2.1.0 results to triage (repeatable).")
 @click.option("--no-progress", is_flag=True, help="No progress bar on stderr.")
 @database_option("Forges: record the review in this database's history (the listener's "
                  "--db or its queue URL)")
@@ -179,10 +183,13 @@ def review(diff_path: str | None, git_range: str | None, mr: int | None, project
                             dry_run=dry_run)
         settings = order.settings
         config.check_paths(settings)
+        scanner = read_files(settings.sarif_in)
+
         def reviewer(changes: ChangeSet, context: Context | None = None) -> ReviewResult:
             # made when the review starts: a forge usage error (no token, a bad --repo) is
             # reported before the model server is asked anything
-            return make_engine(settings, progress).review(changes, context)
+            return make_engine(settings, progress).review(
+                changes, replace(context or Context(), scanner=scanner))
 
         from reviewbot.history import HistoryStore
 
@@ -199,10 +206,12 @@ def review(diff_path: str | None, git_range: str | None, mr: int | None, project
         raise SystemExit(code)
     settings = config.resolve(flags, config_path=config_path)
     config.check_paths(settings)
+    scanner = read_files(settings.sarif_in)
     changes = diff.parse(_read_diff(diff_path, git_range, settings.max_diff_mb))
     result = _or_report(
-        lambda: make_engine(settings, progress).review(
-            changes, gathering.for_local(git_range, title, description)), changes, settings)
+        lambda: make_engine(settings, progress).review(changes, replace(
+            gathering.for_local(git_range, title, description), scanner=scanner)),
+        changes, settings)
     emit(render(result, settings.output, color=_tty(settings)), settings.output_file)
     _tell_when_written(result, settings.output_file)
     raise SystemExit(exit_code(result.complete, result.worst(), settings.fail_on))

@@ -77,6 +77,7 @@ class Requests:
             "chunk.j2", self.settings.prompts_dir, title=label(intent.title),
             description=quoted(intent.description) if intent.description else "",
             commits=[quoted(m) for m in intent.commits],
+            issues=[(label(i.ref), label(i.title)) for i in context.issues],
             agents_md=quoted(context.agents_md) if context.agents_md else "",
             rules=[quoted(r.text) for r in applicable(self.settings.rules + context.guidance,
                                                       paths)],
@@ -136,15 +137,10 @@ class Requests:
         whole files while they fit QUESTION_CHARS_PER_TOKEN × the context left for it (the
         files left out counted), and the question, all framed as untrusted data."""
         room = int((self.context - REPLY_TOKENS - QUESTION_OVERHEAD) * QUESTION_CHARS_PER_TOKEN)
-        shown: list[str] = []
-        for file in changes.files:
-            text = _file_text(file)
-            if sum(map(len, shown)) + len(text) > room:
-                break
-            shown.append(text)
+        diff, cut = diff_text(changes, room)
         text = templates.render(
-            "question.j2", self.settings.prompts_dir, diff=framed("\n".join(shown)),
-            cut=len(changes.files) - len(shown), author=label(author), question=quoted(question))
+            "question.j2", self.settings.prompts_dir, diff=framed(diff), cut=cut,
+            author=label(author), question=quoted(question))
         return [{"role": "user", "content": text}]
 
     def reply_messages(self, about: Anchor, thread: list[tuple[str, str]]) -> Messages:
@@ -156,6 +152,18 @@ class Requests:
             code=framed(about.code), moved=label(about.moved),
             thread=[f"{label(who)} wrote:\n{quoted(said)}" for who, said in thread])
         return [{"role": "user", "content": text}]
+
+
+def diff_text(changes: ChangeSet, room: int) -> tuple[str, int]:
+    """The change's diff, whole files while they fit in `room` characters, and how many files
+    were left out."""
+    shown: list[str] = []
+    for file in changes.files:
+        text = _file_text(file)
+        if sum(map(len, shown)) + len(text) > room:
+            break
+        shown.append(text)
+    return "\n".join(shown), len(changes.files) - len(shown)
 
 
 def _file_text(file: FileDiff) -> str:

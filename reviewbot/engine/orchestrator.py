@@ -13,12 +13,13 @@ from collections import Counter
 from collections.abc import Callable, Generator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from functools import cached_property, partial
 
 from reviewbot.config import Settings
 from reviewbot.context import Context
 from reviewbot.diff import ChangeSet, check_size
 from reviewbot.engine import filters
+from reviewbot.engine.beyond import Beyond
 from reviewbot.engine.budget import TokenBudget
 from reviewbot.engine.chunking import Chunk
 from reviewbot.engine.fitting import NOTHING, Fitting
@@ -32,7 +33,8 @@ from reviewbot.engine.units import split_pairs
 from reviewbot.errors import ContextTooLong
 from reviewbot.findings import Finding, Severity, merge, with_fingerprints
 from reviewbot.redact import redact
-from reviewbot.result import ReviewResult, Stats, unreviewed_error
+from reviewbot.result import IssueCheck, ReviewResult, ScannerDismissal, Stats, unreviewed_error
+from reviewbot.scanners import MAX_TRIAGED, on_changed_lines
 
 MAX_RESPLITS = 6
 CONTEXT_SHARE = 0.25  # of review_timeout: gathering context stops there, the review goes on
@@ -89,6 +91,8 @@ class Engine:
                                "reviewed in separate parts")
         self.progress.close()
         merged = merge(with_fingerprints([f for a in answers for f in a.findings], reviewed))
+        issues, scanned, dismissed = self._beyond(reviewed, context, merged, stats, deadline)
+        merged = merge(merged + scanned)
         dropped = [replace(d, finding=with_fingerprints([d.finding], reviewed)[0])
                    for a in answers for d in a.dropped]
         stats.dropped = len(dropped)
@@ -110,7 +114,32 @@ class Engine:
                             summary=summarize(stats, merged, stats.notes + summaries,
                                               self.model),
                             stats=stats, model=self.model, base_url=redact(self.client.base_url),
-                            dropped=dropped, held=triage(merged, self.floor))
+                            dropped=dropped, held=triage(merged, self.floor), issues=issues,
+                            scanner_dismissed=dismissed)
+
+    def _beyond(self, reviewed: ChangeSet, context: Context, findings: list[Finding],
+                stats: Stats, deadline: float
+                ) -> tuple[list[IssueCheck], list[Finding], list[ScannerDismissal]]:
+        """The linked issues checked, and the scanners' results on added lines triaged: the
+        confirmed ones as findings (none where the model already found something on that
+        line); a result without a usable verdict leaves the review incomplete."""
+        beyond = Beyond(self.requests, partial(self.passes.forced, deadline=deadline))
+        issues = beyond.issues(reviewed, context.capped().issues) if context.issues else []
+        results = on_changed_lines(list(context.scanner), reviewed)
+        if len(results) > MAX_TRIAGED:
+            stats.errors.append(f"{len(results) - MAX_TRIAGED} scanner result(s) on changed "
+                                f"lines beyond the {MAX_TRIAGED} a review triages: not triaged")
+        confirmed, dismissed, undecided = beyond.triage(reviewed, results[:MAX_TRIAGED])
+        if undecided:
+            stats.errors.append(f"{len(undecided)} scanner result(s) got no usable verdict from "
+                                "the model: " + ", ".join(f"{r.rule} at {r.path}:{r.line}"
+                                                          for r in undecided[:5]))
+        stats.scanner_results, stats.scanner_confirmed = len(results), len(confirmed)
+        stats.requests += beyond.requests_sent
+        stats.usage += beyond.usage
+        taken = {(f.path, f.side, f.line) for f in findings}
+        fresh = [f for f in confirmed if (f.path, f.side, f.line) not in taken]
+        return issues, with_fingerprints(fresh, reviewed), dismissed
 
     @property
     def floor(self) -> Floor:

@@ -222,6 +222,27 @@ class Passes:
         return _first(attempts(deadline, call), answers.parse_reply)
 
 
+    def forced(self, messages: Messages, tool_list: Tools, name: str, max_tokens: int,
+               parse: Callable[[list[tuple[str, str]]], T | None], deadline: float
+               ) -> tuple[T | None, Usage, int]:
+        """A forced call asked again until `parse` accepts a complete answer: (what it parsed,
+        or None; the usage of every attempt; the requests sent)."""
+        call = self._call(messages, tool_list, name, max_tokens, "")
+        usage, sent = Usage(), 0
+        try:
+            for reply in attempts(deadline, call):
+                sent += 1
+                if isinstance(reply, BadAnswer):
+                    continue
+                usage += reply.usage
+                parsed = None if reply.truncated else parse(reply.calls)
+                if parsed is not None:
+                    return parsed, usage, sent
+        except (ContextTooLong, RequestFailed):
+            pass
+        return None, usage, sent
+
+
 def _first(replies: Iterator[Reply | BadAnswer],
            parse: Callable[[list[tuple[str, str]]], T | None]) -> T | None:
     """The first complete reply `parse` accepts; None when the attempts end without one."""

@@ -26,7 +26,7 @@ _SPECIAL = re.compile(
     r"|\[/?(?:INST|SYS|TOOL_CALLS|AVAILABLE_TOOLS|TOOL_RESULTS|SYSTEM_PROMPT)\]"
     r"|<<SYS>>|<</SYS>>"
     # ours: the frames of prompts/*.j2
-    r"|</?(?:diff|context|candidates|candidate|code|finding|reference|thread|summary|question)>"
+    r"|</?(?:diff|context|candidates|candidate|code|finding|reference|thread|summary|question|issue|result)>"
 )
 ZWSP = "\u200b"
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]")

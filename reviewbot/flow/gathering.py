@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from dataclasses import replace
 
 from reviewbot import git
 from reviewbot.context import AGENTS_MD, Context, Intent
+from reviewbot.errors import ForgeError
 from reviewbot.flow.headtree import HeadTree, Trees, at_revision
 from reviewbot.flow.select import in_ci
-from reviewbot.forges.base import ChangeRequest, Forge
+from reviewbot.forges.base import ChangeRequest, Forge, IssueReader
 from reviewbot.tree import GitTree, WorkingTree
 
 log = logging.getLogger(__name__)
@@ -49,12 +51,35 @@ def right_side(git_range: str) -> str:
     return git_range.split("..", 1)[1].lstrip(".") or "HEAD"
 
 
-def for_forge(forge: Forge, request: ChangeRequest, trees: Trees) -> Context:
-    """A merge/pull request: its intent, the target branch's AGENTS.md (never the change's
-    own), and the repository at its head (reviewbot.flow.headtree: the local clone, else the
-    forge's archive)."""
+def for_forge(forge: Forge, request: ChangeRequest, trees: Trees,
+              linked_issues: bool = True) -> Context:
+    """A merge/pull request: its intent, the issues it closes (of its own project), the
+    target branch's AGENTS.md (never the change's own), and the repository at its head
+    (reviewbot.flow.headtree: the local clone, else the forge's archive)."""
     context = Context(request.intent, forge.target_file(AGENTS_MD) or "")
+    if linked_issues and isinstance(forge, IssueReader) and references_issue(request.intent):
+        context = with_issues(context, forge)
     return with_tree(context, trees.at(forge, request.head_sha))
+
+
+def references_issue(intent: Intent) -> bool:
+    """Whether the change's description or commits name an issue (`#12`, `group/app#7`, an
+    issue's URL): only then are the forge's issue links read."""
+    return any(_ISSUE_REFERENCE.search(text) for text in (intent.description, *intent.commits))
+
+
+_ISSUE_REFERENCE = re.compile(r"#\d+|/issues/\d+")
+
+
+def with_issues(context: Context, forge: IssueReader) -> Context:
+    """The issues the change links, or a note why they could not be read: the review goes on
+    without them."""
+    try:
+        return replace(context, issues=tuple(forge.linked_issues()))
+    except ForgeError as exc:
+        log.warning("linked issues not read: %s", exc)
+        note = f"the issues this change links could not be read ({exc}); reviewed without them"
+        return replace(context, notes=(*context.notes, note))
 
 
 def with_tree(context: Context, tree: HeadTree) -> Context:

@@ -111,7 +111,7 @@ class ForgeRun:
 def review_change_request(
     forge: Forge, reviewer: Reviewer, *, mode: str = "incremental", dry_run: bool = False,
     cancel: threading.Event | None = None, fail_on_skipped: bool = False, force: bool = False,
-    trees: Trees | None = None, project_line: str = "",
+    trees: Trees | None = None, project_line: str = "", linked_issues: bool = True,
 ) -> ForgeRun:
     """Review and post. A set `cancel` (a newer push arrived) stops before anything is posted;
     a merge request a member paused is not reviewed unless `force` (the `review` command)."""
@@ -129,7 +129,8 @@ def review_change_request(
         if incremental is not None:
             changes, used_mode, since = incremental, RunMode.INCREMENTAL, last_sha
     started = time.monotonic()
-    result = reviewer(changes, gathering.for_forge(forge, request, trees or NO_ARCHIVE))
+    result = reviewer(changes, gathering.for_forge(forge, request, trees or NO_ARCHIVE,
+                                                   linked_issues))
     # the head tree (an archive's download and unpacking) is part of the review's time
     result.stats.wall_seconds = max(result.stats.wall_seconds, time.monotonic() - started)
     _add_skipped(result.stats, request)

@@ -88,7 +88,8 @@ def _review(order: ReviewOrder, reviewer: Reviewer, cancel: threading.Event | No
     run = review_change_request(forge, guided, mode=mode, dry_run=order.dry_run,
                                 cancel=cancel, fail_on_skipped=settings.fail_on_skipped,
                                 force=force, trees=Trees.from_settings(settings),
-                                project_line=memory.line())
+                                project_line=memory.line(),
+                                linked_issues=settings.linked_issues)
     if not order.dry_run:
         memory.record(run)
     return run

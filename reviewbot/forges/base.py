@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import BinaryIO, Literal, Protocol, runtime_checkable
 
 from reviewbot.config import Settings
-from reviewbot.context import Intent
+from reviewbot.context import Intent, LinkedIssue
 from reviewbot.diff import ChangeSet, Side
 from reviewbot.errors import EXIT_USAGE, ForgeError
 from reviewbot.findings import Finding, Severity, topic
@@ -162,6 +162,15 @@ class FileReader(Protocol):
     """A forge that can read a file at a commit (for the code around a change)."""
 
     def file_at(self, path: str, ref: str) -> str | None: ...
+
+
+@runtime_checkable
+class IssueReader(Protocol):
+    """Optional: the issues of the change's own project that it says it closes (or, on
+    GitLab, relates to), as the forge links them; never another project's: the summary note
+    would show its text to readers who may not see it."""
+
+    def linked_issues(self) -> list[LinkedIssue]: ...
 
 
 @runtime_checkable

@@ -11,7 +11,7 @@ from reviewbot.findings import Finding, Severity
 from reviewbot.forges.base import ChangeRequest
 from reviewbot.forges.markers import SummaryMarker, summary_marker, without_marker
 from reviewbot.modeltext import code, inline, prose
-from reviewbot.rendering import list_item
+from reviewbot.rendering import dismissed_lines, issue_lines, list_item
 from reviewbot.result import DISMISSED, ReviewResult
 
 TITLE = "### reviewbot review"
@@ -80,7 +80,9 @@ def render_summary(s: SummaryInput) -> str:
     parts = [TITLE, "", _status(s), "", *_scope(s), "", *_counts(s)]
     if s.result.summary.strip():
         parts += ["", prose(s.result.summary.strip())]
+    parts += issue_lines(s.result.issues)
     parts += _skipped(s)
+    parts += dismissed_lines(s.result.scanner_dismissed)
     parts += _findings("Findings not posted as threads" + _why(s), s.listed)
     parts += _findings("Findings not attached to a line", s.unanchored)
     parts += _findings("Findings not posted (will be retried on the next run)", s.failed)

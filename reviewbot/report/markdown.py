@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from reviewbot.findings import Finding
 from reviewbot.modeltext import code, inline, prose
-from reviewbot.rendering import details, dropped_table, table
+from reviewbot.rendering import details, dismissed_lines, dropped_table, issue_lines, table
 from reviewbot.result import ReviewResult, SkippedFile, Stats
 
 
@@ -17,11 +17,13 @@ def render(result: ReviewResult) -> str:
         "## reviewbot review",
         completeness(result),
         summary(result),
+        "\n".join(issue_lines(result.issues)).strip(),
         findings_section("Findings", result.findings,
                          {h.fingerprint: h.reason for h in result.held}),
         findings_section("Still open from earlier reviews", result.earlier),
         dropped_section(result),
         skipped_section(result.stats.files_skipped),
+        "\n".join(dismissed_lines(result.scanner_dismissed)).strip(),
         stats_section(result),
     ]
     return "\n\n".join(p for p in parts if p) + "\n"

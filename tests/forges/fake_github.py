@@ -36,6 +36,10 @@ MARIA_TOKEN = "ghp_maria_token_1234567890"
 TS = "2026-01-01T00:00:00Z"
 
 
+_CLOSING = re.compile(r"(?i)\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?):? +"
+                      r"(?P<repo>[\w.-]+/[\w.-]+)?#(?P<number>\d+)")
+
+
 @dataclass
 class Failure:
     method: str
@@ -99,6 +103,9 @@ class FakeGitHub:
     # a link that leaves the forge), serving `git archive` (or the hostile `archive`)
     archive_link: str | None = None
     archive: bytes | None = None
+    # issues by `owner/name#N`: a pull request closes those its body names after a closing
+    # keyword (`Fixes #12`, `closes other/repo#3`), in this repository or another
+    issues: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def submitted(self) -> list[dict[str, Any]]:
         """The review comments anyone sees: those of pending reviews are not listed."""
@@ -108,7 +115,21 @@ class FakeGitHub:
     codeload_auth: list[str] = field(default_factory=list)  # Authorization headers it was sent
     _ids: int = 1000
 
+    def closing(self, number: int) -> list[dict[str, Any]]:
+        """GitHub's closingIssuesReferences of a pull request, from its body."""
+        found: list[dict[str, Any]] = []
+        for m in re.finditer(_CLOSING, self.pulls[number].body or ""):
+            key = f"{m['repo'] or self.full_name}#{m['number']}"
+            if key in self.issues and self.issues[key] not in found:
+                found.append(self.issues[key])
+        return found
+
     # --- test controls -------------------------------------------------------------------
+    def add_issue(self, number: int, title: str, body: str, repo: str = "") -> None:
+        repo = repo or self.full_name
+        self.issues[f"{repo}#{number}"] = {"number": number, "title": title, "body": body,
+                                            "repository": {"nameWithOwner": repo}}
+
     def open_pull(self, base: str, head: str, number: int = 7, title: str = "Change") -> int:
         self.pulls[number] = PullState(number, title, base, head)
         return number

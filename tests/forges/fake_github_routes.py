@@ -272,8 +272,8 @@ def routes(fake: FakeGitHub) -> list[tuple[str, Callable[..., Any], list[str]]]:
                                           **h.get("config", {})}} for h in fake.hooks])
 
     async def graphql(request: Request) -> Response:
-        """The two GraphQL calls the bot makes: a pull request's review threads (each named
-        after its first comment), and resolveReviewThread."""
+        """The GraphQL calls the bot makes: a pull request's review threads (each named after
+        its first comment), resolveReviewThread, and the issues it closes."""
         data = await request.json()
         query, variables = data.get("query", ""), data.get("variables") or {}
         roots = [c for c in fake.submitted() if not c.get("in_reply_to_id")]
@@ -287,6 +287,10 @@ def routes(fake: FakeGitHub) -> list[tuple[str, Callable[..., Any], list[str]]]:
             fake.resolved[root["id"]] = request.state.user["login"]
             return JSONResponse({"data": {"resolveReviewThread": {
                 "thread": {"id": thread, "isResolved": True}}}})
+        if "closingIssuesReferences" in query and variables.get("number") in fake.pulls:
+            nodes = fake.closing(variables["number"])[:variables.get("first", 10)]
+            return JSONResponse({"data": {"repository": {"pullRequest": {
+                "closingIssuesReferences": {"nodes": nodes}}}}})
         if "reviewThreads" not in query or variables.get("number") not in fake.pulls:
             return JSONResponse({"data": None, "errors": [{"message": "unknown query"}]})
         nodes = [{"id": f"PRRT_{c['id']}", "isResolved": c["id"] in fake.resolved,

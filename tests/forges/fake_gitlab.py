@@ -83,6 +83,9 @@ class State:
         self.awards: list[tuple[int, str, int]] = []  # (note id, emoji, user id)
         self.hooks: list[dict[str, Any]] = []  # the project's webhooks (GET …/hooks)
         self.title = "Test MR"
+        # issues by full reference (`grp/proj#12`): GitLab links those the description
+        # closes (`Closes #12`, `Fixes other/app#3`) or mentions to the MR, across projects
+        self.issues: dict[str, dict[str, Any]] = {}
         self.archive: bytes | None = None  # served instead of `git archive` (hostile archives)
         self.actor: dict[str, Any] = BOT_USER  # who sent the request being handled
         self._diff_cache: dict[tuple[str, str], list[dict[str, Any]]] = {}
@@ -111,6 +114,27 @@ class State:
             "web_url": f"http://gitlab.example/{self.project_path}/-/merge_requests/{self.iid}",
             "references": {"short": f"!{self.iid}", "full": f"{self.project_path}!{self.iid}"},
         }
+
+    def add_issue(self, iid: int, title: str, description: str, project: str = "",
+                  project_id: int = 0) -> None:
+        """An issue of this project, or of `project` (another one, id `project_id`)."""
+        path = project or self.project_path
+        self.issues[f"{path}#{iid}"] = {
+            "id": 5000 + len(self.issues), "iid": iid,
+            "project_id": project_id if project else self.project_id, "title": title,
+            "description": description, "state": "opened",
+            "web_url": f"http://gitlab.example/{path}/-/issues/{iid}",
+            "references": {"short": f"#{iid}", "full": f"{path}#{iid}"}}
+
+    def linked(self, closing: bool) -> list[dict[str, Any]]:
+        """The issues the description closes (GitLab's default closing pattern), or those it
+        only mentions."""
+        found: list[dict[str, Any]] = []
+        for m in re.finditer(_REFERENCE, self.description or ""):
+            issue = self.issues.get(f"{m['path'] or self.project_path}#{m['iid']}")
+            if issue is not None and bool(m["keyword"]) == closing and issue not in found:
+                found.append(dict(issue))
+        return found
 
     def new_id(self) -> int:
         self.next_id += 1
@@ -171,6 +195,11 @@ class State:
                 return False
             ends.append(found[0])
         return ends[0] <= lines.index(anchor) <= ends[1]
+
+
+_REFERENCE = re.compile(
+    r"(?P<keyword>\b(?:[Cc]los(?:e[sd]?|ing)|[Ff]ix(?:e[sd]|ing)?|[Rr]esolv(?:e[sd]?|ing))"
+    r":? +)?(?P<path>[\w.-]+/[\w./-]+)?#(?P<iid>\d+)")
 
 
 def _int(value: Any) -> int | None:

@@ -240,6 +240,14 @@ def _hooks(state: State, m: Any, q: Any, b: Any) -> Result:
     return 200, [dict(h) for h in state.hooks], {}
 
 
+def _closes_issues(state: State, m: Any, q: Any, b: Any) -> Result:
+    return 200, state.linked(closing=True), {}
+
+
+def _related_issues(state: State, m: Any, q: Any, b: Any) -> Result:
+    return 200, state.linked(closing=False), {}
+
+
 _ROUTES = [
     ("GET", r"^/projects/(?P<pid>.+?)/hooks", _hooks),
     ("GET", r"^/projects/(?P<pid>.+?)/repository/archive\.tar\.gz", _archive),
@@ -254,6 +262,8 @@ _ROUTES = [
     ("GET", _MR + "/changes", _changes),
     ("GET", _MR + "/raw_diffs", _raw_diffs),
     ("GET", _MR + "/commits", _commits),
+    ("GET", _MR + "/closes_issues", _closes_issues),
+    ("GET", _MR + "/related_issues", _related_issues),
     ("GET", r"^/projects/(?P<pid>.+?)/repository/compare", _compare),
     ("GET", _MR + "/discussions", _list_discussions),
     ("POST", _MR + "/discussions", _create_discussion),

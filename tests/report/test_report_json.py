@@ -10,13 +10,15 @@ from reviewbot.result import ReviewResult, Stats
 
 # The `--output json` contract (issue 2, section 8, plus `findings_reanchored` and `model`),
 # in the order written; docs/output.md documents exactly these.
-TOP = ["findings", "dropped", "open_earlier", "summary", "stats", "model"]
+TOP = ["findings", "dropped", "open_earlier", "linked_issues", "scanner_dismissed", "summary",
+       "stats", "model"]
 FINDING = ["path", "line", "side", "end_line", "severity", "category", "title", "body",
            "suggestion", "fingerprint", "confidence", "held_back"]
 STATS = ["files_total", "files_reviewed", "files_skipped", "changed_lines", "changed_lines_sent",
          "changed_lines_cut", "chars_cut",
          "chunks", "test_pairs", "test_pairs_split", "requests", "prompt_tokens", "cached_tokens", "completion_tokens", "tool_calls_invalid",
-         "answers_unusable", "findings_reanchored", "candidates", "dropped", "verify_requests",
+         "answers_unusable", "findings_reanchored", "candidates", "dropped", "scanner_results",
+         "scanner_confirmed", "verify_requests",
          "verify_failed", "named_requests", "summary_only", "learnings_applied",
          "wall_seconds", "server_seconds", "complete", "errors", "notes"]
 

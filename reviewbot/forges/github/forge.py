@@ -22,12 +22,13 @@ from github.PullRequestComment import PullRequestComment
 from github.Repository import Repository
 from requests import RequestException
 
+from reviewbot.context import LinkedIssue
 from reviewbot.diff import ChangeSet, parse
 from reviewbot.errors import ForgeError
 from reviewbot.findings import Finding
 from reviewbot.forges.base import ChangeRequest, ForgeSettings, PostedComment, PostOutcome
 from reviewbot.forges.github.client import change_error, download_archive, forge_error, make_client
-from reviewbot.forges.github.graphql import resolved_by
+from reviewbot.forges.github.graphql import closing_issues, resolved_by
 from reviewbot.forges.github.map import (
     file_entry,
     files_to_diff,
@@ -182,6 +183,9 @@ class GitHubForge:
         """`path` at the PR's base commit: the maintainers' version, not the PR's."""
         return self.file_at(path, self.pull().base.sha)
 
+    def linked_issues(self) -> list[LinkedIssue]:
+        return closing_issues(self.pull(), self._repo_name)
+
     def archive(self, sha: str, out: BinaryIO, max_bytes: int,
                 deadline: float = math.inf) -> None:
         """The repository at `sha` as .tar.gz: `GET /repos/{o}/{r}/tarball/{sha}` answers with
@@ -252,13 +256,12 @@ class GitHubForge:
             commit = self.repo().get_commit(request.head_sha)
         except _GH_ERRORS as exc:
             raise forge_error(f"reading commit {request.head_sha[:12]}", exc) from None
-        poster = Poster(self.pull(), commit, self._landed)
+        poster = Poster(self.pull(), commit, lambda: {c.fingerprint for c in self.existing()})
         if self._settings.hold:
             poster.hold([item for batch in batches for item in batch])
         else:
             poster.run(batches)
         return poster.outcome(unanchored)
-
 
     def preview(self, request: ChangeRequest, findings: list[Finding]) -> list[dict[str, object]]:
         """The exact review bodies `post` would send (for --dry-run)."""
@@ -266,9 +269,6 @@ class GitHubForge:
         return [{"commit_id": request.head_sha, "event": "COMMENT",
                  "body": review_body(len(b), request.head_sha), "comments": [c for _, c in b]}
                 for b in batches]
-
-    def _landed(self) -> set[str]:
-        return {c.fingerprint for c in self.existing()}
 
     def write_summary(self, request: ChangeRequest, body: str) -> None:
         self.write_summary_text(body)

@@ -11,6 +11,7 @@ from github import GithubException
 from github.PullRequest import PullRequest
 from requests import RequestException
 
+from reviewbot.context import MAX_ISSUES, LinkedIssue
 from reviewbot.errors import ForgeError
 from reviewbot.forges.github.client import forge_error
 
@@ -21,6 +22,10 @@ _THREADS = """query($owner: String!, $name: String!, $number: Int!, $cursor: Str
     reviewThreads(first: 100, after: $cursor) {
       nodes { id isResolved resolvedBy { login } comments(first: 1) { nodes { databaseId } } }
       pageInfo { hasNextPage endCursor } } } } }"""
+_CLOSING = """query($owner: String!, $name: String!, $number: Int!, $first: Int!) {
+  repository(owner: $owner, name: $name) { pullRequest(number: $number) {
+    closingIssuesReferences(first: $first) {
+      nodes { number title body repository { nameWithOwner } } } } } }"""
 _RESOLVE = """mutation($id: ID!) {
   resolveReviewThread(input: {threadId: $id}) { thread { id isResolved } } }"""
 MAX_THREAD_PAGES = 50
@@ -68,6 +73,26 @@ def resolved_by(pull: PullRequest, full_name: str) -> dict[int, str]:
         log.warning("GitHub: reading the review threads failed: %s", exc)
         return {}
     return {t.root: t.resolved_by for t in threads.values() if t.resolved}
+
+
+def closing_issues(pull: PullRequest, full_name: str) -> list[LinkedIssue]:
+    """The issues the pull request closes when merged (`Fixes #12` in its body, or linked by
+    hand), of its own repository only."""
+    owner, name = full_name.split("/", 1)
+    variables = {"owner": owner, "name": name, "number": pull.number, "first": 4 * MAX_ISSUES}
+    try:
+        _, data = pull.requester.graphql_query(_CLOSING, variables)
+    except ERRORS as exc:
+        raise forge_error("listing the issues it closes", exc) from None
+    nodes = _at(data, "data", "repository", "pullRequest", "closingIssuesReferences").get("nodes")
+    out: dict[int, LinkedIssue] = {}
+    for node in nodes if isinstance(nodes, list) else []:
+        number = node.get("number") if isinstance(node, dict) else None
+        same = str(_at(node, "repository").get("nameWithOwner", "")).lower() == full_name.lower()
+        if isinstance(number, int) and same and number not in out:
+            out[number] = LinkedIssue(f"#{number}", str(node.get("title") or ""),
+                                      str(node.get("body") or ""))
+    return list(out.values())[:MAX_ISSUES]
 
 
 def _at(data: Any, *keys: str) -> dict[str, Any]:

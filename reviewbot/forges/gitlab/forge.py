@@ -12,6 +12,7 @@ import requests
 from gitlab.exceptions import GitlabError
 
 from reviewbot.archive import ArchiveTooLarge, copy_bounded
+from reviewbot.context import LinkedIssue
 from reviewbot.diff import ChangeSet, FileDiff, parse
 from reviewbot.errors import DiffError, ForgeError, Refused, Unavailable
 from reviewbot.findings import Finding
@@ -22,7 +23,7 @@ from reviewbot.forges.base import (
     PostOutcome,
     unreadable_change,
 )
-from reviewbot.forges.gitlab import diffs
+from reviewbot.forges.gitlab import diffs, issues
 from reviewbot.forges.gitlab.api import HINTS, call, call_json, client, forge_error
 from reviewbot.forges.gitlab.position import note_payload
 from reviewbot.forges.gitlab.post import Poster, WritePolicy, resolve_threads
@@ -185,6 +186,9 @@ class GitLabForge:
                 out.append(full)
         return ChangeSet(tuple(out))
 
+    def linked_issues(self) -> list[LinkedIssue]:
+        return issues.linked(self.gl, self._mr_path, self.project_key())
+
     def file_at(self, path: str, ref: str) -> str | None:
         """A file's text at `ref` (e.g. the head SHA), for extra context; None if it is absent
         or larger than MAX_FILE_BYTES (read no further than that: the file is the author's)."""
@@ -256,12 +260,8 @@ class GitLabForge:
         return Poster(self.mr, self.policy, self.mine, self.hold).post(request, findings)
 
     def preview(self, request: ChangeRequest, findings: list[Finding]) -> list[dict[str, object]]:
-        out: list[dict[str, object]] = []
-        for f in findings:
-            file = request.changes.file(f.path)
-            if file is not None:
-                out.append(note_payload(request, file, f))
-        return out
+        return [note_payload(request, file, f) for f in findings
+                if (file := request.changes.file(f.path)) is not None]
 
     def resolve(self, comments: list[PostedComment]) -> None:
         resolve_threads(self.mr, comments)

@@ -77,3 +77,23 @@ def test_a_failed_query_leaves_every_thread_open_for_the_gate() -> None:
     with pytest.raises(ForgeError):
         review_threads(Failing(), "acme/widgets")  # type: ignore[arg-type]
     assert resolved_by(Failing(), "acme/widgets") == {}  # type: ignore[arg-type]
+
+
+def test_closing_references_of_another_shape_or_repository_are_left_out() -> None:
+    from reviewbot.context import LinkedIssue
+    from reviewbot.forges.github.graphql import closing_issues
+
+    nodes = [{"number": 12, "title": "Own", "body": None,
+              "repository": {"nameWithOwner": "ACME/widgets"}},
+             {"number": 3, "title": "Other", "body": "x",
+              "repository": {"nameWithOwner": "evil/widgets"}},
+             {"number": "4", "title": "t", "repository": {"nameWithOwner": "acme/widgets"}},
+             {"number": 5, "title": ["<b>"], "repository": "acme/widgets"},
+             {"number": 12, "title": "again", "repository": {"nameWithOwner": "acme/widgets"}},
+             None, "not an object"]
+    answer = {"data": {"repository": {"pullRequest": {"closingIssuesReferences": {
+        "nodes": nodes}}}}}
+    pull = _Pull([answer])
+    assert closing_issues(pull, "acme/widgets") == [  # type: ignore[arg-type]
+        LinkedIssue("#12", "Own", "")]
+    assert closing_issues(_Pull([{"data": None}]), "acme/widgets") == []  # type: ignore[arg-type]
