@@ -98,11 +98,6 @@ def details(f: Finding) -> str:
     return "\n".join(body)
 
 
-ISSUE_WORDS = {IssueVerdict.ADDRESSED: "addressed", IssueVerdict.PARTLY: "partly addressed",
-               IssueVerdict.NOT: "not addressed",
-               IssueVerdict.UNKNOWN: "not judged (no usable answer from the model)"}
-
-
 def issue_lines(checks: list[IssueCheck]) -> list[str]:
     """One line per linked issue: does the change do what it asks."""
     if not checks:
@@ -113,7 +108,7 @@ def issue_lines(checks: list[IssueCheck]) -> list[str]:
             c.verdict is not IssueVerdict.ADDRESSED else ""
         # `#12` (ours, from the forge's number) as is: the forge links it to the issue
         ref = c.ref if re.fullmatch(r"#\d+", c.ref) else inline(c.ref)
-        out.append(f"- {ref} {inline(c.title)}: **{ISSUE_WORDS[c.verdict]}**{missing}")
+        out.append(f"- {ref} {inline(c.title)}: **{c.verdict.words}**{missing}")
     return out
 
 

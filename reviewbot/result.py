@@ -60,6 +60,13 @@ class IssueVerdict(StrEnum):
     NOT = "not"
     UNKNOWN = "unknown"  # no usable answer came back
 
+    @property
+    def words(self) -> str:
+        """As a summary says it."""
+        return {"addressed": "addressed", "partly": "partly addressed",
+                "not": "not addressed"}.get(self.value,
+                                            "not judged (no usable answer from the model)")
+
 
 @dataclass(frozen=True)
 class IssueCheck:

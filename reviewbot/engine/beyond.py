@@ -47,48 +47,45 @@ Call = Callable[[Messages, list[dict[str, object]], str, int,
 
 
 def issues_tool(refs: list[str]) -> dict[str, object]:
-    item = (Prop("issue", "string", enum=tuple(refs)), Prop("missing", "string", max_chars=400),
+    item = (Prop("missing", "string", max_chars=400),
             Prop("verdict", "string", enum=("addressed", "partly", "not")))
-    return _tool(ISSUES_TOOL, "For every issue, say whether this change does what it asks; "
-                 "when it does not fully, say what is missing.",
-                 (Prop("verdicts", "array", ref="verdicts"),),
-                 {"verdict": _object(item), "verdicts": {
-                     "type": "array", "items": {"$ref": "#/$defs/verdict"},
-                     "minItems": len(refs), "maxItems": len(refs)}})
+    return _tool(ISSUES_TOOL, "For every issue, by its reference, say whether this change does "
+                 "what it asks; when it does not fully, say what is missing.",
+                 (Prop("verdicts", "object", ref="verdicts"),),
+                 {"verdict": _object(item), "verdicts": _each(refs)})
 
 
 def triage_tool(ids: list[str]) -> dict[str, object]:
-    item = (Prop("id", "string", enum=tuple(ids)), Prop("reason", "string", max_chars=300),
+    item = (Prop("reason", "string", max_chars=300),
             Prop("verdict", "string", enum=("confirm", "dismiss")))
     return _tool(TRIAGE_TOOL, "For every scanner result, by its id: confirm it when the code "
                  "shown has the problem, dismiss it (with the reason) when it does not.",
-                 (Prop("verdicts", "array", ref="verdicts"),),
-                 {"verdict": _object(item), "verdicts": {
-                     "type": "array", "items": {"$ref": "#/$defs/verdict"},
-                     "minItems": len(ids), "maxItems": len(ids)}})
+                 (Prop("verdicts", "object", ref="verdicts"),),
+                 {"verdict": _object(item), "verdicts": _each(ids)})
 
 
-def _verdicts(calls: list[tuple[str, str]], name: str, key: str,
-              allowed: set[str], verdicts: set[str]) -> Verdicts:
-    """{id: (verdict, text)} from the first call of tool `name`; each id once, unknown ones
-    and malformed items left out."""
+def _each(keys: list[str]) -> dict[str, object]:
+    """One verdict under each key, each exactly once: an object, not a list (guided decoding
+    keeps a list's length, not its items distinct)."""
+    return {"type": "object", "properties": {k: {"$ref": "#/$defs/verdict"} for k in keys},
+            "required": list(keys), "additionalProperties": False}
+
+
+def _verdicts(calls: list[tuple[str, str]], name: str, text: str, allowed: set[str],
+              verdicts: set[str]) -> Verdicts:
+    """{key: (verdict, text)} from the first call of tool `name`; unknown keys and malformed
+    items left out."""
     for called, arguments in calls:
         try:
             args = json.loads(arguments, strict=False) if called == name else None
         except (json.JSONDecodeError, RecursionError):
             args = None
         items = args.get("verdicts") if isinstance(args, dict) else None
-        if not isinstance(items, list):
+        if not isinstance(items, dict):
             continue
-        out: Verdicts = {}
-        for item in items[:len(allowed)]:
-            if not isinstance(item, dict):
-                continue
-            ident, verdict = item.get(key), item.get("verdict")
-            if ident in allowed and ident not in out and verdict in verdicts:
-                text = item.get("missing" if key == "issue" else "reason")
-                out[str(ident)] = (str(verdict), one_line(clean(text, 400)))
-        return out
+        return {key: (item["verdict"], one_line(clean(item.get(text), 400)))
+                for key, item in items.items()
+                if key in allowed and isinstance(item, dict) and item.get("verdict") in verdicts}
     return {}
 
 
@@ -119,7 +116,7 @@ class Beyond:
             issues=[(label(i.ref), label(i.title), quoted(i.body) if i.body else "")
                     for i in issues])
         found = self._ask([{"role": "user", "content": text}], issues_tool(refs), ISSUES_TOOL,
-                          lambda calls: _verdicts(calls, ISSUES_TOOL, "issue", set(refs),
+                          lambda calls: _verdicts(calls, ISSUES_TOOL, "missing", set(refs),
                                                   {"addressed", "partly", "not"}))
         return [IssueCheck(i.ref, i.title, IssueVerdict(found[i.ref][0]) if i.ref in found
                            else IssueVerdict.UNKNOWN, found.get(i.ref, ("", ""))[1])
@@ -141,7 +138,7 @@ class Beyond:
                          for ident, r in batch.items()])
             ids = set(batch)
             found = self._ask([{"role": "user", "content": text}], triage_tool(list(batch)),
-                              TRIAGE_TOOL, partial(_verdicts, name=TRIAGE_TOOL, key="id",
+                              TRIAGE_TOOL, partial(_verdicts, name=TRIAGE_TOOL, text="reason",
                                                    allowed=ids, verdicts={"confirm", "dismiss"}))
             for ident, r in batch.items():
                 verdict, reason = found.get(ident, ("", ""))

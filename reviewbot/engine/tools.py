@@ -38,7 +38,7 @@ class Prop:
     """One property of a tool's arguments: its JSON-schema type and the limits parsing enforces."""
 
     name: str
-    kind: Literal["string", "integer", "number", "boolean", "array"]
+    kind: Literal["string", "integer", "number", "boolean", "array", "object"]
     required: bool = True
     max_chars: int | None = None
     enum: tuple[str, ...] | None = None

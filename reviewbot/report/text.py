@@ -68,6 +68,18 @@ def _parts(result: ReviewResult) -> Iterable[RenderableType]:
                    style="bold underline")
         yield _table(result.earlier, where_width, {})
         yield Text()
+    if result.issues:
+        yield Text(f"Linked issues ({len(result.issues)})", style="bold underline")
+        for c in result.issues:
+            missing = f" (missing: {c.missing})" if c.missing else ""
+            yield Text(_clean(f"  {c.ref} {c.title}: {c.verdict.words}{missing}"))
+        yield Text()
+    if result.scanner_dismissed:
+        yield Text(f"Scanner results dismissed ({len(result.scanner_dismissed)})",
+                   style="bold underline")
+        for r in result.scanner_dismissed:
+            yield Text(_clean(f"  {r.path}:{r.line} {r.tool} {r.rule}: {r.reason}"), style="dim")
+        yield Text()
     if result.dropped:
         yield Text(f"Dropped candidates ({len(result.dropped)})", style="bold underline")
         for d in result.dropped:

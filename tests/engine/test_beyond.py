@@ -67,8 +67,8 @@ def scripted(triage: Any, findings: Any = ()) -> tuple[Any, list[dict[str, Any]]
 
 
 def confirm_all(ids: list[str]) -> Reply:
-    return Reply(tool_name="triage_results", tool_args={"verdicts": [
-        {"id": i, "verdict": "confirm", "reason": "real"} for i in ids]})
+    return Reply(tool_name="triage_results", tool_args={"verdicts": {
+        i: {"verdict": "confirm", "reason": "real"} for i in ids}})
 
 
 def test_the_message_is_framed_and_the_outputs_escape_it(tmp_path: Path) -> None:
@@ -88,7 +88,7 @@ def test_the_message_is_framed_and_the_outputs_escape_it(tmp_path: Path) -> None
 def test_a_result_the_model_gives_no_verdict_on_leaves_the_review_incomplete(
         tmp_path: Path) -> None:
     script, _ = scripted(lambda ids: Reply(tool_name="triage_results",
-                                           tool_args={"verdicts": []}))
+                                           tool_args={"verdicts": {}}))
     with FakeOpenAI(script, max_model_len=8000) as server:
         proc = review(tmp_path, server, "--sarif-in", str(sarif(tmp_path, 3)),
                       "--output", "json")
@@ -138,3 +138,35 @@ def test_sarif_paths_cannot_come_from_a_config_file(tmp_path: Path) -> None:
                               timeout=120, cwd=tmp_path, check=False)
     assert proc.returncode == 2 and "sarif_in cannot be set in a file" in proc.stderr
     assert seen == []
+
+
+def test_a_dismissed_result_is_listed_with_its_reason_and_does_not_gate(tmp_path: Path) -> None:
+    script, _ = scripted(lambda ids: Reply(tool_name="triage_results", tool_args={"verdicts": {
+        i: {"verdict": "dismiss", "reason": "cmd is a constant\x1b[31m"} for i in ids}}))
+    with FakeOpenAI(script, max_model_len=8000) as server:
+        proc = review(tmp_path, server, "--sarif-in", str(sarif(tmp_path, 3)),
+                      "--fail-on", "info")
+    assert proc.returncode == 0, proc.stderr
+    assert "Scanner results dismissed (1)" in proc.stdout
+    assert "app.py:3 Semgrep rule-3: cmd is a constant" in proc.stdout
+    assert "\x1b" not in proc.stdout
+
+
+@pytest.mark.vllm
+def test_the_real_vllm_answers_the_triage_within_its_schema(vllm_server, tmp_path: Path) -> None:
+    """Guided decoding over the triage tool's enum of ids and its exact item count: even the
+    random-weight model gives every result a verdict, so the review is complete."""
+    diff = tmp_path / "change.diff"
+    diff.write_bytes(DIFF)
+    proc = subprocess.run(
+        [sys.executable, "-m", "reviewbot", "review", "--diff", str(diff), "--base-url",
+         vllm_server.base_url, "--config", "/dev/null", "--no-progress", "--output", "json",
+         "--no-verify", "--sarif-in", str(sarif(tmp_path, 2, 3))],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path, check=False)
+    assert proc.returncode in (0, 1, 3), proc.stderr
+    out = json.loads(proc.stdout)
+    stats = out["stats"]
+    assert stats["scanner_results"] == 2
+    decided = stats["scanner_confirmed"] + len(out["scanner_dismissed"])
+    assert decided == 2 or not stats["complete"], stats["errors"]
+    assert not any("scanner result" in e for e in stats["errors"]), stats["errors"]

@@ -53,15 +53,15 @@ def _script(seen: list[dict[str, Any]]) -> Any:
         name = body["tool_choice"]["function"]["name"]
         text = user_text(body)
         if name == "triage_results":
-            verdicts = [{"id": ident, "verdict": "confirm" if rule == "B602" else "dismiss",
-                         "reason": "the command comes from a form" if rule == "B602"
-                         else "<b>importing</b> subprocess is harmless"}
+            verdicts = {ident: {"verdict": "confirm" if rule == "B602" else "dismiss",
+                                "reason": "the command comes from a form" if rule == "B602"
+                                else "<b>importing</b> subprocess is harmless"}
                         for ident, rule in re.findall(r'<result id="(S\d+)" tool="Bandit" '
-                                                      r'rule="(\w+)"', text)]
+                                                      r'rule="(\w+)"', text)}
             return Reply(tool_name=name, tool_args={"verdicts": verdicts})
         if name == "issue_verdicts":
-            return Reply(tool_name=name, tool_args={"verdicts": [
-                {"issue": "#12", "verdict": "partly", "missing": "no status check"}]})
+            return Reply(tool_name=name, tool_args={"verdicts": {
+                "#12": {"verdict": "partly", "missing": "no status check"}}})
         return Reply(tool_args={"summary": "Runs commands.", "findings": []})
     return script
 
@@ -154,3 +154,21 @@ def test_an_unreadable_issue_list_is_a_note_not_a_failure(gitlab: State, tmp_pat
     out = json.loads(proc.stdout)
     assert proc.returncode == 0 and out["stats"]["complete"], proc.stderr
     assert any("issues this change links could not be read" in n for n in out["stats"]["notes"])
+
+
+@pytest.mark.vllm
+def test_the_real_vllm_judges_each_linked_issue(gitlab: State, vllm_server: Any,
+                                                tmp_path: Path) -> None:
+    """Guided decoding keeps one verdict under each issue's reference: the issue is judged
+    (whatever the random-weight model thinks of it), and its line is in the summary."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("CI_", "REVIEWBOT_"))}
+    proc = subprocess.run(
+        [sys.executable, "-m", "reviewbot", "review", "--mr", "7", "--project", "grp/proj",
+         "--gitlab-url", gitlab.url, "--gitlab-token", TOKEN, "--base-url",
+         vllm_server.base_url, "--no-progress", "--output", "json", "--no-verify"],
+        capture_output=True, text=True, timeout=600, env=clean, cwd=tmp_path, check=False)
+    assert proc.returncode in (0, 3), proc.stderr
+    (issue,) = json.loads(proc.stdout)["linked_issues"]
+    assert issue["ref"] == "#12" and issue["verdict"] in ("addressed", "partly", "not")
+    (summary,) = [n["body"] for n in gitlab.notes() if not n.get("position")]
+    assert "**Linked issues**" in summary and "Admin page: run a command" in summary
