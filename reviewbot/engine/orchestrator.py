@@ -129,7 +129,8 @@ class Engine:
         if len(results) > MAX_TRIAGED:
             stats.errors.append(f"{len(results) - MAX_TRIAGED} scanner result(s) on changed "
                                 f"lines beyond the {MAX_TRIAGED} a review triages: not triaged")
-        confirmed, dismissed, undecided = beyond.triage(reviewed, results[:MAX_TRIAGED])
+        results = results[:MAX_TRIAGED]
+        confirmed, dismissed, undecided = beyond.triage(reviewed, results)
         if undecided:
             stats.errors.append(f"{len(undecided)} scanner result(s) got no usable verdict from "
                                 "the model: " + ", ".join(f"{r.rule} at {r.path}:{r.line}"
