@@ -33,6 +33,9 @@ from reviewbot.scanners import ScannerResult
 ISSUES_TOOL = "issue_verdicts"
 TRIAGE_TOOL = "triage_results"
 ANSWER_TOKENS = 1024
+# a triage's verdicts, asked before the reason: the 1.5B model wrote a reason that described
+# the problem, then dismissed it (docs/real-model.md)
+REAL, FALSE_POSITIVE = "real_problem", "false_positive"
 PER_REQUEST = 20  # scanner results asked about in one request
 AROUND = 6  # lines of code shown on each side of a scanner's line
 SEVERITY = {"error": Severity.MAJOR, "warning": Severity.MINOR, "note": Severity.INFO,
@@ -47,8 +50,8 @@ Call = Callable[[Messages, list[dict[str, object]], str, int,
 
 
 def issues_tool(refs: list[str]) -> dict[str, object]:
-    item = (Prop("missing", "string", max_chars=400),
-            Prop("verdict", "string", enum=("addressed", "partly", "not")))
+    item = (Prop("verdict", "string", enum=("addressed", "partly", "not")),
+            Prop("missing", "string", max_chars=400))
     return _tool(ISSUES_TOOL, "For every issue, by its reference, say whether this change does "
                  "what it asks; when it does not fully, say what is missing.",
                  (Prop("verdicts", "object", ref="verdicts"),),
@@ -56,10 +59,10 @@ def issues_tool(refs: list[str]) -> dict[str, object]:
 
 
 def triage_tool(ids: list[str]) -> dict[str, object]:
-    item = (Prop("reason", "string", max_chars=300),
-            Prop("verdict", "string", enum=("confirm", "dismiss")))
-    return _tool(TRIAGE_TOOL, "For every scanner result, by its id: confirm it when the code "
-                 "shown has the problem, dismiss it (with the reason) when it does not.",
+    item = (Prop("verdict", "string", enum=(REAL, FALSE_POSITIVE)),
+            Prop("reason", "string", max_chars=300))
+    return _tool(TRIAGE_TOOL, "For every scanner result, by its id: is it a real problem in the "
+                 "code shown, or a false positive here (and why).",
                  (Prop("verdicts", "object", ref="verdicts"),),
                  {"verdict": _object(item), "verdicts": _each(ids)})
 
@@ -139,12 +142,12 @@ class Beyond:
             ids = set(batch)
             found = self._ask([{"role": "user", "content": text}], triage_tool(list(batch)),
                               TRIAGE_TOOL, partial(_verdicts, name=TRIAGE_TOOL, text="reason",
-                                                   allowed=ids, verdicts={"confirm", "dismiss"}))
+                                                   allowed=ids, verdicts={REAL, FALSE_POSITIVE}))
             for ident, r in batch.items():
                 verdict, reason = found.get(ident, ("", ""))
-                if verdict == "confirm":
+                if verdict == REAL:
                     confirmed.append(_finding(r, reason))
-                elif verdict == "dismiss":
+                elif verdict == FALSE_POSITIVE:
                     dismissed.append(ScannerDismissal(r.tool, r.rule, r.path, r.line, reason))
                 else:
                     undecided.append(r)

@@ -68,7 +68,7 @@ def scripted(triage: Any, findings: Any = ()) -> tuple[Any, list[dict[str, Any]]
 
 def confirm_all(ids: list[str]) -> Reply:
     return Reply(tool_name="triage_results", tool_args={"verdicts": {
-        i: {"verdict": "confirm", "reason": "real"} for i in ids}})
+        i: {"verdict": "real_problem", "reason": "real"} for i in ids}})
 
 
 def test_the_message_is_framed_and_the_outputs_escape_it(tmp_path: Path) -> None:
@@ -142,7 +142,7 @@ def test_sarif_paths_cannot_come_from_a_config_file(tmp_path: Path) -> None:
 
 def test_a_dismissed_result_is_listed_with_its_reason_and_does_not_gate(tmp_path: Path) -> None:
     script, _ = scripted(lambda ids: Reply(tool_name="triage_results", tool_args={"verdicts": {
-        i: {"verdict": "dismiss", "reason": "cmd is a constant\x1b[31m"} for i in ids}}))
+        i: {"verdict": "false_positive", "reason": "cmd is a constant\x1b[31m"} for i in ids}}))
     with FakeOpenAI(script, max_model_len=8000) as server:
         proc = review(tmp_path, server, "--sarif-in", str(sarif(tmp_path, 3)),
                       "--fail-on", "info")

@@ -1,14 +1,22 @@
 """The review on real weights: Qwen2.5-Coder-1.5B-Instruct on the vLLM CPU build (`realmodel`).
 
 What a random-weight model can never show: a planted bug found on its line, a summary that
-agrees with the findings, a verifier that answers for its candidates.
+agrees with the findings, a verifier that answers for its candidates, a scanner's real result
+told from its noise.
 """
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 from reviewbot.config import resolve
+from reviewbot.context import Context, LinkedIssue
 from reviewbot.diff import Side, parse
 from reviewbot.engine.build import make_engine
+from reviewbot.result import IssueVerdict
+from reviewbot.scanners import read_sarif
 from reviewbot_server import realmodel
 from tests.conftest import VllmServer
 
@@ -48,3 +56,42 @@ def test_the_planted_shell_injection_is_found_on_its_line_and_verified(
                if f.path == "app/backup.py" and f.side is Side.NEW and f.line == INJECTION_LINE]
     assert on_line, [(f.line, f.title) for f in result.findings]
 
+
+
+SHELL_RUN = b"""\
+diff --git a/app.py b/app.py
+new file mode 100644
+--- /dev/null
++++ b/app.py
+@@ -0,0 +1,5 @@
++import subprocess
++
++
++def run(cmd):
++    return subprocess.call(cmd, shell=True)
+"""
+
+
+def test_a_real_bandit_run_is_triaged_and_a_linked_issue_judged(real_server: VllmServer,
+                                                                tmp_path: Path) -> None:
+    """Bandit's two results on the new file: `shell=True` (B602) confirmed on its line,
+    `import subprocess` (B404) dismissed with a reason; the linked issue gets a verdict."""
+    changes = parse(SHELL_RUN)
+    (tmp_path / "app.py").write_text("".join(line.text + "\n" for line in
+                                             changes.files[0].hunks[0].lines))
+    subprocess.run([sys.executable, "-m", "bandit", "-q", "-f", "sarif", "-o", "out.sarif",
+                    "app.py"], cwd=tmp_path, timeout=120, check=False)
+    scanner = tuple(read_sarif(tmp_path / "out.sarif", tmp_path))
+    assert {r.rule for r in scanner} == {"B404", "B602"}
+    settings = resolve({**realmodel.SETTINGS, "base_url": real_server.base_url},
+                       env={}, file_values={})
+    issue = LinkedIssue("#12", "Run the admin's maintenance commands",
+                        "The admin page needs a function that runs a command given as a "
+                        "string and returns its exit status.")
+    result = make_engine(settings).review(changes, Context(issues=(issue,), scanner=scanner))
+    assert result.complete, result.stats.errors
+    confirmed = [f for f in result.findings if f.title.startswith("Bandit B602")]
+    assert [(f.path, f.line) for f in confirmed] == [("app.py", 5)]
+    assert [(d.rule, bool(d.reason)) for d in result.scanner_dismissed] == [("B404", True)]
+    (check,) = result.issues
+    assert check.verdict is not IssueVerdict.UNKNOWN

@@ -53,7 +53,7 @@ def _script(seen: list[dict[str, Any]]) -> Any:
         name = body["tool_choice"]["function"]["name"]
         text = user_text(body)
         if name == "triage_results":
-            verdicts = {ident: {"verdict": "confirm" if rule == "B602" else "dismiss",
+            verdicts = {ident: {"verdict": "real_problem" if rule == "B602" else "false_positive",
                                 "reason": "the command comes from a form" if rule == "B602"
                                 else "<b>importing</b> subprocess is harmless"}
                         for ident, rule in re.findall(r'<result id="(S\d+)" tool="Bandit" '
