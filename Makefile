@@ -12,7 +12,7 @@ demo-real: setup
 	.venv/bin/reviewbot demo --model real
 
 test: setup
-	.venv/bin/python -m pytest -q -n 2
+	.venv/bin/python -m pytest -q -n 2 --dist loadgroup
 
 lint: setup
 	.venv/bin/ruff check .

@@ -145,12 +145,15 @@ def real_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark every test that uses `vllm_server` or `vllm_interpreter` (also through another
     fixture) as `vllm` and every one that uses
-    `real_server` as `realmodel`, so `-m "not vllm"` and `-m "not realmodel"` are reliable."""
+    `real_server` as `realmodel` (all on one worker, with `--dist loadgroup`), so `-m "not vllm"`
+    and `-m "not realmodel"` are reliable."""
     for item in items:
         if {"vllm_server", "vllm_interpreter"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.vllm)
         if "real_server" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.realmodel)
+            # one at a time: two real-model reviews at once on 2 cores ran past the timeout
+            item.add_marker(pytest.mark.xdist_group("realmodel"))
 
 
 from tests.postgres_support import postgres_admin_url, postgres_url, queue_url  # noqa: F401
