@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from reviewbot.config import resolve
 from reviewbot.context import Context, LinkedIssue
 from reviewbot.diff import Side, parse
@@ -43,6 +45,7 @@ def _review(server: VllmServer, **flags: object):  # type: ignore[no-untyped-def
     return make_engine(settings).review(parse(PLANTED))
 
 
+@pytest.mark.timeout(1200)  # a finding and a verification pass at 4-8 tokens/s on 2 cores
 def test_the_planted_shell_injection_is_found_on_its_line_and_verified(
         real_server: VllmServer) -> None:
     """Complete, no invalid call, the injection on its added line, a summary that names no
