@@ -170,14 +170,21 @@ class FakeOpenAI:
                     self._send(200, reply.raw if reply.raw is not None else reply.body,
                                trickle=reply.trickle)
                     return
+                # an answer guided by response_format comes as content, as vLLM sends it
+                guided = "response_format" in body
+
                 def choice(index: int, tool_args: Any) -> dict[str, Any]:
-                    calls = []
+                    calls, content = [], reply.content
                     if tool_args is not None:
                         args = tool_args if isinstance(tool_args, str) else json.dumps(tool_args)
                         calls = [{"id": f"call_{attempt}_{index}", "type": "function",
                                   "function": {"name": reply.tool_name, "arguments": args}}]
-                    return {"index": index, "finish_reason": reply.finish_reason,
-                            "message": {"role": "assistant", "content": reply.content,
+                        if guided:
+                            calls, content = [], args
+                    finish = ("stop" if guided and reply.finish_reason == "tool_calls"
+                              else reply.finish_reason)
+                    return {"index": index, "finish_reason": finish,
+                            "message": {"role": "assistant", "content": content,
                                         "tool_calls": calls}}
 
                 each = reply.samples if reply.samples is not None else [reply.tool_args]
@@ -210,3 +217,11 @@ def row_of(body: dict[str, Any], needle: str) -> int:
         if match and needle in match.group(2):
             return int(match.group(1))
     raise AssertionError(f"{needle!r} not shown")
+
+
+def asked(body: dict[str, Any]) -> str:
+    """What a request asks for: the forced tool's name, or the guided answer's (verification)."""
+    if "response_format" in body:
+        return str(body["response_format"]["json_schema"]["name"])
+    choice = body.get("tool_choice")
+    return str(choice["function"]["name"]) if isinstance(choice, dict) else ""

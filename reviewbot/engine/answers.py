@@ -57,7 +57,7 @@ class Parsed:
 
 
 def _arguments(calls: list[tuple[str, str]], tool: str, key: str,
-               out: Parsed | Verdicts) -> list[tuple[dict[str, Any], list[Any]]]:
+               out: Parsed) -> list[tuple[dict[str, Any], list[Any]]]:
     """The argument objects of the calls of `tool` that hold a `key` list; the rest counted."""
     good = []
     for name, arguments in calls:
@@ -188,26 +188,42 @@ class Verdicts:
     by_id: dict[int, Verdict] = field(default_factory=dict)
     invalid: int = 0
     usable: bool = False
-    problem: str = "no call of verify_findings"
+    problem: str = "no verify_findings answer"
 
 
 def parse_verdicts(calls: list[tuple[str, str]], ids: set[int]) -> Verdicts:
-    """Verdicts on the candidates `ids`; a verdict on any other id, or a second one on the same
-    id, is dropped and counted."""
+    """Verdicts on the candidates `ids`, keyed by id; a verdict under any other key is dropped
+    and counted, and a candidate without one is left out (kept by the caller)."""
     out = Verdicts()
-    for _, items in _arguments(calls, VERIFY_TOOL, "verdicts", out):
+    for name, arguments in calls[:1]:
+        args = _json_object(arguments) if name == VERIFY_TOOL else None
+        items = args.get("verdicts") if args is not None else None
+        if not isinstance(items, dict):
+            out.invalid += 1
+            out.problem = "an answer without a verdicts object"
+            continue
         out.usable = True
-        for item in items[:len(ids) + 1]:
+        for key, item in list(items.items())[:len(ids) + 1]:
             verdict = _verdict(item)
-            cid = item.get("id") if isinstance(item, dict) else None
-            if verdict is None or not isinstance(cid, int) or cid not in ids or cid in out.by_id:
+            cid = int(key) if key.isascii() and key.isdigit() and len(key) < 6 else None
+            if verdict is None or cid not in ids:
                 out.invalid += 1
             else:
                 out.by_id[cid] = verdict
         out.invalid += max(0, len(items) - len(ids) - 1)
-    if ids and not out.by_id and out.usable:  # a real model's `{"verdicts": []}`: no judgement
+    if ids and not out.by_id and out.usable:  # a server that did not guide the answer
         out.usable, out.problem = False, "no verdict on any of the candidates"
     return out
+
+
+def _json_object(arguments: str) -> dict[str, Any] | None:
+    if not isinstance(arguments, str) or len(arguments) > MAX_ARGUMENTS:
+        return None
+    try:
+        args = json.loads(arguments, strict=False)
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    return args if isinstance(args, dict) else None
 
 
 def _verdict(item: Any) -> Verdict | None:

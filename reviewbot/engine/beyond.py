@@ -24,7 +24,7 @@ from reviewbot.engine.messages import (
     diff_text,
 )
 from reviewbot.engine.prompttext import framed, label, quoted
-from reviewbot.engine.tools import Prop, _object, _tool
+from reviewbot.engine.tools import Prop, _object, _tool, keyed
 from reviewbot.findings import Finding, Severity
 from reviewbot.modeltext import clean, one_line
 from reviewbot.result import IssueCheck, IssueVerdict, ScannerDismissal, Usage
@@ -55,7 +55,7 @@ def issues_tool(refs: list[str]) -> dict[str, object]:
     return _tool(ISSUES_TOOL, "For every issue, by its reference, say whether this change does "
                  "what it asks; when it does not fully, say what is missing.",
                  (Prop("verdicts", "object", ref="verdicts"),),
-                 {"verdict": _object(item), "verdicts": _each(refs)})
+                 {"verdict": _object(item), "verdicts": keyed(refs, "verdict")})
 
 
 def triage_tool(ids: list[str]) -> dict[str, object]:
@@ -64,14 +64,7 @@ def triage_tool(ids: list[str]) -> dict[str, object]:
     return _tool(TRIAGE_TOOL, "For every scanner result, by its id: is it a real problem in the "
                  "code shown, or a false positive here (and why).",
                  (Prop("verdicts", "object", ref="verdicts"),),
-                 {"verdict": _object(item), "verdicts": _each(ids)})
-
-
-def _each(keys: list[str]) -> dict[str, object]:
-    """One verdict under each key, each exactly once: an object, not a list (guided decoding
-    keeps a list's length, not its items distinct)."""
-    return {"type": "object", "properties": {k: {"$ref": "#/$defs/verdict"} for k in keys},
-            "required": list(keys), "additionalProperties": False}
+                 {"verdict": _object(item), "verdicts": keyed(ids, "verdict")})
 
 
 def _verdicts(calls: list[tuple[str, str]], name: str, text: str, allowed: set[str],

@@ -1,4 +1,5 @@
-"""The OpenAI-compatible model client: discovery, one forced tool call per chunk, errors mapped.
+"""The OpenAI-compatible model client: discovery, forced tool calls and guided answers, errors
+mapped.
 
 It sees rendered messages and tool schemas, never diffs. Retries with backoff on 429/5xx and
 connection errors are the openai client's own (it honours Retry-After); a context-length 400
@@ -145,21 +146,30 @@ class ModelClient:
 
     def call_tool(self, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
                   name: str, max_tokens: int, temperature: float, n: int = 1,
-                  route: str = "", frequency_penalty: float = 0.0) -> Reply:
+                  route: str = "", frequency_penalty: float = 0.0,
+                  schema: dict[str, Any] | None = None) -> Reply:
         """A forced call of the tool `name`, with every tool of `tools` sent (the same list in
         every pass keeps the prompt prefix shared); with no tools, a free answer taken as the
-        arguments of `name`. `route` goes out as AFFINITY_HEADER, so a
-        balancer keeps one review's requests on the replica that caches their prefix."""
+        arguments of `name`. With a `schema`, the answer is guided to it as `response_format`
+        and no tool is called (`tools` are still sent: they are the prompt's prefix) and read
+        as the arguments of `name`. `route` goes out as AFFINITY_HEADER, so a balancer keeps
+        one review's requests on the replica that caches their prefix."""
         import openai
 
-        # no tools: a free-form answer, read as the arguments of `name` (findings_format json)
-        forced = {"tools": tools, "tool_choice": {"type": "function", "function": {"name": name}}}
+        asked: dict[str, Any] = {"tools": tools} if tools else {}
+        if schema is not None:
+            asked["response_format"] = {"type": "json_schema", "json_schema": {
+                "name": name, "schema": schema, "strict": True}}
+            if tools:
+                asked["tool_choice"] = "none"
+        elif tools:
+            asked["tool_choice"] = {"type": "function", "function": {"name": name}}
         penalty = {"frequency_penalty": frequency_penalty} if frequency_penalty else {}
         try:
             response = self._client.chat.completions.create(  # type: ignore[call-overload]
                 model=model,
                 messages=messages,  # plain dicts: the schema is ours, not openai's types
-                **(forced if tools else {}),
+                **asked,
                 **penalty,
                 max_tokens=max_tokens,
                 temperature=temperature,

@@ -87,15 +87,12 @@ class Requests:
         return [{"role": "system", "content": self.system_prompt}, {"role": "user", "content": user}]
 
     def request(self, chunk: Chunk, context: Context) -> tuple[Messages, Tools]:
-        """The finding pass's messages and the tools both passes send (without verification,
-        only the finding tool: no second pass shares the prefix; a free JSON answer, none)."""
-        report = tools.report_tool(chunk, self.cap(chunk), self.settings.categories)
+        """The finding pass's messages and its tools, which the verification sends again
+        untouched (a shared prefix); a free JSON answer sends none."""
         if self.json_answer:
             return self.messages(chunk, context), []
-        if not self.settings.verify:
-            return self.messages(chunk, context), [report]
         return self.messages(chunk, context), [
-            tools.verify_tool(self.settings.max_findings_per_chunk), report]
+            tools.report_tool(chunk, self.cap(chunk), self.settings.categories)]
 
     def verify_messages(self, chunk: Chunk, messages: Messages,
                         candidates: list[Finding]) -> Messages:
@@ -116,10 +113,6 @@ class Requests:
         text = templates.render("named.j2", self.settings.prompts_dir, summary=quoted(summary),
                                 json_answer=self.json_answer)
         return [*messages, {"role": "user", "content": text}]
-
-    def verify_tools(self, tool_list: Tools) -> Tools:
-        """The finding pass's tools when they hold the verifier (a shared prefix), else its own."""
-        return tool_list or [tools.verify_tool(self.settings.max_findings_per_chunk)]
 
     def verify_tokens(self, candidates: int) -> int:
         return 64 + tools.TOKENS_PER_VERDICT * candidates

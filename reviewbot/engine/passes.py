@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from reviewbot.context import Context
 from reviewbot.deadline import until
@@ -81,14 +81,15 @@ class Passes:
 
     def _call(self, messages: Messages, tool_list: Tools, name: str, max_tokens: int,
               route: str, n: int = 1, temperature: float | None = None,
-              again: list[bool] | None = None) -> Callable[[], Reply]:
+              again: list[bool] | None = None,
+              schema: dict[str, Any] | None = None) -> Callable[[], Reply]:
         """One request; once `again` holds True (an answer came back unusable: cut at its
         max_tokens, or not the JSON asked for), with a frequency penalty: at a low temperature
         the same request repeats the same answer (a small model looping inside a string)."""
         temperature = self.requests.settings.temperature if temperature is None else temperature
         return lambda: self.client.call_tool(
             self.model, messages, tool_list, name, max_tokens, temperature, n=n, route=route,
-            frequency_penalty=RETRY_PENALTY if again and again[0] else 0.0)
+            frequency_penalty=RETRY_PENALTY if again and again[0] else 0.0, schema=schema)
 
     def find(self, chunk: Chunk, depth: int, context: Context,
              deadline: float, route: str = "") -> Attempted:
@@ -168,23 +169,21 @@ class Passes:
 
     def verify(self, chunk: Chunk, messages: Messages, tool_list: Tools, answer: ChunkAnswer,
                deadline: float, route: str = "") -> int:
-        """Judge `answer.findings` in place; the requests it took. Without a usable verdict the
+        """Judge `answer.findings` in place; the requests it took. The finding pass's messages
+        and tools, then the candidates, and an answer guided to a verdict per candidate (an
+        unusable one is asked again, with the frequency penalty). Without a usable verdict the
         candidates stay, unverified, and the chunk says so (its review is still complete: the
         finding pass answered)."""
         candidates = answer.findings
-        messages = self.requests.verify_messages(chunk, messages, candidates)
-        tool_list = self.requests.verify_tools(tool_list)
-        tokens = self.requests.verify_tokens(len(candidates))
-        # asked again, a verdict per candidate is required and the frequency penalty applies:
-        # the same request at a low temperature gets the same empty list
-        first = self._call(messages, tool_list, tools.VERIFY_TOOL, tokens, route)
-        again = self._call(messages, tools.requiring(tool_list, tools.VERIFY_TOOL, "verdicts",
-                                                     len(candidates)),
-                           tools.VERIFY_TOOL, tokens, route, again=[True])
+        again = [False]
+        call = self._call(self.requests.verify_messages(chunk, messages, candidates), tool_list,
+                          tools.VERIFY_TOOL, self.requests.verify_tokens(len(candidates)), route,
+                          again=again, schema=tools.verify_schema(len(candidates)))
         requests = 0
         try:
-            for reply in attempts(deadline, first, again):
+            for reply in attempts(deadline, call):
                 requests += 1
+                again[0] = True
                 if isinstance(reply, BadAnswer):
                     continue
                 answer.add_usage(reply)

@@ -1,13 +1,19 @@
-"""The tools, `report_findings`, `verify_findings` and eval's `same_problem`: their schemas,
-generated from one typed definition each (their calls are read in reviewbot.engine.answers).
+"""The tools, `report_findings` and eval's `same_problem`, and the verification's answer
+`verify_findings`: their schemas, generated from one typed definition each (their answers are
+read in reviewbot.engine.answers).
 
 Valid by construction: a finding names a `row` of the rendered diff, and `row` only admits the
 rows this chunk shows. Every row is a commentable position (added → new side, removed → old
 side, context → new side), so guided decoding cannot produce an anchor outside the chunk.
 
-Prefix cache: chat templates render the tools into the system prompt, so both passes send the
-same two tools (the forced `tool_choice` picks one), and everything that differs between chunks
-(the admitted rows, the findings cap) sits in `$defs` at the very end of the tool JSON.
+A verdict per candidate, also by construction: the verification's answer is an object with one
+required key per candidate id, so an empty or partial list cannot be decoded.
+
+Prefix cache: chat templates render the tools into the system prompt, so the verification sends
+the finding pass's tools untouched and asks for its answer as `response_format` (with
+`tool_choice` "none"): its schema, which names this chunk's candidates, never enters the prompt.
+Everything that differs between chunks (the admitted rows, the findings cap) sits in `$defs` at
+the very end of the tool JSON.
 Think before committing: a finding's anchor, title and explanation come before its category,
 severity and confidence; a verdict's reason before its decision.
 """
@@ -85,13 +91,11 @@ REPORT = (
     Prop("summary", "string", max_chars=400),
 )
 VERDICT = (
-    Prop("id", "integer", ref="candidate"),
     Prop("reason", "string", max_chars=200),
     Prop("keep", "boolean"),
     Prop("severity", "string", enum=SEVERITIES),
     Prop("confidence", "number", bounds=(0, 1)),
 )
-VERIFY = (Prop("verdicts", "array", ref="verdicts"),)
 JUDGE = (Prop("reason", "string", max_chars=300), Prop("same", "boolean"))
 VERDICTS = ("keep", "withdraw", "fixed")
 REPLY = (Prop("body", "string", max_chars=1500), Prop("verdict", "string", enum=VERDICTS),
@@ -102,10 +106,6 @@ REPLY_CHARS = 1500
 _REPORT_DESCRIPTION = (
     "Report the problems found in this part of the change. Call it exactly once; "
     "pass an empty list when the change looks correct."
-)
-_VERIFY_DESCRIPTION = (
-    "Give a verdict on every candidate finding, by its id: keep it only if the diff shows the "
-    "problem is real and matters."
 )
 
 
@@ -167,7 +167,7 @@ def requiring(tool_list: list[dict[str, Any]], name: str, items: str,
               least: int) -> list[dict[str, Any]]:
     """`tool_list` with tool `name`'s array `items` holding `least` entries at least. A small
     model fills a list only when it must: Qwen2.5-Coder-1.5B answered `[]` again when asked
-    plainly for the problems its summary named, and `{"verdicts": []}` for candidates."""
+    plainly for the problems its summary named."""
     out = []
     for tool in tool_list:
         if tool["function"]["name"] == name:
@@ -180,15 +180,20 @@ def requiring(tool_list: list[dict[str, Any]], name: str, items: str,
     return out
 
 
-def verify_tool(bound: int) -> dict[str, Any]:
-    """The same for every chunk: candidate ids are bounded by max_findings_per_chunk here, and
-    checked against the real candidates when parsed (a per-request schema would end the shared
-    prefix at the system prompt)."""
-    return _tool(VERIFY_TOOL, _VERIFY_DESCRIPTION, VERIFY, {
+def keyed(keys: Iterable[str], item: str) -> dict[str, Any]:
+    """One `item` (a `$defs` name) under each key, each exactly once: an object, not a list,
+    so guided decoding can neither skip a key nor repeat one."""
+    keys = list(keys)
+    return {"type": "object", "properties": {k: {"$ref": f"#/$defs/{item}"} for k in keys},
+            "required": keys, "additionalProperties": False}
+
+
+def verify_schema(candidates: int) -> dict[str, Any]:
+    """The verification's answer for candidates 1..`candidates`: {"verdicts": {"1": verdict,
+    ...}}, sent as `response_format`, never as a tool (see the module's docstring)."""
+    return {**_object((Prop("verdicts", "object", ref="verdicts"),)), "$defs": {
         "verdict": _object(VERDICT),
-        "verdicts": {"type": "array", "items": {"$ref": "#/$defs/verdict"}, "maxItems": bound},
-        "candidate": {"type": "integer", "minimum": 1, "maximum": bound},
-    })
+        "verdicts": keyed((str(i) for i in range(1, candidates + 1)), "verdict")}}
 
 
 JUDGE_TOOL = "same_problem"

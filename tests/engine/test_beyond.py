@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.fake_openai import FakeOpenAI, Reply, row_of, user_text
+from tests.fake_openai import FakeOpenAI, Reply, asked, row_of, user_text
 
 DIFF = b"""diff --git a/app.py b/app.py
 --- a/app.py
@@ -55,12 +55,12 @@ def scripted(triage: Any, findings: Any = ()) -> tuple[Any, list[dict[str, Any]]
 
     def script(body: dict[str, Any], attempt: int) -> Reply:
         seen.append(body)
-        name = body["tool_choice"]["function"]["name"]
+        name = asked(body)
         if name == "triage_results":
             ids = re.findall(r'<result id="(S\d+)"', user_text(body))
             return triage(ids)
         if name == "verify_findings":
-            return Reply(tool_name=name, tool_args={"verdicts": []})
+            return Reply(tool_name=name, tool_args={"verdicts": {}})
         return Reply(tool_args={"summary": "ok", "findings": [
             {**f, "row": row_of(body, f.pop("needle"))} for f in map(dict, findings)]})
     return script, seen
@@ -77,8 +77,7 @@ def test_the_message_is_framed_and_the_outputs_escape_it(tmp_path: Path) -> None
         proc = review(tmp_path, server, "--sarif-in", str(sarif(tmp_path, 3, message=INJECTION)),
                       "--output", "markdown")
     assert proc.returncode == 0, proc.stderr
-    (triage,) = [user_text(b) for b in seen if b["tool_choice"]["function"]["name"]
-                 == "triage_results"]
+    (triage,) = [user_text(b) for b in seen if asked(b) == "triage_results"]
     assert triage.count("</result>") == 1 and triage.count("</code>") == 1  # ours only
     assert "return subprocess.call(cmd, shell=True)" in triage
     assert not re.search(r"(?<!\\)<(img|/result)", proc.stdout)  # as text, never as HTML

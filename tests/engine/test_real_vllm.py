@@ -117,10 +117,11 @@ def test_guided_tool_call_is_valid_json_for_the_schema(vllm_server) -> None:
 def test_the_verification_pass_shares_the_finding_passs_prompt_and_answers_in_schema(
         vllm_server) -> None:
     """Exact token ids from the real chat template: the verify request starts with every token
-    of the finding request but its generation prompt; the guided verdicts name only the
-    admitted ids (the parser then keeps only real candidates)."""
+    of the finding request but its generation prompt; the guided answer, even from random
+    weights, holds a verdict under every candidate's id and nothing else."""
     import httpx
 
+    from reviewbot.engine import answers, tools
     from reviewbot.findings import Finding, Severity
 
     engine, chunk, messages, tool_list = one_chunk(vllm_server)
@@ -138,12 +139,13 @@ def test_the_verification_pass_shares_the_finding_passs_prompt_and_answers_in_sc
         first, second = ids(messages), ids(verify)
     shared = next((i for i, (a, b) in enumerate(zip(first, second)) if a != b), len(first))
     assert shared >= len(first) - 3, (shared, len(first))  # all but the end-of-turn tokens
-    reply = engine.client.call_tool(engine.model, verify, tool_list, "verify_findings", 512, 0.7)
-    assert [name for name, _ in reply.calls] in ([], ["verify_findings"])
-    if reply.calls and not reply.truncated:
-        args = json.loads(reply.calls[0][1], strict=False)
-        assert all(1 <= v["id"] <= engine.settings.max_findings_per_chunk
-                   for v in args["verdicts"])
+    reply = engine.client.call_tool(engine.model, verify, tool_list, tools.VERIFY_TOOL,
+                                    engine.requests.verify_tokens(3), 0.7,
+                                    schema=tools.verify_schema(3))
+    assert [name for name, _ in reply.calls] == [tools.VERIFY_TOOL] and not reply.truncated
+    assert sorted(json.loads(reply.calls[0][1], strict=False)["verdicts"]) == ["1", "2", "3"]
+    verdicts = answers.parse_verdicts(reply.calls, {1, 2, 3})
+    assert verdicts.usable and sorted(verdicts.by_id) == [1, 2, 3] and verdicts.invalid == 0
 
 
 def test_batched_token_counts_equal_one_by_one_counts(vllm_server) -> None:

@@ -13,7 +13,15 @@ import pytest
 from reviewbot.config import resolve
 from reviewbot.diff import parse
 from reviewbot.engine.build import make_engine
-from tests.fake_openai import FakeOpenAI, Reply, request_tokens, row_of, row_ranges, user_text
+from tests.fake_openai import (
+    FakeOpenAI,
+    Reply,
+    asked,
+    request_tokens,
+    row_of,
+    row_ranges,
+    user_text,
+)
 
 
 def make_diff(files: int = 3, hunks: int = 2, lines: int = 4) -> bytes:
@@ -341,13 +349,13 @@ def test_findings_format_json_reads_a_free_answer_and_sends_no_tools(wrap: str) 
     assert "Answer with one JSON object" in prompt and "report_findings" not in prompt
 
 
-def test_findings_format_json_verifies_through_the_forced_verify_call() -> None:
+def test_findings_format_json_verifies_through_a_guided_answer_without_tools() -> None:
     def script(body: dict, n: int) -> Reply:
-        if "tools" in body:  # the verification pass: its own tool, forced
-            assert body["tool_choice"]["function"]["name"] == "verify_findings"
-            return Reply(tool_name="verify_findings", tool_args={"verdicts": [
-                {"id": 1, "reason": "wrong", "keep": False, "severity": "minor",
-                 "confidence": 0.9}]})
+        assert "tools" not in body and "tool_choice" not in body  # the prefix stays shared
+        if asked(body) == "verify_findings":
+            return Reply(tool_name="verify_findings", tool_args={"verdicts": {
+                "1": {"reason": "wrong", "keep": False, "severity": "minor",
+                      "confidence": 0.9}}})
         args = {"findings": [finding(row_of(body, "new_0_0_0"))], "summary": "s"}
         return Reply(tool_args=None, content=json.dumps(args), finish_reason="stop")
 

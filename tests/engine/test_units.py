@@ -51,7 +51,7 @@ def test_a_file_and_its_tests_share_a_request_code_first() -> None:
     between them that fill a request; units keep the pair together."""
     changes = _change({"src/alpha.py": 30, "src/beta.py": 30, "src/gamma.py": 30,
                        "src/delta.py": 30, "tests/test_alpha.py": 30})
-    e = engine(EstimateTokenCounter(), 8192, chunk_tokens=3600)
+    e = engine(EstimateTokenCounter(), 8192, chunk_tokens=3000)
     chunks = e.fitting.chunks(changes, Context())
     assert len(chunks) > 1
     holding = [[p.file.path for p in c.pieces] for c in chunks]

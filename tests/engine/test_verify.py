@@ -1,7 +1,8 @@
 """The verification pass, agreement across samples and the noise floor, against a scripted server.
 
-The script answers by the forced tool: `report_findings` gets candidates, `verify_findings` gets
-verdicts, so every assertion is about what the engine did with real HTTP answers.
+The script answers by what a request asks for: `report_findings` (a forced call) gets
+candidates, `verify_findings` (a guided answer) gets verdicts, so every assertion is about what
+the engine did with real HTTP answers.
 """
 
 from __future__ import annotations
@@ -14,13 +15,9 @@ from reviewbot.config import resolve
 from reviewbot.diff import parse
 from reviewbot.engine.build import make_engine
 from tests.engine.test_review_flow import finding, make_diff
-from tests.fake_openai import FakeOpenAI, Reply, row_ranges
+from tests.fake_openai import FakeOpenAI, Reply, asked, row_ranges
 
 CANDIDATES = ["Null dereference", "Off by one", "Leaks the handle"]
-
-
-def forced(body: dict[str, Any]) -> str:
-    return body["tool_choice"]["function"]["name"]
 
 
 def rows(body: dict[str, Any]) -> list[int]:
@@ -37,17 +34,16 @@ def candidates(body: dict[str, Any]) -> dict[str, Any]:
         {**finding(rs[i], title), "confidence": 0.9} for i, title in enumerate(CANDIDATES)]}
 
 
-def verdict(cid: int, keep: bool, severity: str = "major", confidence: float = 0.8,
+def verdict(keep: bool, severity: str = "major", confidence: float = 0.8,
             reason: str = "real") -> dict[str, Any]:
-    return {"id": cid, "reason": reason, "keep": keep, "severity": severity,
-            "confidence": confidence}
+    return {"reason": reason, "keep": keep, "severity": severity, "confidence": confidence}
 
 
-def scripted(verdicts: Any, *, verify_name: str = "verify_findings"):
+def scripted(verdicts: Any):
     def script(body: dict[str, Any], n: int) -> Reply:
-        if forced(body) == "report_findings":
+        if asked(body) == "report_findings":
             return Reply(tool_args=candidates(body))
-        return Reply(tool_name=verify_name, tool_args=verdicts)
+        return Reply(tool_name="verify_findings", tool_args=verdicts)
     return script
 
 
@@ -56,19 +52,27 @@ def engine_for(server: FakeOpenAI, **flags: object):
                                 "retries": 0, **flags}, env={}, file_values={}))
 
 
+def _schema(body: dict[str, Any]) -> dict[str, Any]:
+    schema: dict[str, Any] = body["response_format"]["json_schema"]["schema"]
+    return schema
+
+
 def test_verify_extends_the_finding_prompt_and_applies_the_verdicts() -> None:
-    verdicts = {"verdicts": [verdict(1, True, "critical", 0.95),
-                             verdict(2, False, reason="the loop bound is correct"),
-                             verdict(3, True, "minor", 0.6)]}
+    verdicts = {"verdicts": {"1": verdict(True, "critical", 0.95),
+                             "2": verdict(False, reason="the loop bound is correct"),
+                             "3": verdict(True, "minor", 0.6)}}
     with FakeOpenAI(scripted(verdicts), max_model_len=8000) as server:
         result = engine_for(server).review(parse(make_diff(files=1, hunks=1)))
         find, check = server.requests
     # one finding request, one verification request that starts with its messages byte for
-    # byte and sends the very same tools (chat templates render them into the system prompt)
-    assert forced(find) == "report_findings" and forced(check) == "verify_findings"
+    # byte and sends the very same tools (chat templates render them into the system prompt);
+    # its answer is guided to a verdict under each candidate's id, outside the prompt
+    assert asked(find) == "report_findings" and asked(check) == "verify_findings"
     assert check["messages"][:2] == find["messages"] and len(check["messages"]) == 3
     assert json.dumps(check["tools"]) == json.dumps(find["tools"])
-    assert [t["function"]["name"] for t in find["tools"]] == ["verify_findings", "report_findings"]
+    assert [t["function"]["name"] for t in find["tools"]] == ["report_findings"]
+    assert check["tool_choice"] == "none" and "response_format" not in find
+    assert _schema(check)["$defs"]["verdicts"]["required"] == ["1", "2", "3"]
     assert all(f"[{i}] " in check["messages"][2]["content"] for i in (1, 2, 3))
     kept = {f.title: f for f in result.findings}
     assert set(kept) == {"Null dereference", "Leaks the handle"}
@@ -85,9 +89,10 @@ def test_verify_extends_the_finding_prompt_and_applies_the_verdicts() -> None:
     assert doc["dropped"][0]["fingerprint"]
 
 
-def test_a_verdict_on_an_unknown_or_repeated_id_is_ignored_and_a_missing_one_keeps_it() -> None:
-    verdicts = {"verdicts": [verdict(1, False), verdict(1, True), verdict(7, False),
-                             verdict(2, False)]}
+def test_a_verdict_under_an_unknown_key_is_ignored_and_a_missing_one_keeps_it() -> None:
+    # a server that does not guide the answer: keys the schema would not have let through
+    verdicts = {"verdicts": {"1": verdict(False), "7": verdict(False), "01x": verdict(False),
+                             "2": verdict(False)}}
     with FakeOpenAI(scripted(verdicts), max_model_len=8000) as server:
         result = engine_for(server).review(parse(make_diff(files=1, hunks=1)))
     assert [f.title for f in result.findings] == ["Leaks the handle"]  # no verdict: kept
@@ -96,8 +101,7 @@ def test_a_verdict_on_an_unknown_or_repeated_id_is_ignored_and_a_missing_one_kee
 
 
 def test_an_unusable_verification_keeps_the_candidates_unverified_and_the_review_complete() -> None:
-    with FakeOpenAI(scripted("{not json", verify_name="verify_findings"),
-                    max_model_len=8000) as server:
+    with FakeOpenAI(scripted("{not json"), max_model_len=8000) as server:
         result = engine_for(server).review(parse(make_diff(files=1, hunks=1)))
     assert sorted(f.title for f in result.findings) == sorted(CANDIDATES)
     s = result.stats
@@ -105,33 +109,26 @@ def test_an_unusable_verification_keeps_the_candidates_unverified_and_the_review
     assert result.complete  # the finding pass answered: every changed line was reviewed
 
 
-
-def test_an_empty_verdict_list_is_asked_again_then_counted_never_a_silent_keep() -> None:
-    """A real 1.5B model answered `{"verdicts": []}` to every verification."""
-    with FakeOpenAI(scripted({"verdicts": []}), max_model_len=8000) as server:
+def test_no_verdict_at_all_is_asked_again_then_counted_never_a_silent_keep() -> None:
+    """A real 1.5B model answered an empty list to every verification when a list was asked
+    for; the guided object requires every id, so only an unguided server can send this."""
+    with FakeOpenAI(scripted({"verdicts": {}}), max_model_len=8000) as server:
         result = engine_for(server).review(parse(make_diff(files=1, hunks=1)))
         first, *again = server.requests[1:]
     s = result.stats
     assert s.verify_requests == 3 and s.verify_failed == 1  # asked again, then said
     assert sorted(f.title for f in result.findings) == sorted(CANDIDATES) and result.complete
-    # asked again, a verdict per candidate is required, with the frequency penalty: the same
-    # request at temperature 0 would get the same empty list
-    assert "minItems" not in _verdicts_schema(first) and not first.get("frequency_penalty")
+    # asked again with the frequency penalty (the same request at temperature 0 would get the
+    # same answer), the same messages, tools and schema: the prefix stays cached
+    assert not first.get("frequency_penalty")
     for body in again:
-        assert _verdicts_schema(body)["minItems"] == len(CANDIDATES)
-        assert body["frequency_penalty"] == 0.5 and body["messages"] == first["messages"]
+        assert body["frequency_penalty"] == 0.5
+        assert {k: v for k, v in body.items() if k != "frequency_penalty"} == first
 
 
-def _verdicts_schema(body: dict[str, Any]) -> dict[str, Any]:
-    (tool,) = [t for t in body["tools"] if t["function"]["name"] == "verify_findings"]
-    schema: dict[str, Any] = tool["function"]["parameters"]["$defs"]["verdicts"]
-    return schema
-
-
-def test_a_verifier_that_calls_the_wrong_tool_cannot_keep_anything_out() -> None:
-    # report_findings arguments to the verify request: no verdicts list, nothing dropped
-    with FakeOpenAI(scripted({"summary": "", "findings": []}, verify_name="report_findings"),
-                    max_model_len=8000) as server:
+def test_a_verifier_that_answers_another_shape_cannot_keep_anything_out() -> None:
+    # report_findings arguments to the verify request: no verdicts object, nothing dropped
+    with FakeOpenAI(scripted({"summary": "", "findings": []}), max_model_len=8000) as server:
         result = engine_for(server).review(parse(make_diff(files=1, hunks=1)))
     assert len(result.findings) == 3 and result.dropped == [] and result.stats.verify_failed == 1
 
@@ -143,7 +140,7 @@ def test_no_verification_request_without_candidates_or_with_verify_off() -> None
     with FakeOpenAI(empty, max_model_len=8000) as server:
         engine_for(server).review(parse(make_diff(files=1, hunks=1)))
         assert len(server.requests) == 1
-    with FakeOpenAI(scripted({"verdicts": []}), max_model_len=8000) as server:
+    with FakeOpenAI(scripted({"verdicts": {}}), max_model_len=8000) as server:
         result = engine_for(server, verify=False).review(parse(make_diff(files=1, hunks=1)))
         assert len(server.requests) == 1 and len(result.findings) == 3
         assert [t["function"]["name"] for t in server.requests[0]["tools"]] == ["report_findings"]
@@ -240,8 +237,8 @@ def test_a_summary_that_names_a_problem_beside_no_findings_is_asked_once_more() 
     """Qwen2.5-Coder-1.5B wrote "introduces a command injection" in its summary and returned
     no findings in 9 of 12 cases; asked again with one finding required, it reported it."""
     def script(body: dict[str, Any], n: int) -> Reply:
-        if forced(body) == "verify_findings":
-            return Reply(tool_name="verify_findings", tool_args={"verdicts": [verdict(1, True)]})
+        if asked(body) == "verify_findings":
+            return Reply(tool_name="verify_findings", tool_args={"verdicts": {"1": verdict(True)}})
         report = next(t for t in body["tools"] if t["function"]["name"] == "report_findings")
         if report["function"]["parameters"]["$defs"]["findings"].get("minItems") == 1:
             return Reply(tool_args={"summary": "s", "findings": [finding(rows(body)[0],
@@ -252,9 +249,9 @@ def test_a_summary_that_names_a_problem_beside_no_findings_is_asked_once_more() 
     with FakeOpenAI(script, max_model_len=8000) as server:
         result = engine_for(server).review(parse(make_diff(files=1, hunks=1)))
         named = server.requests[1]
-    asked = named["messages"][-1]["content"]
-    assert "> This introduces a command injection." in asked  # quoted: model text is data
-    assert asked.count("</summary>") == 1 and "<|im_start|>" not in asked
+    question = named["messages"][-1]["content"]
+    assert "> This introduces a command injection." in question  # quoted: model text is data
+    assert question.count("</summary>") == 1 and "<|im_start|>" not in question
     assert [f.title for f in result.findings] == ["Command injection"]
     s = result.stats
     assert (s.named_requests, s.summary_only, s.verify_requests, s.requests) == (1, 0, 1, 3)

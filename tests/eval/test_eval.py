@@ -16,7 +16,7 @@ import pytest
 
 from reviewbot.diff import Side, parse
 from reviewbot.evaluation import Comment, Score, intervals, load_golden, match, score
-from tests.fake_openai import FakeOpenAI, Reply
+from tests.fake_openai import FakeOpenAI, Reply, asked
 
 GOLDEN = Path(__file__).parent / "golden"
 ROOT = Path(__file__).parents[2]
@@ -141,13 +141,13 @@ def _rows_and_code(prompt: str) -> list[tuple[int, str]]:
 
 
 def _script(body: dict[str, Any], n: int) -> Reply:
-    forced = body.get("tool_choice", {}).get("function", {}).get("name")
+    forced = asked(body)
     if forced == "verify_findings":
         text = body["messages"][-1]["content"]
         ids = re.findall(r"^\[(\d+)\] .*\ntitle: (.*)$", text, re.MULTILINE)
-        return Reply(tool_name="verify_findings", tool_args={"verdicts": [
-            {"id": int(i), "reason": "checked", "keep": title != FALSE_POSITIVE,
-             "severity": "major", "confidence": 0.9} for i, title in ids]})
+        return Reply(tool_name="verify_findings", tool_args={"verdicts": {
+            i: {"reason": "checked", "keep": title != FALSE_POSITIVE,
+                "severity": "major", "confidence": 0.9} for i, title in ids}})
     if forced == "same_problem":
         text = body["messages"][-1]["content"]
         return Reply(tool_name="same_problem",

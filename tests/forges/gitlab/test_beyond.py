@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.fake_openai import FakeOpenAI, Reply, user_text
+from tests.fake_openai import FakeOpenAI, Reply, asked, user_text
 from tests.forges.fake_gitlab import FakeGitLab, Fault, State
 from tests.forges.gitlab_support import TOKEN
 from tests.forges.gitrepo import Repo
@@ -50,7 +50,7 @@ def _bandit(repo: Repo, out: Path) -> None:
 def _script(seen: list[dict[str, Any]]) -> Any:
     def script(body: dict[str, Any], attempt: int) -> Reply:
         seen.append(body)
-        name = body["tool_choice"]["function"]["name"]
+        name = asked(body)
         text = user_text(body)
         if name == "triage_results":
             verdicts = {ident: {"verdict": "real_problem" if rule == "B602" else "false_positive",
@@ -101,7 +101,7 @@ def test_issue_and_bandit_results_reach_the_review_and_the_gate(gitlab: State,
     assert OWN_ISSUE in prompts and "Admin page: run a command" in prompts
     assert "SECRET-ROADMAP" not in prompts  # another project's issue, though GitLab lists it
     chunk = next(user_text(b) for b in seen
-                 if b["tool_choice"]["function"]["name"] == "report_findings")
+                 if asked(b) == "report_findings")
     assert "#12: Admin page: run a command" in chunk  # a finding may cite it
     assert out["linked_issues"] == [{"ref": "#12", "title": "Admin page: run a command",
                                      "verdict": "partly", "missing": "no status check"}]
