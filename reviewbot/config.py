@@ -61,6 +61,9 @@ class Settings:
     review_timeout: float = 1800.0  # wall-clock seconds per review; then it is incomplete
     max_diff_mb: float = 32.0  # a larger change is refused at once (exit 2), never left running
     retries: int = 4
+    # the server runs --scheduling-policy priority: each request carries its review's virtual
+    # deadline (start + 2 s a chunk), so small reviews pass large ones (env or flag only)
+    priority_scheduling: bool = False
     tokenizer: str | None = None  # a tokenizer.json: counts when the server has no /tokenize, else texts
     temperature: float = 0.1
     # what to review and how
@@ -180,7 +183,7 @@ _FIELDS = {f.name: f for f in fields(Settings)}
 NOT_FROM_FILES = frozenset({"base_url", "api_key", "gitlab_url", "gitlab_token", "github_url",
                             "github_token", "github_bot_login", "ssl_verify", "ca_file",
                             "prompts_dir", "tokenizer", "command_min_access", "author_commands",
-                            "tree_cache", "sarif_in"})
+                            "tree_cache", "sarif_in", "priority_scheduling"})
 # the `reviewbot review` flag of each (the others: the environment only); tests check them
 FLAG_OF = {"base_url": "--base-url", "api_key": "--api-key", "gitlab_url": "--gitlab-url",
            "gitlab_token": "--gitlab-token", "github_url": "--github-url",

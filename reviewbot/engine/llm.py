@@ -46,6 +46,20 @@ Call = tuple[str, str]  # (tool name, arguments JSON)
 
 
 @dataclass(frozen=True)
+class Route:
+    """Where and when one review's requests are served. `key` goes out as AFFINITY_HEADER, so
+    a balancer keeps the review on the replica that caches its prefix; `priority`, when set,
+    as vLLM's request priority (lower first), for a server started with
+    `--scheduling-policy priority` (vLLM refuses it from any other)."""
+
+    key: str = ""
+    priority: int | None = None
+
+
+NO_ROUTE = Route()  # any replica, the server's default order
+
+
+@dataclass(frozen=True)
 class Sample:
     calls: list[Call]
     truncated: bool  # finish_reason == "length": the call may be cut short
@@ -146,14 +160,13 @@ class ModelClient:
 
     def call_tool(self, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
                   name: str, max_tokens: int, temperature: float, n: int = 1,
-                  route: str = "", frequency_penalty: float = 0.0,
+                  route: Route = NO_ROUTE, frequency_penalty: float = 0.0,
                   schema: dict[str, Any] | None = None) -> Reply:
         """A forced call of the tool `name`, with every tool of `tools` sent (the same list in
         every pass keeps the prompt prefix shared); with no tools, a free answer taken as the
         arguments of `name`. With a `schema`, the answer is guided to it as `response_format`
         and no tool is called (`tools` are still sent: they are the prompt's prefix) and read
-        as the arguments of `name`. `route` goes out as AFFINITY_HEADER, so a balancer keeps
-        one review's requests on the replica that caches their prefix."""
+        as the arguments of `name`. `route`: see Route."""
         import openai
 
         asked: dict[str, Any] = {"tools": tools} if tools else {}
@@ -174,8 +187,10 @@ class ModelClient:
                 max_tokens=max_tokens,
                 temperature=temperature,
                 n=n,
-                extra_headers={AFFINITY_HEADER: route} if route else None,
-                extra_body={"chat_template_kwargs": CHAT_TEMPLATE_KWARGS},
+                extra_headers={AFFINITY_HEADER: route.key} if route.key else None,
+                extra_body={"chat_template_kwargs": CHAT_TEMPLATE_KWARGS,
+                            **({"priority": route.priority} if route.priority is not None
+                               else {})},
             )
         except openai.BadRequestError as exc:
             text = str(exc).lower()

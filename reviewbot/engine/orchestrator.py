@@ -23,7 +23,7 @@ from reviewbot.engine.beyond import Beyond
 from reviewbot.engine.budget import TokenBudget
 from reviewbot.engine.chunking import Chunk
 from reviewbot.engine.fitting import NOTHING, Fitting
-from reviewbot.engine.llm import ModelClient
+from reviewbot.engine.llm import ModelClient, Route
 from reviewbot.engine.messages import Requests
 from reviewbot.engine.noise import Floor, triage
 from reviewbot.engine.passes import Attempted, ChunkAnswer, Passes
@@ -37,6 +37,8 @@ from reviewbot.result import IssueCheck, ReviewResult, ScannerDismissal, Stats, 
 from reviewbot.scanners import MAX_TRIAGED, on_changed_lines
 
 MAX_RESPLITS = 6
+PRIORITY_EPOCH = 1_767_225_600  # 2026-01-01 UTC: keeps priorities small numbers
+CHUNK_SECONDS = 2  # what one chunk adds to a review's virtual deadline (review_priority)
 CONTEXT_SHARE = 0.25  # of review_timeout: gathering context stops there, the review goes on
 
 
@@ -81,8 +83,10 @@ class Engine:
         until = started + self.settings.review_timeout * CONTEXT_SHARE
         fitted = self.fitting.stream(reviewed, context, until) if reviewed.files else NOTHING
         self.progress.start(fitted.estimate)
-        answers, chunks = self._answers(fitted.chunks, context, deadline, stats,
-                                        route_key(reviewed, context))
+        route = Route(route_key(reviewed, context),
+                      review_priority(time.time(), fitted.estimate)
+                      if self.settings.priority_scheduling else None)
+        answers, chunks = self._answers(fitted.chunks, context, deadline, stats, route)
         stats.test_pairs, stats.test_pairs_split = split_pairs(
             reviewed.files, [{p.file.path for p in c.pieces} for c in chunks])
         if stats.test_pairs_split:
@@ -149,7 +153,7 @@ class Engine:
                      s.min_confidence)
 
     def _answers(self, chunks: Generator[Chunk, None, None], context: Context, deadline: float,
-                 stats: Stats, route: str = "") -> tuple[list[ChunkAnswer], list[Chunk]]:
+                 stats: Stats, route: Route) -> tuple[list[ChunkAnswer], list[Chunk]]:
         """Each chunk asked as soon as it is fitted (`concurrency` in flight), while the next
         ones are counted; a chunk the server finds too long is split in two and asked again.
         Counts go into `stats` as answers arrive. The answers, and the chunks sent."""
@@ -205,7 +209,7 @@ class Engine:
                                 else time.monotonic() - started)
         return out, sent
 
-    def _ask(self, chunk: Chunk, depth: int, context: Context, deadline: float, route: str,
+    def _ask(self, chunk: Chunk, depth: int, context: Context, deadline: float, route: Route,
              review: str, held: list[float]) -> Attempted:
         """One chunk's passes, within the process's budget; the token-seconds it held of the
         server's cache go into `held`."""
@@ -271,6 +275,14 @@ def summarize(stats: Stats, findings: list[Finding], notes: list[str], model: st
         head = (f"INCOMPLETE REVIEW: {lines} reached the model ({stats.files_reviewed} of "
                 f"{stats.files_total} files reviewable) {found} {len(stats.errors)} error(s).")
     return "\n".join([head] + [f"- {note}" for note in notes[:8]])
+
+
+def review_priority(now: float, chunks: int) -> int:
+    """A review's request priority for vLLM (lower first): a virtual deadline, its start plus
+    CHUNK_SECONDS a chunk. A small review passes a large one that started a little earlier,
+    and none waits forever: whatever its size, a review that started long enough ago comes
+    first. Replicas of one server compare the same clock."""
+    return int(now - PRIORITY_EPOCH) + CHUNK_SECONDS * chunks
 
 
 def route_key(changes: ChangeSet, context: Context) -> str:

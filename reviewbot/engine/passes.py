@@ -14,7 +14,7 @@ from reviewbot.diff import ChangeSet
 from reviewbot.engine import answers, tools
 from reviewbot.engine.candidates import agree, apply_verdicts
 from reviewbot.engine.chunking import Chunk
-from reviewbot.engine.llm import ModelClient, Reply
+from reviewbot.engine.llm import NO_ROUTE, ModelClient, Reply, Route
 from reviewbot.engine.messages import JUDGE_TOKENS, REPLY_TOKENS, Anchor, Messages, Requests, Tools
 from reviewbot.errors import BadAnswer, ContextTooLong, RequestFailed
 from reviewbot.findings import Finding
@@ -80,7 +80,7 @@ class Passes:
     model: str
 
     def _call(self, messages: Messages, tool_list: Tools, name: str, max_tokens: int,
-              route: str, n: int = 1, temperature: float | None = None,
+              route: Route, n: int = 1, temperature: float | None = None,
               again: list[bool] | None = None,
               schema: dict[str, Any] | None = None) -> Callable[[], Reply]:
         """One request; once `again` holds True (an answer came back unusable: cut at its
@@ -92,7 +92,7 @@ class Passes:
             frequency_penalty=RETRY_PENALTY if again and again[0] else 0.0, schema=schema)
 
     def find(self, chunk: Chunk, depth: int, context: Context,
-             deadline: float, route: str = "") -> Attempted:
+             deadline: float, route: Route = NO_ROUTE) -> Attempted:
         """One chunk: the finding pass (an unusable answer is asked for again, up to
         ANSWER_ATTEMPTS), agreement across samples, then the verification pass."""
         settings = self.requests.settings
@@ -143,7 +143,7 @@ class Passes:
                          answer)
 
     def named(self, chunk: Chunk, messages: Messages, tool_list: Tools, answer: ChunkAnswer,
-              deadline: float, route: str = "") -> None:
+              deadline: float, route: Route = NO_ROUTE) -> None:
         """The summary named a problem the findings list left out (a small model's habit): ask
         once more, in the same conversation, for the problems it named; else count the chunk."""
         call = self._call(self.requests.named_messages(messages, answer.summary),
@@ -168,7 +168,7 @@ class Passes:
         answer.summary_only = not answer.findings
 
     def verify(self, chunk: Chunk, messages: Messages, tool_list: Tools, answer: ChunkAnswer,
-               deadline: float, route: str = "") -> int:
+               deadline: float, route: Route = NO_ROUTE) -> int:
         """Judge `answer.findings` in place; the requests it took. The finding pass's messages
         and tools, then the candidates, and an answer guided to a verdict per candidate (an
         unusable one is asked again, with the frequency penalty). Without a usable verdict the
@@ -201,7 +201,7 @@ class Passes:
     def judge(self, title: str, body: str, reference: str, deadline: float) -> bool:
         """eval's judge at temperature 0; no usable judgement counts as not the same problem."""
         call = self._call(self.requests.judge_messages(title, body, reference),
-                          [tools.judge_tool()], tools.JUDGE_TOOL, JUDGE_TOKENS, "",
+                          [tools.judge_tool()], tools.JUDGE_TOOL, JUDGE_TOKENS, NO_ROUTE,
                           temperature=0.0)
         verdict = _first(attempts(deadline, call), answers.parse_judgement)
         return verdict if verdict is not None else False
@@ -210,14 +210,14 @@ class Passes:
                  deadline: float) -> str | None:
         """An answer to a question about the change, or None when no usable one came back."""
         call = self._call(self.requests.question_messages(changes, author, question),
-                          [tools.answer_tool()], tools.ANSWER_TOOL, REPLY_TOKENS, "")
+                          [tools.answer_tool()], tools.ANSWER_TOOL, REPLY_TOKENS, NO_ROUTE)
         return _first(attempts(deadline, call), answers.parse_answer)
 
     def reply(self, about: Anchor, thread: list[tuple[str, str]],
               deadline: float) -> answers.ThreadReply | None:
         """An answer in a finding's thread, or None when no usable one came back."""
         call = self._call(self.requests.reply_messages(about, thread), [tools.reply_tool()],
-                          tools.REPLY_TOOL, REPLY_TOKENS, "")
+                          tools.REPLY_TOOL, REPLY_TOKENS, NO_ROUTE)
         return _first(attempts(deadline, call), answers.parse_reply)
 
 
@@ -226,7 +226,7 @@ class Passes:
                ) -> tuple[T | None, Usage, int]:
         """A forced call asked again until `parse` accepts a complete answer: (what it parsed,
         or None; the usage of every attempt; the requests sent)."""
-        call = self._call(messages, tool_list, name, max_tokens, "")
+        call = self._call(messages, tool_list, name, max_tokens, NO_ROUTE)
         usage, sent = Usage(), 0
         try:
             for reply in attempts(deadline, call):

@@ -128,7 +128,9 @@ def serve_config(plan: Plan, bind: str, port: int) -> ServeConfig:
             "--kv-cache-dtype", m.kv_dtype,
             # on by default for most models, off for some hybrids: a review's chunks and
             # passes share their prompt prefix, so say it
-            "--enable-prefix-caching"]
+            "--enable-prefix-caching",
+            # the review side's priority_scheduling: small reviews pass large ones
+            "--scheduling-policy", "priority"]
     quant = vllm_quantization(plan)
     if quant:
         argv += ["--quantization", quant]
