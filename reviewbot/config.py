@@ -61,9 +61,7 @@ class Settings:
     review_timeout: float = 1800.0  # wall-clock seconds per review; then it is incomplete
     max_diff_mb: float = 32.0  # a larger change is refused at once (exit 2), never left running
     retries: int = 4
-    # the server runs --scheduling-policy priority: each request carries its review's virtual
-    # deadline (start + 2 s a chunk), so small reviews pass large ones (env or flag only)
-    priority_scheduling: bool = False
+    priority_scheduling: bool = False  # the server schedules by priority: small reviews first
     tokenizer: str | None = None  # a tokenizer.json: counts when the server has no /tokenize, else texts
     temperature: float = 0.1
     # what to review and how
@@ -178,8 +176,8 @@ def check_paths(settings: Settings) -> None:
 
 
 _FIELDS = {f.name: f for f in fields(Settings)}
-# Keys that decide where secrets go, who commands the bot or which of the machine's files are
-# read: never from a file an MR can change
+# Keys that decide where secrets go, who commands the bot, which of the machine's files are read
+# or whose review goes first: never from a file an MR can change
 NOT_FROM_FILES = frozenset({"base_url", "api_key", "gitlab_url", "gitlab_token", "github_url",
                             "github_token", "github_bot_login", "ssl_verify", "ca_file",
                             "prompts_dir", "tokenizer", "command_min_access", "author_commands",
@@ -260,8 +258,8 @@ def parse_text(text: str, source: str) -> dict[str, Any]:
         name = refused[0]
         flag = f" or {FLAG_OF[name]}" if name in FLAG_OF else ""
         raise UsageError(f"config file {source}: {name} cannot be set in a file (it decides where "
-                         f"secrets go, who commands the bot or which files are read); set {env_names(name)[0]}{flag} "
-                         "instead")
+                         "secrets go, who commands the bot, which files are read or whose review "
+                         f"goes first); set {env_names(name)[0]}{flag} instead")
     return {k: _coerce(k, v, source) for k, v in section.items()}
 
 
@@ -279,13 +277,9 @@ def local_values(config_path: str | None) -> dict[str, Any]:
     return parse_text(text, CONFIG_FILE)
 
 
-def resolve(
-    flags: Mapping[str, Any],
-    env: Mapping[str, str] | None = None,
-    config_path: str | None = None,
-    *,
-    file_values: Mapping[str, Any] | None = None,
-) -> Settings:
+def resolve(flags: Mapping[str, Any], env: Mapping[str, str] | None = None,
+            config_path: str | None = None, *,
+            file_values: Mapping[str, Any] | None = None) -> Settings:
     """Merge the four sources. `flags` holds only what the user actually passed (None = unset).
 
     `file_values` replaces reading a file (a forge's target-branch copy, or {} for none).

@@ -27,15 +27,15 @@ def _call(server: VllmServer, plan: Path, out: Path) -> list[dict[str, object]]:
 def test_a_later_call_does_only_the_runs_added_to_the_plan(
         tmp_path: Path, vllm_server: VllmServer) -> None:
     plan = tmp_path / "plan.jsonl"
-    small = {"max_context": 8192, "chunk_tokens": 2048}
+    small = {"max_context": 8192, "chunk_tokens": 1650}
     plan.write_text(
-        json.dumps({"id": "bot-2k", "kind": "bot", "diff": SAMPLE, "concurrency": 4,
+        json.dumps({"id": "bot-small", "kind": "bot", "diff": SAMPLE, "concurrency": 4,
                     "temperature": 0, "settings": small}) + "\n"
         + "not a run\n"
-        + json.dumps({"id": "replay-2k", "kind": "replay", "diff": SAMPLE, "temperature": 0,
+        + json.dumps({"id": "replay-small", "kind": "replay", "diff": SAMPLE, "temperature": 0,
                       "settings": small}) + "\n")
     first = _call(vllm_server, plan, tmp_path / "out1")
-    assert [r["id"] for r in first] == ["bot-2k", "replay-2k"]
+    assert [r["id"] for r in first] == ["bot-small", "replay-small"]
     bot, ceiling = first
     # what the driver records, not what the model answered: the tiny model's tokenizer is
     # trained on reviewbot's own sources, so any code change can turn one of its random
@@ -51,7 +51,7 @@ def test_a_later_call_does_only_the_runs_added_to_the_plan(
         fh.write(json.dumps({"id": "two-at-once", "kind": "parallel", "reviews": [[SAMPLE, 2]],
                              "temperature": 0, "settings": small}) + "\n")
     second = _call(vllm_server, plan, tmp_path / "out2")
-    assert [r["id"] for r in second] == ["bot-2k", "replay-2k", "bot-4k-verify", "two-at-once"]
+    assert [r["id"] for r in second] == ["bot-small", "replay-small", "bot-4k-verify", "two-at-once"]
     assert second[:2] == first  # not run again
     assert "error" not in second[2] and isinstance(second[2]["complete"], bool)
     assert "error" not in second[3] and len(second[3]["complete"]) == 2, second[3].get("error")
