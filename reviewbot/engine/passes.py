@@ -56,17 +56,16 @@ class Attempted:
     outcome: ChunkAnswer | Exception
 
 
-def attempts(deadline: float, call: Callable[[], Reply],
-             again: Callable[[], Reply] | None = None) -> Iterator[Reply | BadAnswer]:
-    """Up to ANSWER_ATTEMPTS calls (`again`, if given, after the first) while the deadline
-    allows, each bounded by it: the reply, or the BadAnswer of an answer that is no completion
-    (asked again when the caller goes on); ContextTooLong and RequestFailed end the attempts."""
-    for attempt in range(ANSWER_ATTEMPTS):
+def attempts(deadline: float, call: Callable[[], Reply]) -> Iterator[Reply | BadAnswer]:
+    """Up to ANSWER_ATTEMPTS calls while the deadline allows, each bounded by it: the reply, or
+    the BadAnswer of an answer that is no completion (asked again when the caller goes on);
+    ContextTooLong and RequestFailed end the attempts."""
+    for _ in range(ANSWER_ATTEMPTS):
         if time.monotonic() >= deadline:
             return
         try:
             with until(deadline):
-                reply = (again or call)() if attempt else call()
+                reply = call()
         except BadAnswer as exc:
             yield exc
             continue
