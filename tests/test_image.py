@@ -10,16 +10,15 @@ import json
 import os
 import shutil
 import subprocess
-import tarfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests import image_base
 from tests.conftest import VllmServer
 
 ROOT = Path(__file__).resolve().parents[1]
-DEBIAN_MIRROR = os.environ.get("REVIEWBOT_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 TOOLS = ("buildah", "debootstrap")
 pytestmark = pytest.mark.skipif(
     any(shutil.which(t) is None for t in TOOLS) or os.geteuid() != 0,
@@ -39,22 +38,12 @@ class Buildah:
 
 
 def _base_tar(where: Path) -> Path:
-    """A Debian bookworm root with python3 and venv, as a tarball (debootstrap, minbase).
-    $REVIEWBOT_TEST_BASE_TAR names one made earlier (it takes a few minutes)."""
+    """The Debian base (tests/image_base.py): $REVIEWBOT_TEST_BASE_TAR when .ci/run made it
+    beforehand, else made here."""
     given = os.environ.get("REVIEWBOT_TEST_BASE_TAR")
     if given and Path(given).is_file():
         return Path(given)
-    rootfs, tar = where / "rootfs", where / "base.tar"
-    done = subprocess.run(
-        ["debootstrap", "--variant=minbase", "--include=python3,python3-venv,ca-certificates,git",
-         "bookworm", str(rootfs), DEBIAN_MIRROR], capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    for cache in ("var/cache/apt/archives", "var/lib/apt/lists"):
-        shutil.rmtree(rootfs / cache, ignore_errors=True)
-    with tarfile.open(tar, "w") as out:
-        out.add(rootfs, arcname=".")
-    shutil.rmtree(rootfs)
-    return tar
+    return image_base.make(where / "base.tar")
 
 
 def _context(where: Path) -> Path:
