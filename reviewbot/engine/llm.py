@@ -50,7 +50,7 @@ class Route:
     """Where and when one review's requests are served. `key` goes out as AFFINITY_HEADER, so
     a balancer keeps the review on the replica that caches its prefix; `priority`, when set,
     as vLLM's request priority (lower first), for a server started with
-    `--scheduling-policy priority` (vLLM refuses it from any other)."""
+    `--scheduling-policy priority` (other servers ignore it, or refuse it: hence a setting)."""
 
     key: str = ""
     priority: int | None = None

@@ -14,6 +14,7 @@ the finding pass's tools untouched and asks for its answer as `response_format` 
 `tool_choice` "none"): its schema, which names this chunk's candidates, never enters the prompt.
 Everything that differs between chunks (the admitted rows, the findings cap) sits in `$defs` at
 the very end of the tool JSON.
+
 Think before committing: a finding's anchor, title and explanation come before its category,
 severity and confidence; a verdict's reason before its decision.
 """
