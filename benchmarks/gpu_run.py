@@ -307,6 +307,7 @@ def passes(url: str, raw: bytes, candidates: int = 8) -> dict[str, Any]:
     from reviewbot.context import Context
     from reviewbot.engine import filters
     from reviewbot.engine.build import make_engine
+    from reviewbot.engine.tools import verify_schema
     from reviewbot.findings import Finding, Severity
 
     settings = settings_for(url, 8, max_findings_per_chunk=8)
@@ -316,11 +317,15 @@ def passes(url: str, raw: bytes, candidates: int = 8) -> dict[str, Any]:
     client = openai.OpenAI(base_url=url + "/v1", api_key="EMPTY", timeout=600, max_retries=0)
     temperature = TEMPERATURE if TEMPERATURE is not None else 0.0
 
-    def call(messages: Any, tools: Any, name: str, max_tokens: int, n: int = 1) -> Any:
+    def call(messages: Any, tools: Any, name: str, max_tokens: int, n: int = 1,
+             schema: Any = None) -> Any:
+        # the verification's answer is guided by response_format, its tools only the prefix
+        asked = ({"tool_choice": "none", "response_format": {"type": "json_schema", "json_schema": {
+            "name": name, "schema": schema, "strict": True}}} if schema is not None else
+                 {"tool_choice": {"type": "function", "function": {"name": name}}})
         try:
             return client.chat.completions.create(
-                model=SERVED, messages=messages, tools=tools, n=n,
-                tool_choice={"type": "function", "function": {"name": name}},
+                model=SERVED, messages=messages, tools=tools, n=n, **asked,
                 # vLLM refuses n > 1 with greedy sampling: the samples get a near-greedy 0.01
                 max_tokens=max_tokens,
                 temperature=max(temperature, 0.01) if n > 1 else temperature)
@@ -338,8 +343,9 @@ def passes(url: str, raw: bytes, candidates: int = 8) -> dict[str, Any]:
         found = [Finding(r.file.path, r.number, r.side, Severity.MAJOR, f"candidate {i}",
                          "The value may be None here and is used without a check.")
                  for i, r in enumerate(rows)]
-        second = call(engine.requests.verify_messages(chunk, messages, found), tools, "verify_findings",
-                      64 + 96 * len(found))
+        second = call(engine.requests.verify_messages(chunk, messages, found), tools,
+                      "verify_findings", engine.requests.verify_tokens(len(found)),
+                      schema=verify_schema(len(found)))
         return [first, second]
 
     out: dict[str, Any] = {"chunks": len(chunks), "candidates_per_chunk": candidates,
