@@ -145,9 +145,11 @@ def test_the_api_key_reaches_vllm_in_its_environment_never_its_command_line(
 
     seen = tmp_path / "seen.json"
     fake = tmp_path / "python"
+    # written aside, then renamed: `seen` exists only once whole (stop() may kill the writer)
     fake.write_text(f"#!{sys.executable}\nimport json, os, sys\n"
-                    f"json.dump({{'argv': sys.argv, 'key': os.environ.get('VLLM_API_KEY')}}, "
-                    f"open({str(seen)!r}, 'w'))\n")
+                    f"with open({str(seen)!r} + '.part', 'w') as out:\n"
+                    f"    json.dump({{'argv': sys.argv, 'key': os.environ.get('VLLM_API_KEY')}}, out)\n"
+                    f"os.replace({str(seen)!r} + '.part', {str(seen)!r})\n")
     fake.chmod(0o755)
     (tmp_path / "model").mkdir()
     spec = LaunchSpec(model_dir=tmp_path / "model", port=free_port(), extra_args=(
