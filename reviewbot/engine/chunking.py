@@ -164,6 +164,11 @@ def make_pieces(
     """One piece per hunk, or several for a hunk larger than `room(file)` tokens. A changed line
     too long for a piece goes alone, whole, when it fits `alone_room(file)`."""
     hunks = [(f, h) for f in changes.files for h in f.hunks]
+    return cut_to_room(hunk_pieces(hunks, counter), counter, room, context_lines, alone_room)
+
+
+def hunk_pieces(hunks: Sequence[tuple[FileDiff, Hunk]], counter: TokenCounter) -> list[Piece]:
+    """One piece per hunk, counted."""
     # provisional rows, unique across the review: the counts are upper bounds once a chunk
     # numbers its own rows from 1 (Chunk.numbered)
     first_rows, row = [], 1
@@ -171,14 +176,26 @@ def make_pieces(
         first_rows.append(row)
         row += len(h.lines)
     texts = [_piece_text(h, h.lines, None, r) for (_, h), r in zip(hunks, first_rows)]
-    pieces: list[Piece] = []
-    for (file, hunk), text, tokens, first in zip(hunks, texts, counter.count_texts(texts), first_rows):
-        piece = Piece(file, hunk, hunk.lines, 0, None, text, tokens, first)
-        limit = room(file) if callable(room) else room
-        alone = alone_room(file) if alone_room else 0
-        pieces.extend([piece] if tokens <= limit
-                      else split(piece, counter, limit, context_lines, alone))
-    return pieces
+    return [Piece(file, hunk, hunk.lines, 0, None, text, tokens, first)
+            for (file, hunk), text, tokens, first
+            in zip(hunks, texts, counter.count_texts(texts), first_rows)]
+
+
+def cut_to_room(
+    pieces: Sequence[Piece],
+    counter: TokenCounter,
+    room: int | Callable[[FileDiff], int],
+    context_lines: int = 3,
+    alone_room: Callable[[FileDiff], int] | None = None,
+) -> list[Piece]:
+    """`make_pieces` for pieces already made: each larger than `room(file)` split."""
+    out: list[Piece] = []
+    for piece in pieces:
+        limit = room(piece.file) if callable(room) else room
+        alone = alone_room(piece.file) if alone_room else 0
+        out.extend([piece] if piece.tokens <= limit
+                   else split(piece, counter, limit, context_lines, alone))
+    return out
 
 
 def split(piece: Piece, counter: TokenCounter, limit: int, context_lines: int,

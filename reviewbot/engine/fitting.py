@@ -10,8 +10,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 from reviewbot.context import Context
-from reviewbot.diff import ChangeSet, FileDiff
-from reviewbot.engine.chunking import Chunk, Piece, file_header, make_pieces, split
+from reviewbot.diff import ChangeSet, DiffLine, FileDiff, Hunk
+from reviewbot.engine.chunking import (
+    Chunk,
+    Piece,
+    cut_to_room,
+    file_header,
+    hunk_pieces,
+    split,
+)
 from reviewbot.engine.definitions import Definition, called_names, defined_in
 from reviewbot.engine.messages import SAFETY_TOKENS, Requests
 from reviewbot.engine.packing import pack
@@ -23,6 +30,11 @@ from reviewbot.errors import ContextTooSmall
 MAX_HEAD_FILES = 200  # files read for the code around the hunks, per review
 FRAMING = 64  # tokens of a section's own framing
 FIT_AHEAD = 4  # chunks whose exact counts are asked at once, ahead of the one being sent
+# A large change's first files, about this many review units of them, are counted and packed
+# alone, so that their requests go out while the rest is counted (the server is busy from the
+# start, not after every piece of the change is counted). Characters a token only size it.
+LEAD_UNITS = 4
+LEAD_CHARS_PER_TOKEN = 3
 
 
 @dataclass
@@ -33,14 +45,13 @@ class Fitted:
 
     estimate: int
     chunks: Generator[Chunk, None, None]
-    pieces: list[Piece]  # all of them, in the estimates' chunk order
 
 
 def _none() -> Generator[Chunk, None, None]:
     yield from ()
 
 
-NOTHING = Fitted(0, _none(), [])  # nothing to review (closing it again is a no-op)
+NOTHING = Fitted(0, _none())  # nothing to review (closing it again is a no-op)
 
 
 @dataclass
@@ -59,7 +70,8 @@ class Fitting:
                until: float = math.inf) -> Fitted:
         """`fitted`, each chunk with the code around it (`with_surroundings`) as it comes."""
         fitted = self.fitted(changes, context)
-        surround = self._surrounder(fitted.pieces, context, until)
+        lines = [ln for f in changes.files for h in f.hunks for ln in h.lines]
+        surround = self._surrounder(lines, context, until)
         return replace(fitted, chunks=(surround(c) for c in fitted.chunks))
 
     def _too_small(self, fixed: int) -> ContextTooSmall:
@@ -78,7 +90,8 @@ class Fitting:
 
     def fitted(self, changes: ChangeSet, context: Context) -> Fitted:
         """Pack with per-part estimates, then check every chunk's exact count and repair (what
-        the check moves out is packed again after the rest)."""
+        the check moves out is packed again after the rest). A large change's lead (`_lead`) is
+        counted, packed and sent before the rest is counted."""
         budget, settings = self.requests.budget, self.requests.settings
         fixed = self.exact((), context)
         if fixed + FRAMING > budget:
@@ -108,30 +121,52 @@ class Fitting:
             return pack(pieces, budget, fixed, header_cost, piece_cost, reserve,
                         lambda path: tested.get(path, path), place.__getitem__)
 
-        packed = repack(make_pieces(changes, self.counter, room, settings.context_lines,
-                                    alone_room))
-        pieces = [p for c in packed for p in c.pieces]
-        if not self.counter.exact:  # the same counter made the estimates: nothing to check
-            one = len(packed) == 1
-            return Fitted(len(packed), (replace(c, whole=one) for c in packed), pieces)
-        return Fitted(len(packed), self._checked(packed, repack, context), pieces)
+        def cut(pieces: list[Piece]) -> list[Piece]:
+            return cut_to_room(pieces, self.counter, room, settings.context_lines, alone_room)
+
+        everything = [(f, h) for f in changes.files for h in f.hunks]
+        lead_chars = LEAD_UNITS * budget * LEAD_CHARS_PER_TOKEN
+        if not self.counter.exact or _chars(everything) <= lead_chars:
+            packed = repack(cut(hunk_pieces(everything, self.counter)))
+            if self.counter.exact:
+                return Fitted(len(packed), self._checked(packed, repack, context))
+            one = len(packed) == 1  # the same counter made the estimates: nothing to check
+            return Fitted(len(packed), (replace(c, whole=one) for c in packed))
+        lead, rest = _lead(changes.files, tested, place, lead_chars)
+        whole = hunk_pieces(lead, self.counter)
+        packed = repack([p for p in whole if p.tokens <= room(p.file)])
+        # the least filled of the lead's chunks waits for the rest of the change, to fill up
+        back = min(packed, key=lambda c: sum(p.tokens for p in c.pieces), default=None)
+        # the whole change's tokens, guessed from the lead's
+        tokens = sum(p.tokens for p in whole) * _chars(everything) / max(_chars(lead), 1)
+
+        def later() -> list[Piece]:  # with the lead's hunks too large for a chunk, to be split
+            return [*(back.pieces if back else ()), *cut(
+                [p for p in whole if p.tokens > room(p.file)] + hunk_pieces(rest, self.counter))]
+
+        return Fitted(math.ceil(tokens / (budget - fixed)),
+                      self._checked([c for c in packed if c is not back], repack, context, later))
 
     def _checked(self, packed: list[Chunk], repack: Callable[[Sequence[Piece]], list[Chunk]],
-                 context: Context) -> Generator[Chunk, None, None]:
+                 context: Context, later: Callable[[], list[Piece]] | None = None
+                 ) -> Generator[Chunk, None, None]:
         """The packed chunks cut to their exact budgets, in order, FIT_AHEAD counted at once;
-        the pieces cut off are packed again and follow."""
+        the pieces cut off are packed again and follow, with `later`'s (the rest of the change,
+        counted once `packed` has gone out)."""
         pool = ThreadPoolExecutor(max_workers=FIT_AHEAD, thread_name_prefix="fit")
         index = 0
         try:
-            while packed:
+            while packed or later:
                 fits = [pool.submit(self._fit, list(c.pieces), context) for c in packed]
                 leftovers: list[Piece] = []
                 for fit in fits:
                     kept, left = fit.result()
                     leftovers += left
                     index += 1
-                    whole = index == 1 and len(packed) == 1 and not left
+                    whole = index == 1 and len(packed) == 1 and not left and later is None
                     yield replace(Chunk.numbered(index, kept), whole=whole)
+                if later is not None:
+                    leftovers, later = leftovers + later(), None
                 packed = repack(leftovers)
         finally:  # a review that stops taking chunks (its deadline) leaves none being counted
             pool.shutdown(wait=False, cancel_futures=True)
@@ -159,15 +194,15 @@ class Fitting:
     def with_surroundings(self, chunks: list[Chunk], context: Context,
                           until: float = math.inf) -> list[Chunk]:
         """Each chunk with the code around its hunks (`_surrounder`)."""
-        return list(map(self._surrounder([p for c in chunks for p in c.pieces], context, until),
-                        chunks))
+        lines = [ln for c in chunks for p in c.pieces for ln in p.lines]
+        return list(map(self._surrounder(lines, context, until), chunks))
 
-    def _surrounder(self, pieces: list[Piece], context: Context,
+    def _surrounder(self, lines: list[DiffLine], context: Context,
                     until: float) -> Callable[[Chunk], Chunk]:
         """A chunk with the code around its hunks, as much as its budget still holds after the
         diff and the intent (the diff always comes first: coverage does not depend on it).
         Context is gathered until the monotonic time `until`; chunks after it go without. The
-        definitions the change's added lines call (`pieces`: all of the review's) are looked up
+        definitions the change's added lines call (`lines`: all of the review's) are looked up
         once, for the first chunk."""
         settings = self.requests.settings
         if context.files is None or (
@@ -180,7 +215,7 @@ class Fitting:
             if time.monotonic() > until:
                 return chunk
             if not found:
-                found.append(_definitions(pieces, context, head))
+                found.append(_definitions(lines, context, head))
             blocks = surrounding_blocks(chunk, head, settings.surrounding_lines,
                                         settings.max_enclosing_lines)
             blocks += definition_blocks(chunk, found[0])  # after the code around: less relevant
@@ -214,12 +249,38 @@ def _head_reader(context: Context, until: float) -> Callable[[str], list[str] | 
     return head
 
 
-def _definitions(pieces: list[Piece], context: Context,
+def _definitions(lines: list[DiffLine], context: Context,
                  head: Callable[[str], list[str] | None]) -> list[Definition]:
     """Definitions of the names the change's added lines call, found once per review."""
     if context.definitions is None:
         return []
-    added = [ln.text for p in pieces for ln in p.lines if ln.kind == "+"]
-    shown = [ln.text for p in pieces for ln in p.lines if ln.kind != "-"]
+    added = [ln.text for ln in lines if ln.kind == "+"]
+    shown = [ln.text for ln in lines if ln.kind != "-"]
     found: list[Definition] = context.definitions(called_names(added, defined_in(shown)), head)
     return found
+
+
+Hunks = list[tuple[FileDiff, Hunk]]
+
+
+def _chars(hunks: Hunks) -> int:
+    return sum(len(ln.text) + 2 for _, h in hunks for ln in h.lines)
+
+
+def _lead(files: Sequence[FileDiff], tested: dict[str, str],
+          place: dict[str, tuple[str, int, int]], chars: int) -> tuple[Hunks, Hunks]:
+    """The hunks of the first whole review units in unit order, about `chars` characters of
+    diff, and the rest. A hunk larger than a lead's share stays with the rest: splitting it
+    counts every line."""
+    lead: Hunks = []
+    rest: Hunks = []
+    unit = None
+    for file in sorted(files, key=lambda f: place[f.path]):
+        if _chars(lead) >= chars and tested.get(file.path, file.path) != unit:
+            rest += [(file, h) for h in file.hunks]
+            continue
+        unit = tested.get(file.path, file.path)
+        for hunk in file.hunks:
+            large = _chars([(file, hunk)]) > chars // LEAD_UNITS
+            (rest if large else lead).append((file, hunk))
+    return lead, rest

@@ -1,0 +1,107 @@
+"""Fitting a large change: its lead is counted, packed and sent before the rest is counted,
+and the chunks still cover every changed line once, each within its exact budget."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from reviewbot import diff
+from reviewbot.config import Settings
+from reviewbot.context import Context, Intent
+from reviewbot.diff import ChangeSet
+from reviewbot.engine import fitting
+from reviewbot.engine.chunking import Chunk
+from reviewbot.engine.fitting import LEAD_CHARS_PER_TOKEN, LEAD_UNITS
+from reviewbot.engine.orchestrator import Engine
+from reviewbot.engine.tokens import LocalTokenCounter
+
+CONTEXT = 8192
+INTENT = Context(Intent("Add things"))
+
+
+class Recording(LocalTokenCounter):
+    """A tokenizer.json counter whose request counts fitting checks (as it checks the
+    server's), keeping every text it counted."""
+
+    exact = True
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path)
+        self.counted: list[str] = []
+
+    def count_texts(self, texts: Sequence[str]) -> list[int]:
+        self.counted += texts
+        return super().count_texts(texts)
+
+
+def new_file(path: str, lines: list[str]) -> str:
+    body = "".join(f"+{line}\n" for line in lines)
+    return (f"diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n"
+            f"+++ b/{path}\n@@ -0,0 +1,{len(lines)} @@\n{body}")
+
+
+@pytest.fixture(scope="module")
+def large() -> ChangeSet:
+    """60 new files, and first in unit order one whose single hunk no chunk can hold."""
+    big = [f"value_{i} = compute({i}, scale=3)  # the first file's hunk" for i in range(1500)]
+    files = [new_file("a_first/module.py", big)]
+    files += [new_file(f"pkg/m{i:02d}/service.py",
+                       [f"def handler_{i}_{k}(request, limit={k}):" for k in range(80)])
+              for i in range(60)]
+    return diff.parse("".join(files))
+
+
+@pytest.fixture
+def engine(tokenizer_json: Path) -> Engine:
+    counter = Recording(str(tokenizer_json))
+    return Engine(settings=Settings(max_context=CONTEXT, max_output_tokens=1024),
+                  client=None,  # type: ignore[arg-type]
+                  counter=counter, model="test-model", context=CONTEXT)
+
+
+def request_tokens(e: Engine, chunk: Chunk) -> int:
+    messages, tool_list = e.requests.request(chunk, INTENT)
+    return e.counter.count_request(messages, tool_list) + e.requests.extra_output(
+        chunk.changed_lines)
+
+
+def chars(changes: ChangeSet) -> int:
+    return sum(len(ln.text) + 2 for f in changes.files for h in f.hunks for ln in h.lines)
+
+
+def test_the_first_chunk_goes_out_before_the_rest_of_a_large_change_is_counted(
+        engine: Engine, large: ChangeSet) -> None:
+    counter = engine.counter
+    assert isinstance(counter, Recording)
+    lead = LEAD_UNITS * engine.requests.budget * LEAD_CHARS_PER_TOKEN
+    assert chars(large) > 3 * lead
+    fitted = engine.fitting.fitted(large, INTENT)
+    first = next(fitted.chunks)
+    assert first.index == 1 and not first.whole
+    # the file headers, the lead's hunks and the lead's chunks: nothing of the last files, nor
+    # of the hunk that has to be split line by line
+    assert not any("handler_50_" in text or "value_1499 " in text for text in counter.counted)
+    chunks = [first, *fitted.chunks]
+    assert any("handler_59_" in text for text in counter.counted)
+    assert abs(fitted.estimate - len(chunks)) <= 0.25 * len(chunks), fitted.estimate
+
+
+def test_a_large_change_fitted_lead_first_covers_every_line_within_budget(
+        engine: Engine, large: ChangeSet, monkeypatch: pytest.MonkeyPatch) -> None:
+    chunks = engine.fitting.chunks(large, INTENT)
+    assert [c.index for c in chunks] == list(range(1, len(chunks) + 1))
+    assert sum(c.changed_lines for c in chunks) == large.changed_lines
+    placed = [(p.file.path, p.hunk.header, p.part) for c in chunks for p in c.pieces]
+    assert len(placed) == len(set(placed))
+    sizes = [request_tokens(engine, c) for c in chunks]
+    assert max(sizes) <= engine.requests.budget
+    # the lead's hunk too large for a chunk was split with the rest, none of it cut
+    assert any(p.part for c in chunks for p in c.pieces if p.file.path == "a_first/module.py")
+    assert sum(c.cut[0] for c in chunks) == 0
+    # the lead costs at most one chunk beyond packing the whole change at once
+    monkeypatch.setattr(fitting, "LEAD_UNITS", 1000)
+    at_once = engine.fitting.chunks(large, INTENT)
+    assert len(chunks) <= len(at_once) + 1, (len(chunks), len(at_once))
