@@ -75,17 +75,17 @@ def done_ids(results: Path) -> set[str]:
     return {json.loads(line)["id"] for line in results.read_text().splitlines() if line.strip()}
 
 
-def warm(url: str, sizes: tuple[int, ...], max_len: int) -> dict[str, Any]:
+def warm(url: str, sizes: tuple[int, ...], max_len: int, burst: int) -> dict[str, Any]:
     """The warm-up of `reviewbot server up` (reviewbot_server.supervise.canary.warm_up)."""
     import httpx
 
     from reviewbot_server.supervise.canary import warm_up
     with httpx.Client() as client:
-        return {"sizes": warm_up(client, url, gpu_run.SERVED, sizes, max_len, 300.0)}
+        return {"sizes": warm_up(client, url, gpu_run.SERVED, sizes, max_len, 300.0, burst)}
 
 
 def restart(payload: Path, port: int, max_len: int, extra: list[str], limit: float,
-            sizes: tuple[int, ...]) -> dict[str, Any]:
+            sizes: tuple[int, ...], burst: int) -> dict[str, Any]:
     """A `server` run: stop the server of the pid file (started by an earlier run of this
     driver, in its own session) and start one with `extra` flags."""
     pid_file = payload / "vllm.pid"
@@ -100,7 +100,7 @@ def restart(payload: Path, port: int, max_len: int, extra: list[str], limit: flo
             time.sleep(1)
     server = gpu_run.start_server(payload, port, max_len, payload / "vllm.log", limit,
                                   tuple(extra))
-    return {"server": server, "warmup": warm(f"http://127.0.0.1:{port}", sizes, max_len)}
+    return {"server": server, "warmup": warm(f"http://127.0.0.1:{port}", sizes, max_len, burst)}
 
 
 def one(run: dict[str, Any], url: str, diffs: Path, args: argparse.Namespace) -> dict[str, Any]:
@@ -108,7 +108,8 @@ def one(run: dict[str, Any], url: str, diffs: Path, args: argparse.Namespace) ->
     settings = run.get("settings", {})
     if run["kind"] == "server":
         return restart(args.payload, args.port, args.max_model_len, list(run.get("args", [])),
-                       args.startup_limit, args.warm_up_tokens)
+                       args.startup_limit, args.warm_up_tokens,
+                       int(run.get("warm_up_burst", args.warm_up_burst)))
 
     def read(name: str) -> bytes:
         return (Path(name) if name.endswith(".diff") else diffs / f"{name}.diff").read_bytes()
@@ -138,6 +139,9 @@ def main() -> int:
                     "(the planner's, say: --max-num-seqs 176 --max-num-batched-tokens 8192)")
     ap.add_argument("--warm-up-tokens", type=lambda v: tuple(int(x) for x in v.split(",")),
                     default=None, help="prompt sizes of the warm-up calls (default: server up's)")
+    ap.add_argument("--warm-up-burst", type=int, default=None,
+                    help="calls at once after them (default: server up's; a server run's "
+                         "warm_up_burst overrides it)")
     args = ap.parse_args()
     begin = time.monotonic()
     gpu_run.SERVED = args.served_name
@@ -147,15 +151,18 @@ def main() -> int:
     if not args.url:
         gpu_run.install(args.payload)
     gpu_run.reviewbot_importable()
-    from reviewbot_server.supervise.canary import WARM_UP_TOKENS
+    from reviewbot_server.supervise.canary import WARM_UP_BURST, WARM_UP_TOKENS
     args.warm_up_tokens = args.warm_up_tokens or WARM_UP_TOKENS
+    if args.warm_up_burst is None:
+        args.warm_up_burst = WARM_UP_BURST
     if not args.url and not gpu_run.server_up(url):
         gpu_run.log("server", gpu_run.start_server(args.payload, args.port,
                                                    args.max_model_len,
                                                    args.payload / "vllm.log",
                                                    args.startup_limit,
                                                    tuple(args.serve_args.split())))
-        gpu_run.log("warmup", warm(url, args.warm_up_tokens, args.max_model_len))
+        gpu_run.log("warmup", warm(url, args.warm_up_tokens, args.max_model_len,
+                                   args.warm_up_burst))
     import openai  # importable only after install(): the payload's site packages
 
     from reviewbot.errors import ReviewbotError

@@ -122,6 +122,45 @@ def test_warm_up_sends_one_forced_call_per_size_within_the_context() -> None:
                for b in seen)
 
 
+def test_the_warm_up_ends_with_a_burst_sent_as_a_review_sends_its_requests() -> None:
+    import httpx
+
+    from reviewbot_server.supervise.canary import warm_up
+    from tests.fake_openai import FakeOpenAI, Reply
+
+    seen: list[dict[str, object]] = []
+
+    def script(body: dict[str, object], attempt: int) -> Reply:
+        seen.append(body)
+        if body.get("response_format"):
+            return Reply(content='{"ok": true}')
+        return Reply(tool_args={"ok": True})
+
+    with FakeOpenAI(script, max_model_len=100_000) as server, httpx.Client() as client:
+        took = warm_up(client, server.base_url.removesuffix("/v1"), "fake", (64,), 8192, 10,
+                       burst=4)
+    assert sorted(took) == ["64", "burst"] and isinstance(took["burst"], float)
+    burst = seen[1:]
+    assert len(burst) == 4
+    guided = [b for b in burst if b.get("response_format")]
+    assert len(guided) == 2 and all(b["tool_choice"] == "none" for b in guided)
+    assert sorted(b["temperature"] for b in burst) == [0.0, 0.0, 0.1, 0.1]  # type: ignore[type-var]
+    # distinct prompts: each is prefilled, none is served from another's cache alone
+    assert len({b["messages"][0]["content"] for b in burst}) == 4  # type: ignore[index]
+
+
+def test_a_failed_warm_up_burst_is_reported_not_raised() -> None:
+    import httpx
+
+    from reviewbot_server.supervise.canary import warm_up
+    from tests.fake_openai import FakeOpenAI, Reply
+
+    with FakeOpenAI(lambda body, n: Reply(status=500), max_model_len=100_000) as server, \
+            httpx.Client() as client:
+        took = warm_up(client, server.base_url.removesuffix("/v1"), "fake", (), 8192, 5, burst=2)
+    assert took == {"burst": None}
+
+
 def test_a_failed_warm_up_call_is_reported_not_raised() -> None:
     import httpx
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import httpx
@@ -35,6 +36,10 @@ CANARY_MAX_TOKENS = 24
 # kernels during the first real requests of each shape (1.5-2 s once on the H200), so a new
 # server takes one forced call of each before it is ready, and a review never pays for it.
 WARM_UP_TOKENS = (2048, 16384, 49152)
+# then that many calls at once, each of BURST_TOKENS: the first review's batches of many
+# requests, guided both ways, greedy and sampled, meet kernels the single calls did not
+WARM_UP_BURST = 16
+BURST_TOKENS = 2048
 
 # Current names first, then names of older releases (gpu_cache_usage_perc until 0.11).
 _KV_USAGE = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
@@ -72,31 +77,67 @@ def _post(client: httpx.Client, url: str, body: dict[str, object], deadline: flo
 
 
 def _tool_call(client: httpx.Client, root_url: str, model: str, content: str,
-               deadline: float) -> dict:  # type: ignore[type-arg]
+               deadline: float, **sampling: object) -> dict:  # type: ignore[type-arg]
     return _post(client, f"{root_url}/v1/chat/completions", {
         "model": model,
         "messages": [{"role": "user", "content": content}],
         "tools": [CANARY_TOOL],
         "tool_choice": {"type": "function", "function": {"name": "canary"}},
         "max_tokens": CANARY_MAX_TOKENS,
+        **sampling,
+    }, deadline)
+
+
+def _guided(client: httpx.Client, root_url: str, model: str, content: str,
+            deadline: float, **sampling: object) -> dict:  # type: ignore[type-arg]
+    """An answer guided by `response_format` beside the tools, as a review's verification."""
+    schema = CANARY_TOOL["function"]["parameters"]  # type: ignore[index]
+    return _post(client, f"{root_url}/v1/chat/completions", {
+        "model": model,
+        "messages": [{"role": "user", "content": content}],
+        "tools": [CANARY_TOOL], "tool_choice": "none",
+        "response_format": {"type": "json_schema",
+                            "json_schema": {"name": "canary", "schema": schema, "strict": True}},
+        "max_tokens": CANARY_MAX_TOKENS,
+        **sampling,
     }, deadline)
 
 
 def warm_up(client: httpx.Client, root_url: str, model: str, sizes: tuple[int, ...],
-            max_model_len: int, timeout: float) -> dict[str, float | None]:
+            max_model_len: int, timeout: float, burst: int = 0) -> dict[str, float | None]:
     """One forced tool call per prompt size (about `size` tokens, within the context), each
-    within `timeout`: seconds per size, None where it failed (the server is ready all the same:
-    its canary passed; the first review then pays the compile)."""
+    within `timeout`, then `burst` calls at once, as a review sends them (forced calls and
+    guided answers, greedy and sampled): seconds per size and for the burst ("burst"), None
+    where it failed (the server is ready all the same: its canary passed; the first review
+    then pays the compile)."""
     out: dict[str, float | None] = {}
     for size in sorted({min(s, int(max_model_len * 0.9)) for s in sizes if s > 0}):
         start = time.monotonic()
         try:  # "x = 1\n" is about four tokens in the common code tokenizers
-            _tool_call(client, root_url, model, "Warm-up, call the tool.\n" + "x = 1\n" * (size // 4),
-                       start + timeout)
+            _tool_call(client, root_url, model, _filler(size), start + timeout)
             out[str(size)] = round(time.monotonic() - start, 3)
         except (httpx.HTTPError, ValueError):
             out[str(size)] = None
+    if burst > 0:
+        start = time.monotonic()
+        size = min(BURST_TOKENS, int(max_model_len * 0.9))
+
+        def one(i: int) -> None:
+            ask = (_tool_call, _guided)[i % 2]
+            ask(client, root_url, model, f"Request {i}. " + _filler(size), start + timeout,
+                temperature=(0.0, 0.1)[i // 2 % 2])
+
+        try:
+            with ThreadPoolExecutor(max_workers=burst) as pool:
+                list(pool.map(one, range(burst)))
+            out["burst"] = round(time.monotonic() - start, 3)
+        except (httpx.HTTPError, ValueError):
+            out["burst"] = None
     return out
+
+
+def _filler(size: int) -> str:
+    return "Warm-up, call the tool.\n" + "x = 1\n" * (size // 4)
 
 
 def run_canary(client: httpx.Client, root_url: str, model: str, timeout: float) -> CanaryResult:

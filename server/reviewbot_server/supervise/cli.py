@@ -22,7 +22,7 @@ from reviewbot_server.process.launcher import (
     find_vllm_python,
 )
 from reviewbot_server.supervise import preflight
-from reviewbot_server.supervise.canary import WARM_UP_TOKENS
+from reviewbot_server.supervise.canary import WARM_UP_BURST, WARM_UP_TOKENS
 from reviewbot_server.supervise.specs import Nginx, gpu_specs, nginx_for
 from reviewbot_server.supervise.status_app import Metrics, StatusServer, build_app
 from reviewbot_server.supervise.supervisor import Supervisor, SupervisorSettings
@@ -86,12 +86,15 @@ def _verify_model(model_dir: Path) -> None:
 @click.option("--warm-up-tokens", default=",".join(map(str, WARM_UP_TOKENS)), show_default=True,
               help="Prompt sizes of the forced tool calls sent before an instance is ready "
                    "(after every start), so that no review pays the kernels' compile; '' for none.")
+@click.option("--warm-up-burst", type=click.IntRange(min=0), default=WARM_UP_BURST,
+              show_default=True, help="Warm-up calls sent at once after those, as a review "
+                                      "sends them; 0 for none.")
 @click.argument("extra", nargs=-1, type=click.UNPROCESSED)
 def up(gpus: str, model_dir: Path, port: int, state_dir: Path, served_model_name: str | None,
        max_model_len: int, status_port: int, vllm_python: str | None, startup_timeout: float,
        canary_interval: float, canary_timeout: float, canary_failures: int,
        backoff_initial: float, backoff_max: float, crashloop_after: int,
-       drain_timeout: float, stop_grace: float, warm_up_tokens: str,
+       drain_timeout: float, stop_grace: float, warm_up_tokens: str, warm_up_burst: int,
        extra: tuple[str, ...]) -> None:
     """Launch vLLM and keep it serving until SIGTERM/SIGINT. Extra vLLM flags go after `--`."""
     state_dir = state_dir.resolve()
@@ -122,7 +125,7 @@ def up(gpus: str, model_dir: Path, port: int, state_dir: Path, served_model_name
         canary_failures=canary_failures, backoff_initial_s=backoff_initial,
         backoff_max_s=backoff_max, crashloop_after=crashloop_after,
         drain_timeout_s=drain_timeout, stop_grace_s=stop_grace, vllm_python=python,
-        warm_up_tokens=_sizes(warm_up_tokens),
+        warm_up_tokens=_sizes(warm_up_tokens), warm_up_burst=warm_up_burst,
     )
     sys.exit(_run(specs, settings, status_port, lb))
 

@@ -28,6 +28,7 @@ from reviewbot_server.deadline import bounded_client
 from reviewbot_server.errors import LaunchError, UsageError
 from reviewbot_server.process.launcher import LaunchSpec, VllmProcess
 from reviewbot_server.supervise.canary import (
+    WARM_UP_BURST,
     WARM_UP_TOKENS,
     EngineLoad,
     fetch_load,
@@ -63,6 +64,7 @@ class SupervisorSettings:
     poll_s: float = 0.5  # how often a dead process is noticed
     vllm_python: str | None = None
     warm_up_tokens: tuple[int, ...] = WARM_UP_TOKENS  # one forced call each before ready
+    warm_up_burst: int = WARM_UP_BURST  # then this many calls at once
     warm_up_timeout_s: float = 120.0  # per call
 
 
@@ -217,7 +219,7 @@ class Instance:
             if result.ok:  # warmed first, after every start: no review pays the compile
                 warmed = warm_up(client, self.spec.root_url, self.spec.served_model_name,
                                  self.settings.warm_up_tokens, self.spec.max_model_len,
-                                 self.settings.warm_up_timeout_s)
+                                 self.settings.warm_up_timeout_s, self.settings.warm_up_burst)
                 self.ever_ready = True
                 self._set(state="ready", ready_since=time.time(), last_error="", warm_up_s=warmed,
                           canary_latency_s=round(result.latency_s, 3),
