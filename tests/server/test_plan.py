@@ -148,6 +148,22 @@ def test_fp8_where_the_card_has_it_with_both_plans_measured_kv() -> None:
     assert (p.max_concurrent_reviews, p.compared.reviews) == (30, 10)
 
 
+@pytest.mark.parametrize(("gpus", "cpus", "servers"), [
+    ("1xH200", 16, 4), ("1xH200", 8, 2), ("1xH200", 4, 1), ("1xH200", None, 1),
+    ("4xT4", 8, 1), ("4xT4", 64, 4), ("8xH200", 128, 4)])
+def test_api_servers_from_each_instances_share_of_the_cores(
+        gpus: str, cpus: int | None, servers: int) -> None:
+    """One API server process tokenized every request and count of an H200: a review's
+    requests queued behind it (bot ÷ replay 1.10-1.17; with four, 1.04-1.05)."""
+    model = load_model("Qwen3-Coder-30B-A3B" if "H200" in gpus else "Qwen2.5-Coder-7B")
+    p = plan(gpus, model, cpus=cpus)
+    assert p.api_servers == servers
+    for inst in p.instances:
+        argv = inst.argv
+        assert (argv[argv.index("--api-server-count") + 1] == str(servers)
+                if servers > 1 else "--api-server-count" not in argv)
+
+
 @pytest.mark.parametrize("gpus", ["1xA100-80", "4xT4", "2xA10"])
 def test_no_fp8_on_cards_without_fp8_tensor_cores(gpus: str) -> None:
     model = load_model("Qwen3-Coder-30B-A3B" if gpus == "1xA100-80" else "Qwen2.5-Coder-7B")
@@ -262,7 +278,7 @@ def _all_argvs() -> list[list[str]]:
         for spec in ("4xT4", "2xA10", "1xRTX4090", "1xH100", "1xH200", "8xH200"):
             for quant in (None, "fp8", "awq", "gptq", "gptq-int8"):
                 try:
-                    p = plan(spec, load_model(model), quantization=quant)
+                    p = plan(spec, load_model(model), quantization=quant, cpus=64)
                 except PlanRefused as refused:
                     p = refused.nearest  # type: ignore[assignment]
                 if p is not None:
@@ -275,7 +291,8 @@ def test_every_flag_exists_in_installed_vllm(vllm_interpreter: str) -> None:
     argvs = _all_argvs()
     flags = {a for argv in argvs for a in argv if a.startswith("--")}
     assert {"--hf-overrides", "--enable-expert-parallel", "--disable-custom-all-reduce",
-            "--quantization", "--attention-backend", "--kv-cache-dtype"} <= flags
+            "--quantization", "--attention-backend", "--kv-cache-dtype",
+            "--api-server-count"} <= flags
     result = check_argvs(VLLM_PYTHON, argvs)
     assert result["errors"] == []
     assert {"hermes", "qwen3_coder", "qwen3_xml"} <= set(result["tool_parsers"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import click
@@ -67,6 +68,9 @@ def _refuse(refused: PlanRefused, output: str) -> None:
               default=None, help="GPUs per replica, instead of the planner's choice.")
 @click.option("--replicas", type=click.IntRange(1, 16), default=None,
               help="Replicas per machine, instead of every GPU group the TP size leaves.")
+@click.option("--cpus", type=click.IntRange(1, 4096), default=None,
+              help="CPU cores of each GPU machine, which size vLLM's API servers. "
+                   "Default: this machine's.")
 @click.option("--output", type=click.Choice(OUTPUTS), default="text", show_default=True)
 @click.option("--vllm-bin", default=VLLM_BIN, show_default=True,
               help="vllm executable for --output systemd.")
@@ -79,14 +83,15 @@ def _refuse(refused: PlanRefused, output: str) -> None:
               "(a review sends its chunks and verification passes together).")
 def plan_command(gpus_spec: str, model_ref: str, max_model_len: int, quantization: str | None,
                  kv_cache_dtype: str | None, nodes: int, tensor_parallel_size: int | None,
-                 replicas: int | None, output: str, vllm_bin: str,
+                 replicas: int | None, cpus: int | None, output: str, vllm_bin: str,
                  listen: str, rate_limit: int, burst: int) -> None:
     """Compute and explain a vLLM deployment for these GPUs and this model."""
     model = load_model(model_ref)
     try:
         p = make_plan(gpus_spec, model, max_model_len=max_model_len, quantization=quantization,
                       kv_cache_dtype=kv_cache_dtype, nodes=nodes,
-                      tensor_parallel_size=tensor_parallel_size, replicas=replicas)
+                      tensor_parallel_size=tensor_parallel_size, replicas=replicas,
+                      cpus=cpus or os.cpu_count())
     except PlanRefused as refused:
         _refuse(refused, output)
         return

@@ -186,19 +186,28 @@ def plan(
     base_port: int = 8001,
     tensor_parallel_size: int | None = None,
     replicas: int | None = None,
+    cpus: int | None = None,
 ) -> Plan:
     """The deployment for these GPUs and this model. Where the card computes FP8 and the
     model's publisher has an FP8 build, FP8 weights with an fp8 KV cache are weighed against
     16-bit ones: the plan takes FP8 (measured on an H200: a KV cache 2.9 times larger, a
     verified review 20% faster) unless the user chose the weights or the KV cache, and shows
-    the other one's numbers."""
+    the other one's numbers. `cpus`, the cores of each node, sizes vLLM's API servers."""
     ask = _Ask(gpus_spec, model, max_model_len, quantization, kv_cache_dtype, nodes, base_port,
                tensor_parallel_size, replicas)
+    chosen = _weighed(ask)
+    frontends = replace(chosen, api_servers=topology.api_servers(cpus, chosen.replicas_per_node))
+    return replace(frontends, instances=topology.instances(frontends, base_port))
+
+
+def _weighed(ask: _Ask) -> Plan:
+    """The plan, FP8 weighed against 16-bit weights where both apply (`plan`)."""
     if not _weighs_fp8(ask):
         return _plan(ask)
     sixteen = ask.attempt(quantization="bf16")
     fp8 = ask.attempt(quantization="fp8", kv_cache_dtype="fp8")
-    chosen, other = (fp8, sixteen) if quantization is None and fp8 is not None else (sixteen, fp8)
+    chosen, other = ((fp8, sixteen) if ask.quantization is None and fp8 is not None
+                     else (sixteen, fp8))
     if chosen is None:
         return _plan(ask)  # refused, with the alternatives
     if other is None:

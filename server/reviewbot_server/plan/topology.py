@@ -119,6 +119,21 @@ def vllm_quantization(plan: Plan) -> str | None:
     return {"awq": "awq_marlin", "gptq": "gptq_marlin"}.get(fmt.method, fmt.method)
 
 
+CORES_PER_API_SERVER = 4
+MAX_API_SERVERS = 4
+
+
+def api_servers(cpus: int | None, replicas_per_node: int) -> int:
+    """vLLM API server processes per instance: one tokenizes, renders and parses every
+    request of an instance, and a review's chunks and their /tokenize counts queue behind it
+    (measured on an H200: bot ÷ replay 1.10-1.17 with one, 1.04-1.05 with four). One per
+    CORES_PER_API_SERVER cores of the instance's share of the node, at most MAX_API_SERVERS;
+    one where the cores are unknown."""
+    if not cpus:
+        return 1
+    return max(1, min(MAX_API_SERVERS, cpus // replicas_per_node // CORES_PER_API_SERVER))
+
+
 def serve_config(plan: Plan, bind: str, port: int) -> ServeConfig:
     m = plan.memory
     argv = ["--tensor-parallel-size", str(plan.tp),
@@ -131,6 +146,8 @@ def serve_config(plan: Plan, bind: str, port: int) -> ServeConfig:
             "--enable-prefix-caching",
             # the review side's priority_scheduling: small reviews pass large ones
             "--scheduling-policy", "priority"]
+    if plan.api_servers > 1:
+        argv += ["--api-server-count", str(plan.api_servers)]
     quant = vllm_quantization(plan)
     if quant:
         argv += ["--quantization", quant]

@@ -56,6 +56,7 @@ class Plan:
     instances: tuple[Instance, ...]
     warnings: tuple[str, ...]
     compared: Compared | None = None
+    api_servers: int = 1  # vLLM's API server processes per instance (--api-server-count)
 
     @property
     def gpu(self) -> GpuType:

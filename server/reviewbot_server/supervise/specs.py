@@ -29,7 +29,7 @@ def gpu_specs(
     from reviewbot_server.plan.planner import plan
 
     the_plan = plan(gpus, load_model(str(model_dir)), max_model_len=max_model_len,
-                    base_port=port + 1)
+                    base_port=port + 1, cpus=os.cpu_count())
     specs: dict[str, LaunchSpec] = {}
     for inst in the_plan.instances:
         if inst.node != 0:
