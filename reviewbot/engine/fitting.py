@@ -133,16 +133,16 @@ class Fitting:
             one = len(packed) == 1  # the same counter made the estimates: nothing to check
             return Fitted(len(packed), (replace(c, whole=one) for c in packed))
         lead, rest = _lead(changes.files, tested, place, lead_chars)
-        whole = hunk_pieces(lead, self.counter)
-        packed = repack([p for p in whole if p.tokens <= room(p.file)])
+        counted = hunk_pieces(lead, self.counter)
+        packed = repack([p for p in counted if p.tokens <= room(p.file)])
         # the least filled of the lead's chunks waits for the rest of the change, to fill up
         back = min(packed, key=lambda c: sum(p.tokens for p in c.pieces), default=None)
         # the whole change's tokens, guessed from the lead's
-        tokens = sum(p.tokens for p in whole) * _chars(everything) / max(_chars(lead), 1)
+        tokens = sum(p.tokens for p in counted) * _chars(everything) / max(_chars(lead), 1)
 
         def later() -> list[Piece]:  # with the lead's hunks too large for a chunk, to be split
             return [*(back.pieces if back else ()), *cut(
-                [p for p in whole if p.tokens > room(p.file)] + hunk_pieces(rest, self.counter))]
+                [p for p in counted if p.tokens > room(p.file)] + hunk_pieces(rest, self.counter))]
 
         return Fitted(math.ceil(tokens / (budget - fixed)),
                       self._checked([c for c in packed if c is not back], repack, context, later))
@@ -274,13 +274,15 @@ def _lead(files: Sequence[FileDiff], tested: dict[str, str],
     counts every line."""
     lead: Hunks = []
     rest: Hunks = []
-    unit = None
+    size, unit = 0, None
     for file in sorted(files, key=lambda f: place[f.path]):
-        if _chars(lead) >= chars and tested.get(file.path, file.path) != unit:
+        if size >= chars and tested.get(file.path, file.path) != unit:
             rest += [(file, h) for h in file.hunks]
             continue
         unit = tested.get(file.path, file.path)
         for hunk in file.hunks:
-            large = _chars([(file, hunk)]) > chars // LEAD_UNITS
+            hunk_chars = _chars([(file, hunk)])
+            large = hunk_chars > chars // LEAD_UNITS
             (rest if large else lead).append((file, hunk))
+            size += 0 if large else hunk_chars
     return lead, rest
