@@ -13,6 +13,7 @@ from reviewbot.cli import main
 from reviewbot_server.errors import UsageError
 from reviewbot_server.plan.model import load_model
 from reviewbot_server.plan.planner import PlanRefused, plan
+from reviewbot_server.render.serve import plan_text
 from reviewbot_server.render.vllm_flags import check_argvs
 from reviewbot_server.tinymodel import build_tiny_model
 
@@ -162,6 +163,7 @@ def test_api_servers_from_each_instances_share_of_the_cores(
         argv = inst.argv
         assert (argv[argv.index("--api-server-count") + 1] == str(servers)
                 if servers > 1 else "--api-server-count" not in argv)
+    assert ("--api-server-count" in plan_text(p)) == (servers > 1)
 
 
 @pytest.mark.parametrize("gpus", ["1xA100-80", "4xT4", "2xA10"])

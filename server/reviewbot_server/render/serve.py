@@ -105,6 +105,8 @@ def plan_text(plan: Plan) -> str:
         f"  --max-num-seqs {plan.max_num_seqs}  (≈ KV tokens / {4096}-token review chunks)",
         f"  --max-num-batched-tokens {plan.max_num_batched_tokens}  (prefill chunk size)",
         "  --scheduling-policy priority  (set REVIEWBOT_PRIORITY_SCHEDULING=1 where reviews run)",
+        *([f"  --api-server-count {plan.api_servers}  (request processes: 1 per 4 cores)"]
+          if plan.api_servers > 1 else []),
         f"  --kv-cache-dtype {m.kv_dtype}   --dtype {plan.dtype}",
         f"  tool-call parser: {plan.tool_call_parser or 'none'}"
         + (f", reasoning parser: {plan.reasoning_parser}" if plan.reasoning_parser else ""),
