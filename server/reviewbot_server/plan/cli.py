@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 
 import click
 
 from reviewbot_server.errors import PlanRefused
+from reviewbot_server.plan.hardware import local_cpus
 from reviewbot_server.plan.model import load_model
 from reviewbot_server.plan.planner import DEFAULT_CONTEXT
 from reviewbot_server.plan.planner import plan as make_plan
@@ -91,7 +91,7 @@ def plan_command(gpus_spec: str, model_ref: str, max_model_len: int, quantizatio
         p = make_plan(gpus_spec, model, max_model_len=max_model_len, quantization=quantization,
                       kv_cache_dtype=kv_cache_dtype, nodes=nodes,
                       tensor_parallel_size=tensor_parallel_size, replicas=replicas,
-                      cpus=cpus or os.cpu_count())
+                      cpus=cpus or local_cpus())
     except PlanRefused as refused:
         _refuse(refused, output)
         return

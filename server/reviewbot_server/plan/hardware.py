@@ -1,4 +1,4 @@
-"""GPU catalog and `--gpus` spec parsing.
+"""GPU catalog, `--gpus` spec parsing, and this machine's cores.
 
 Memory is the total the CUDA runtime reports (`torch.cuda.mem_get_info`, MiB), a little
 under the marketed size and under nvidia-smi's total; that total is what vLLM multiplies by
@@ -8,6 +8,7 @@ under the marketed size and under nvidia-smi's total; that total is what vLLM mu
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 
@@ -142,3 +143,11 @@ def parse_gpus(spec: str) -> GpuSpec:
     smallest = min((gpu for _, gpu in groups), key=lambda g: (g.memory_mib, g.compute_capability))
     mixed = len({gpu.name for _, gpu in groups}) > 1
     return GpuSpec(gpu=smallest, count=total, spec=text, mixed=mixed)
+
+
+def local_cpus() -> int | None:
+    """The cores this process may run on (a container's cpuset, not the host's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count()

@@ -25,11 +25,12 @@ def gpu_specs(
     extra: tuple[str, ...],
 ) -> dict[str, LaunchSpec]:
     """One LaunchSpec per planned instance on this host, on ports port+1, port+2, …"""
+    from reviewbot_server.plan.hardware import local_cpus
     from reviewbot_server.plan.model import load_model
     from reviewbot_server.plan.planner import plan
 
     the_plan = plan(gpus, load_model(str(model_dir)), max_model_len=max_model_len,
-                    base_port=port + 1, cpus=os.cpu_count())
+                    base_port=port + 1, cpus=local_cpus())
     specs: dict[str, LaunchSpec] = {}
     for inst in the_plan.instances:
         if inst.node != 0:
