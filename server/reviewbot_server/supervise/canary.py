@@ -77,27 +77,19 @@ def _post(client: httpx.Client, url: str, body: dict[str, object], deadline: flo
 
 
 def _tool_call(client: httpx.Client, root_url: str, model: str, content: str,
-               deadline: float, **sampling: object) -> dict:  # type: ignore[type-arg]
+               deadline: float, guided: bool = False,
+               **sampling: object) -> dict:  # type: ignore[type-arg]
+    """A forced call of the canary tool; `guided`: its arguments asked for as an answer guided
+    by `response_format` beside the tools, as a review asks for its verification."""
+    schema = CANARY_TOOL["function"]["parameters"]  # type: ignore[index]
+    ask = ({"tool_choice": "none", "response_format": {
+        "type": "json_schema", "json_schema": {"name": "canary", "schema": schema, "strict": True}}}
+           if guided else {"tool_choice": {"type": "function", "function": {"name": "canary"}}})
     return _post(client, f"{root_url}/v1/chat/completions", {
         "model": model,
         "messages": [{"role": "user", "content": content}],
         "tools": [CANARY_TOOL],
-        "tool_choice": {"type": "function", "function": {"name": "canary"}},
-        "max_tokens": CANARY_MAX_TOKENS,
-        **sampling,
-    }, deadline)
-
-
-def _guided(client: httpx.Client, root_url: str, model: str, content: str,
-            deadline: float, **sampling: object) -> dict:  # type: ignore[type-arg]
-    """An answer guided by `response_format` beside the tools, as a review's verification."""
-    schema = CANARY_TOOL["function"]["parameters"]  # type: ignore[index]
-    return _post(client, f"{root_url}/v1/chat/completions", {
-        "model": model,
-        "messages": [{"role": "user", "content": content}],
-        "tools": [CANARY_TOOL], "tool_choice": "none",
-        "response_format": {"type": "json_schema",
-                            "json_schema": {"name": "canary", "schema": schema, "strict": True}},
+        **ask,
         "max_tokens": CANARY_MAX_TOKENS,
         **sampling,
     }, deadline)
@@ -123,9 +115,8 @@ def warm_up(client: httpx.Client, root_url: str, model: str, sizes: tuple[int, .
         size = min(BURST_TOKENS, int(max_model_len * 0.9))
 
         def one(i: int) -> None:
-            ask = (_tool_call, _guided)[i % 2]
-            ask(client, root_url, model, f"Request {i}. " + _filler(size), start + timeout,
-                temperature=(0.0, 0.1)[i // 2 % 2])
+            _tool_call(client, root_url, model, f"Request {i}. " + _filler(size), start + timeout,
+                       guided=i % 2 == 1, temperature=(0.0, 0.1)[i // 2 % 2])
 
         try:
             with ThreadPoolExecutor(max_workers=burst) as pool:
