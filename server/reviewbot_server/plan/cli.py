@@ -70,7 +70,7 @@ def _refuse(refused: PlanRefused, output: str) -> None:
               help="Replicas per machine, instead of every GPU group the TP size leaves.")
 @click.option("--cpus", type=click.IntRange(1, 4096), default=None,
               help="CPU cores of each GPU machine, which size vLLM's API servers. "
-                   "Default: this machine's.")
+                   "Default: the cores this process may use.")
 @click.option("--output", type=click.Choice(OUTPUTS), default="text", show_default=True)
 @click.option("--vllm-bin", default=VLLM_BIN, show_default=True,
               help="vllm executable for --output systemd.")
