@@ -125,8 +125,9 @@ class Fitting:
             return cut_to_room(pieces, self.counter, room, settings.context_lines, alone_room)
 
         everything = [(f, h) for f in changes.files for h in f.hunks]
+        size = _chars(everything)
         lead_chars = LEAD_UNITS * budget * LEAD_CHARS_PER_TOKEN
-        if not self.counter.exact or _chars(everything) <= lead_chars:
+        if not self.counter.exact or size <= lead_chars:
             packed = repack(cut(hunk_pieces(everything, self.counter)))
             if self.counter.exact:
                 return Fitted(len(packed), self._checked(packed, repack, context))
@@ -138,7 +139,7 @@ class Fitting:
         # the least filled of the lead's chunks waits for the rest of the change, to fill up
         back = min(packed, key=lambda c: sum(p.tokens for p in c.pieces), default=None)
         # the whole change's tokens, guessed from the lead's
-        tokens = sum(p.tokens for p in counted) * _chars(everything) / max(_chars(lead), 1)
+        tokens = sum(p.tokens for p in counted) * size / max(_chars(lead), 1)
 
         def later() -> list[Piece]:  # with the lead's hunks too large for a chunk, to be split
             return [*(back.pieces if back else ()), *cut(
