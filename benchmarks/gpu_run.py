@@ -372,13 +372,32 @@ def passes(url: str, raw: bytes, candidates: int = 8) -> dict[str, Any]:
     return out
 
 
-def bot_run(url: str, raw: bytes, concurrency: int, **extra: object) -> dict[str, Any]:
-    """One review at these settings (`extra`: more settings, such as chunk_tokens or verify)."""
+def fresh_budget(engine: Any, answers: str = "expected", scale: float = 1.0) -> Any:
+    """The engine's budget as a new process's would be, nothing learned from earlier runs;
+    `answers` "whole" holds each request's whole answer room (as before AnswerSizes) and
+    `scale` multiplies it (a large one: every request at once, the server's scheduler alone).
+    Engines made after this one share it."""
+    from reviewbot.engine.budget import AnswerSizes
+
+    budget = engine.budget
+    if budget is not None:
+        budget.answers = AnswerSizes()
+        budget.resize(int(budget.capacity * scale))
+        if answers == "whole":
+            budget.answers.expected = lambda room: room  # type: ignore[method-assign]
+    return budget
+
+
+def bot_run(url: str, raw: bytes, concurrency: int, answers: str = "expected",
+            **extra: object) -> dict[str, Any]:
+    """One review at these settings (`extra`: more settings, such as chunk_tokens or verify;
+    `answers` as fresh_budget says)."""
     from reviewbot import diff
     from reviewbot.engine.build import make_engine
 
     changes = diff.parse(raw)
     engine = make_engine(settings_for(url, concurrency, **extra))
+    fresh_budget(engine, answers)
     sends: list[float] = []  # when each request left: the first shows what packing held back
     call_tool = engine.client.call_tool
 
@@ -469,17 +488,63 @@ def parallel(url: str, name: str, raw: bytes, n: int) -> dict[str, Any]:
     return {"diff": name, **reviews_at_once(url, [(name, raw)] * n)}
 
 
+class Gauges:
+    """The server's load (vllm:num_requests_running, _waiting, kv_cache_usage_perc) and what
+    the process's budget holds, read every `every` seconds while a run goes: whether the
+    budget or the server is what a run waits on."""
+
+    def __init__(self, url: str, budget: Any, every: float = 0.5) -> None:
+        self.url, self.budget, self.every = url, budget, every
+        self.samples: list[tuple[float, float, float, float]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._read, daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def _read(self) -> None:
+        import httpx
+
+        from reviewbot.engine import server_metrics
+        while not self._stop.wait(self.every):
+            try:
+                load = server_metrics.load(httpx.get(self.url + "/metrics", timeout=5).text)
+            except httpx.HTTPError:
+                continue
+            if load is not None:
+                held = self.budget.out / self.budget.capacity if self.budget else 0.0
+                self.samples.append((load.running, load.waiting, load.kv_used, held))
+
+    def summary(self) -> dict[str, Any]:
+        if not self.samples:
+            return {}
+        n = len(self.samples)
+        names = ("running", "waiting", "kv_used", "budget_held")
+        return {"samples": n, "waiting_share": round(sum(s[1] > 0 for s in self.samples) / n, 3),
+                **{f"{k}_mean": round(sum(s[i] for s in self.samples) / n, 3)
+                   for i, k in enumerate(names)},
+                **{f"{k}_max": round(max(s[i] for s in self.samples), 3)
+                   for i, k in enumerate(names)}}
+
+
 def reviews_at_once(url: str, reviews: list[tuple[str, bytes]], concurrency: int = 8,
+                    answers: str = "expected", budget_scale: float = 1.0,
                     **extra: object) -> dict[str, Any]:
     """Several reviews at once, each with its own engine (`concurrency`, `extra` settings) and a
     distinct title, which is the first line of every user prompt: the reviews share only the
-    system prompt and tool prefix, as different merge requests would."""
+    system prompt and tool prefix, as different merge requests would. Their one budget is
+    fresh_budget(answers, budget_scale)."""
     from reviewbot import diff
     from reviewbot.context import Context, Intent
     from reviewbot.engine.build import make_engine
 
     changes = [diff.parse(raw) for _, raw in reviews]
     engines = [make_engine(settings_for(url, concurrency, **extra)) for _ in reviews]
+    shared = fresh_budget(engines[0], answers, budget_scale)
     results: list[Any] = [None] * len(reviews)
 
     def one(i: int) -> None:
@@ -490,16 +555,20 @@ def reviews_at_once(url: str, reviews: list[tuple[str, bytes]], concurrency: int
     m0 = metrics(url)
     t0 = time.monotonic()
     threads = [threading.Thread(target=one, args=(i,)) for i in range(len(reviews))]
+    gauges = Gauges(url, shared)
+    gauges.start()
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+    gauges.stop()
     wall = time.monotonic() - t0
     m1 = metrics(url)
     prompt = sum(r.stats.usage.prompt_tokens for r in results)
     completion = sum(r.stats.usage.completion_tokens for r in results)
     return {"kind": "parallel", "parallel_reviews": len(reviews), "cache_reset": reset,
-            "diffs": [name for name, _ in reviews],
+            "diffs": [name for name, _ in reviews], "answers": answers,
+            "budget_tokens": shared.capacity if shared else None,
             "wall_s": round(wall, 2), "reviews_per_hour": round(len(reviews) * 3600 / wall, 1),
             "complete": [r.stats.complete for r in results],
             "per_review_wall": [round(r.stats.wall_seconds, 1) for r in results],
@@ -507,7 +576,8 @@ def reviews_at_once(url: str, reviews: list[tuple[str, bytes]], concurrency: int
             "prompt_tokens": prompt, "completion_tokens": completion,
             "cached_tokens": sum(r.stats.usage.cached_tokens for r in results),
             "chunks": [r.stats.chunks for r in results],
-            "tokens_per_s": round((prompt + completion) / wall, 1), "metrics": delta(m0, m1)}
+            "tokens_per_s": round((prompt + completion) / wall, 1), "gauges": gauges.summary(),
+            "metrics": delta(m0, m1)}
 
 
 def warmup(url: str) -> dict[str, Any]:

@@ -15,6 +15,8 @@ the next one goes only where the server has room for it: no request waiting, and
 tokens, less what this process sent since that reading, at least the request's. Alone on the
 server, the budget above is the whole rule; with nothing of its own out, a process always
 sends, so a busy neighbour slows it but never stops it.
+
+A request's answer is held at what answers have come to, not at its whole room (`AnswerSizes`).
 """
 
 from __future__ import annotations
@@ -30,11 +32,39 @@ from reviewbot.engine.server_metrics import Load
 
 POLL_S = 0.25  # the server's load is read again when older than this
 TRANSIT_S = 1.0  # a request sent this long before a reading may not be in it yet
+ANSWER_GUESS = 1024  # tokens a chunk's answers are expected to come to before any came back
+ANSWER_MARGIN = 1.25  # over the longest of the recent answers
+ANSWERS_KEPT = 32  # the recent answers the expectation is taken from
+
+
+class AnswerSizes:
+    """What a chunk's answers are expected to add to the cache, from the last ANSWERS_KEPT that
+    came back: the longest of them, with a margin, within the request's room (its max_tokens).
+
+    vLLM gives a request cache blocks for its answer only as the tokens are decoded. Holding
+    the whole room kept 8K tokens for a chunk of many changed lines, beside its 15K-token
+    prompt, where the answers came to a few hundred: a third of the budget held for nothing,
+    and so a third fewer requests at once. Where an answer runs longer than expected, vLLM
+    preempts a request and computes it again later; the next holds grow with that answer."""
+
+    def __init__(self) -> None:
+        self._recent: deque[int] = deque(maxlen=ANSWERS_KEPT)
+        self._lock = threading.Lock()
+
+    def expected(self, room: int) -> int:
+        with self._lock:
+            guess = int(max(self._recent) * ANSWER_MARGIN) if self._recent else ANSWER_GUESS
+        return max(1, min(room, guess))
+
+    def add(self, tokens: int) -> None:
+        with self._lock:
+            self._recent.append(tokens)
 
 
 class TokenBudget:
     def __init__(self, capacity: int, load: Callable[[], Load | None] | None = None) -> None:
         self.capacity = max(1, capacity)
+        self.answers = AnswerSizes()
         self._probe = load
         self._reading: tuple[float, Load | None] | None = None  # (when, what the server said)
         self._probing = False
@@ -42,8 +72,8 @@ class TokenBudget:
         self._lock = threading.Condition()
         self._out: dict[str, int] = {}  # tokens out per review
         self._requests_out = 0
-        # each review's waiting requests, oldest first: (arrival, tokens)
-        self._waiting: dict[str, deque[tuple[int, int]]] = {}
+        # each review's waiting requests, oldest first: (arrival, tokens, answer room)
+        self._waiting: dict[str, deque[tuple[int, int, int]]] = {}
         self._arrivals = itertools.count()
 
     @property
@@ -57,51 +87,55 @@ class TokenBudget:
             self._lock.notify_all()
 
     @contextmanager
-    def hold(self, review: str, tokens: int, deadline: float) -> Iterator[bool]:
-        """Wait for room for `tokens` (a request larger than the whole budget goes alone) and
-        hold it for the block; yields False, holding nothing, if `deadline` (time.monotonic)
-        came first."""
-        granted = self._acquire(review, tokens, deadline)
+    def hold(self, review: str, tokens: int, deadline: float,
+             answer_room: int = 0) -> Iterator[int]:
+        """Wait for room for `tokens` and an answer of up to `answer_room` tokens (held as long
+        as answers have come to when the request goes; a request larger than the whole budget
+        goes alone) and hold it for the block; yields what it holds, or 0, holding nothing, if
+        `deadline` (time.monotonic) came first."""
+        held = self._acquire(review, tokens, answer_room, deadline)
         try:
-            yield granted
+            yield held
         finally:
-            if granted:
-                self._release(review, tokens)
+            if held:
+                self._release(review, held)
 
-    def _acquire(self, review: str, tokens: int, deadline: float) -> bool:
+    def _acquire(self, review: str, tokens: int, answer_room: int, deadline: float) -> int:
         with self._lock:
-            me = (next(self._arrivals), tokens)
+            me = (next(self._arrivals), tokens, answer_room)
             queue = self._waiting.setdefault(review, deque())
             queue.append(me)
             try:
                 while True:
-                    if self._turn(review, me):
-                        room = self._server_room(tokens)
+                    need = tokens + (self.answers.expected(answer_room) if answer_room else 0)
+                    if self._turn(review, me, need):
+                        room = self._server_room(need)
                         if room:
-                            self._grant(review, tokens)
-                            return True
+                            self._grant(review, need)
+                            return need
                         if room is None:  # no fresh reading: take one, then look again
                             self._read_load()
                             continue
                     left = deadline - time.monotonic()
                     if left <= 0:
-                        return False
+                        return 0
                     # waiting on the server, nothing of ours may return to wake us: poll it
-                    self._lock.wait(min(left, POLL_S) if self._turn(review, me) else left)
+                    self._lock.wait(min(left, POLL_S) if self._turn(review, me, need) else left)
             finally:
                 queue.remove(me)
                 if not queue:
                     del self._waiting[review]
                 self._lock.notify_all()  # the next in line may fit now
 
-    def _turn(self, review: str, me: tuple[int, int]) -> bool:
+    def _turn(self, review: str, me: tuple[int, int, int], need: int) -> bool:
         """Whether `me` goes next (the server's room aside): the oldest request of the review
-        with the fewest tokens out (ties: the oldest), and room for it, or nothing out at all."""
+        with the fewest tokens out (ties: the oldest), and room for its `need`, or nothing out
+        at all."""
         head = min(self._waiting, key=lambda r: (self._out.get(r, 0), self._waiting[r][0][0]))
         if head != review or self._waiting[review][0] is not me:
             return False
         out = sum(self._out.values())
-        return out == 0 or out + me[1] <= self.capacity
+        return out == 0 or out + need <= self.capacity
 
     def _grant(self, review: str, tokens: int) -> None:
         self._out[review] = self._out.get(review, 0) + tokens

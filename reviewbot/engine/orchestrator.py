@@ -215,20 +215,24 @@ class Engine:
         server's cache go into `held`."""
         if self.budget is None:
             return self.passes.find(chunk, depth, context, deadline, route)
-        tokens = self._tokens(chunk)
-        with self.budget.hold(review, tokens, deadline) as granted:
+        tokens, room = self._tokens(chunk)
+        with self.budget.hold(review, tokens, deadline, room) as granted:
             began = time.monotonic()
             try:  # not granted: the deadline passed while waiting, and nothing goes out
-                return self.passes.find(chunk, depth, context, deadline if granted else 0.0,
-                                        route)
+                attempted = self.passes.find(chunk, depth, context,
+                                             deadline if granted else 0.0, route)
             finally:
-                held.append(tokens * (time.monotonic() - began) if granted else 0.0)
+                held.append(granted * (time.monotonic() - began))
+        if isinstance(attempted.outcome, ChunkAnswer):
+            self.budget.answers.add(attempted.outcome.usage.completion_tokens)
+        return attempted
 
-    def _tokens(self, chunk: Chunk) -> int:
-        """What a chunk's request holds of the server's KV cache: its diff, the code around
-        it and its answer (the shared prompt prefix is cached once for all of them)."""
-        return (sum(p.tokens for p in chunk.pieces) + len(chunk.around) // 3
-                + self.requests.output_tokens(chunk.changed_lines))
+    def _tokens(self, chunk: Chunk) -> tuple[int, int]:
+        """What a chunk's requests hold of the server's KV cache: their diff and the code
+        around it (the shared prompt prefix is cached once for all of them), and room for
+        their answers."""
+        return (sum(p.tokens for p in chunk.pieces) + len(chunk.around) // 3,
+                self.requests.output_tokens(chunk.changed_lines) * self.settings.samples)
 
     def _take(self, a: Attempted, stats: Stats, out: list[ChunkAnswer],
               resubmit: Callable[[Chunk], object]) -> None:

@@ -1,7 +1,8 @@
 """The process's budget of tokens in flight to one server, in memory with real threads: never
 more than the KV cache holds out at once, a request larger than it goes alone, a small review
-is not starved behind a huge one, a deadline ends the wait with nothing held, and replicas of
-one server keep to its cache by the load it reports."""
+is not starved behind a huge one, a deadline ends the wait with nothing held, replicas of
+one server keep to its cache by the load it reports, and answers are held at what they came
+to."""
 
 from __future__ import annotations
 
@@ -9,7 +10,15 @@ import itertools
 import threading
 import time
 
-from reviewbot.engine.budget import POLL_S, TokenBudget, shared_budget
+from reviewbot.engine.budget import (
+    ANSWER_GUESS,
+    ANSWER_MARGIN,
+    ANSWERS_KEPT,
+    POLL_S,
+    AnswerSizes,
+    TokenBudget,
+    shared_budget,
+)
 from reviewbot.engine.server_metrics import Load
 
 
@@ -170,3 +179,18 @@ def test_alone_on_the_server_or_with_nothing_out_the_servers_load_never_holds_a_
     unknown = TokenBudget(1000, lambda: None)  # no /metrics: the budget alone decides
     with unknown.hold("a", 600, _far()), unknown.hold("b", 400, time.monotonic() + 1) as second:
         assert second
+
+
+def test_answers_are_expected_as_long_as_the_longest_recent_one_within_the_room() -> None:
+    sizes = AnswerSizes()
+    assert sizes.expected(8192) == ANSWER_GUESS  # nothing came back yet
+    assert sizes.expected(300) == 300  # never more than the request may write
+    for tokens in (70, 400, 90):
+        sizes.add(tokens)
+    assert sizes.expected(8192) == int(400 * ANSWER_MARGIN)
+    assert sizes.expected(100) == 100
+    for _ in range(ANSWERS_KEPT):  # the long one is no longer among the recent
+        sizes.add(60)
+    assert sizes.expected(8192) == int(60 * ANSWER_MARGIN)
+    sizes.add(0)
+    assert sizes.expected(8192) == int(60 * ANSWER_MARGIN) and AnswerSizes().expected(0) == 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -11,7 +12,9 @@ from pathlib import Path
 import pytest
 
 from reviewbot.config import resolve
+from reviewbot.context import Context
 from reviewbot.diff import parse
+from reviewbot.engine.budget import ANSWER_MARGIN
 from reviewbot.engine.build import make_engine
 from tests.fake_openai import (
     FakeOpenAI,
@@ -458,3 +461,33 @@ def test_a_tokenizer_json_that_counts_as_the_server_does_counts_the_texts(
     assert prompts[0] == prompts[1] and len(prompts[0]) >= 3
     # with it: the probe and the comparison of three texts only
     assert (text_calls[1] <= 12) is local and text_calls[0] > 50, text_calls
+
+
+def test_answers_held_at_what_they_came_to_let_more_requests_out_at_once() -> None:
+    """A chunk's request holds its prompt and its answer of the process's budget (the server's
+    KV cache). Answers of 17 tokens, against a room of 2,048: once they come back, several
+    requests are out at once where their whole rooms would let one go at a time."""
+    lock, out, peak = threading.Lock(), [0], [0]
+
+    def slow(body: dict, attempt: int) -> Reply:
+        with lock:
+            out[0] += 1
+            peak[0] = max(peak[0], out[0])
+        time.sleep(0.2)
+        with lock:
+            out[0] -= 1
+        return Reply(tool_args={"summary": "fine", "findings": []})
+
+    changes = parse(make_diff(files=4, hunks=1, lines=30))
+    with FakeOpenAI(slow, max_model_len=8192) as server:
+        server.metrics = b'vllm:cache_config_info{kv_cache_size_tokens="1200"} 1.0\n'
+        engine = engine_for(server, max_output_tokens=2048, chunk_tokens=1400, concurrency=8)
+        assert engine.budget is not None and engine.budget.capacity == 1200
+        result = engine.review(changes)
+        holds = [engine._tokens(c) for c in engine.fitting.chunks(changes, Context())]
+    assert result.stats.complete and len(holds) >= 6, result.stats.errors
+    assert min(prompt + room for prompt, room in holds) > 1200  # whole: one at a time
+    expected = engine.budget.answers.expected(2048)
+    assert expected == int(17 * ANSWER_MARGIN)
+    assert max(prompt + expected for prompt, _ in holds) <= 1200 // 4 and peak[0] >= 4, peak
+    assert engine.budget.out == 0
