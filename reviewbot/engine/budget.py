@@ -33,7 +33,8 @@ from reviewbot.engine.server_metrics import Load
 POLL_S = 0.25  # the server's load is read again when older than this
 TRANSIT_S = 1.0  # a request sent this long before a reading may not be in it yet
 ANSWER_GUESS = 1024  # tokens a chunk's answers are expected to come to before any came back
-ANSWER_MARGIN = 1.25  # over the longest of the recent answers
+# over the longest recent answers: a verification request's prompt repeats the finding answer
+ANSWER_MARGIN = 1.5
 ANSWERS_KEPT = 32  # the recent answers the expectation is taken from
 
 
