@@ -73,8 +73,8 @@ class TokenBudget:
         self._lock = threading.Condition()
         self._out: dict[str, int] = {}  # tokens out per review
         self._requests_out = 0
-        # each review's waiting requests, oldest first: (arrival, tokens, answer room)
-        self._waiting: dict[str, deque[tuple[int, int, int]]] = {}
+        # each review's waiting requests, oldest first: (arrival, tokens)
+        self._waiting: dict[str, deque[tuple[int, int]]] = {}
         self._arrivals = itertools.count()
 
     @property
@@ -103,7 +103,7 @@ class TokenBudget:
 
     def _acquire(self, review: str, tokens: int, answer_room: int, deadline: float) -> int:
         with self._lock:
-            me = (next(self._arrivals), tokens, answer_room)
+            me = (next(self._arrivals), tokens)
             queue = self._waiting.setdefault(review, deque())
             queue.append(me)
             try:
@@ -128,7 +128,7 @@ class TokenBudget:
                     del self._waiting[review]
                 self._lock.notify_all()  # the next in line may fit now
 
-    def _turn(self, review: str, me: tuple[int, int, int], need: int) -> bool:
+    def _turn(self, review: str, me: tuple[int, int], need: int) -> bool:
         """Whether `me` goes next (the server's room aside): the oldest request of the review
         with the fewest tokens out (ties: the oldest), and room for its `need`, or nothing out
         at all."""
