@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 
 METRICS_BYTES = 1 << 20  # vLLM's /metrics is tens of KB; a server may send anything
-_NUMBER = r"([0-9]{1,12}(?:\.[0-9]{1,12})?(?:[eE][+-]?[0-9]{1,3})?)"
+_NUMBER = r"([0-9]{1,12}(?:\.[0-9]{1,20})?(?:[eE][+-]?[0-9]{1,3})?)"
 
 
 @dataclass(frozen=True)

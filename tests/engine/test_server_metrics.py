@@ -28,6 +28,19 @@ def test_the_load_of_every_engine_counts_and_the_fullest_cache_speaks() -> None:
     assert Load(running=5, waiting=0, kv_used=0.25).free_tokens(16_000) == 12_000
 
 
+def test_a_share_in_full_float_precision_reads_as_the_server_wrote_it() -> None:
+    """vLLM writes a busy cache's share as Python prints a float, up to 17 digits after the
+    point; read as no load at all, a replica's budget stopped seeing the server exactly when
+    it was busy (the H100 run of 2026-12-06 sampled these lines)."""
+    text = ('vllm:num_requests_running{engine="0",model_name="qwen3-coder"} 11.0\n'
+            'vllm:num_requests_waiting{engine="0",model_name="qwen3-coder"} 21.0\n'
+            'vllm:num_requests_waiting_by_reason{engine="0",model_name="qwen3-coder",'
+            'reason="deferred"} 21.0\n'
+            'vllm:kv_cache_usage_perc{engine="0",model_name="qwen3-coder"} 0.17918798260236435\n'
+            'vllm:kv_cache_usage_perc{engine="1",model_name="qwen3-coder"} 6.140905520108e-05\n')
+    assert load(text) == Load(running=11, waiting=21, kv_used=0.17918798260236435)
+
+
 def test_an_older_vllm_names_its_cache_gauge_gpu_cache_usage_perc() -> None:
     text = VLLM.replace("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
     assert load(text) == Load(running=5, waiting=4, kv_used=0.5)
