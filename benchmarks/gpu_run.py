@@ -33,6 +33,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import signal
 import subprocess
 import sys
@@ -489,13 +490,17 @@ def parallel(url: str, name: str, raw: bytes, n: int) -> dict[str, Any]:
 
 
 class Gauges:
-    """The server's load (vllm:num_requests_running, _waiting, kv_cache_usage_perc) and what
+    """The server's load (vllm:num_requests_running, _waiting, kv_cache_usage_perc), its
+    requests waiting for their grammar (num_requests_waiting_by_reason "deferred") and what
     the process's budget holds, read every `every` seconds while a run goes: whether the
-    budget or the server is what a run waits on."""
+    budget, the grammars or the server's compute is what a run waits on."""
+
+    DEFERRED = re.compile(r'^vllm:num_requests_waiting_by_reason\{[^}\n]*reason="deferred"[^}\n]*\}'
+                          r" ([0-9.eE+-]{1,32})$", re.MULTILINE)
 
     def __init__(self, url: str, budget: Any, every: float = 0.5) -> None:
         self.url, self.budget, self.every = url, budget, every
-        self.samples: list[tuple[float, float, float, float]] = []
+        self.samples: list[tuple[float, ...]] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._read, daemon=True)
 
@@ -512,18 +517,20 @@ class Gauges:
         from reviewbot.engine import server_metrics
         while not self._stop.wait(self.every):
             try:
-                load = server_metrics.load(httpx.get(self.url + "/metrics", timeout=5).text)
+                text = httpx.get(self.url + "/metrics", timeout=5).text
             except httpx.HTTPError:
                 continue
+            load = server_metrics.load(text)
             if load is not None:
                 held = self.budget.out / self.budget.capacity if self.budget else 0.0
-                self.samples.append((load.running, load.waiting, load.kv_used, held))
+                deferred = sum(float(v) for v in self.DEFERRED.findall(text))
+                self.samples.append((load.running, load.waiting, deferred, load.kv_used, held))
 
     def summary(self) -> dict[str, Any]:
         if not self.samples:
             return {}
         n = len(self.samples)
-        names = ("running", "waiting", "kv_used", "budget_held")
+        names = ("running", "waiting", "waiting_for_grammar", "kv_used", "budget_held")
         return {"samples": n, "waiting_share": round(sum(s[1] > 0 for s in self.samples) / n, 3),
                 **{f"{k}_mean": round(sum(s[i] for s in self.samples) / n, 3)
                    for i, k in enumerate(names)},
