@@ -18,8 +18,7 @@ The plan is JSON lines, one run each, done in file order:
 `kind` is bot (one review, through the engine), replay (the same review's exact requests all at
 once: the ceiling), parallel (several reviews at once, `reviews`: [diff, how many] pairs, each
 with its own engine at `concurrency` 8 and `settings`; `answers` "whole" and `budget_scale` as
-gpu_run.fresh_budget says) or server (restart vLLM with these extra
-flags; later runs use it). After every start the server is warmed as `reviewbot server up`
+gpu_run.fresh_budget says) or server (restart vLLM with these extra flags; later runs use it). After every start the server is warmed as `reviewbot server up`
 warms it (one forced tool call per --warm-up-tokens size), so a plan's first run measures what
 a first review after `server up` meets. A run's
 result is appended to --results (on the device, default PLAN.results.jsonl) and every call copies
