@@ -218,12 +218,18 @@ def _reply(response: Any, name: str) -> Reply:
     return Reply(
         samples=[_sample(choice, name) for choice in choices],
         usage=Usage(
-            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+            prompt_tokens=_count(getattr(usage, "prompt_tokens", 0)),
             # vLLM reports it with --enable-prompt-tokens-details
-            cached_tokens=int(getattr(getattr(usage, "prompt_tokens_details", None),
-                                      "cached_tokens", 0) or 0),
-            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0)),
+            cached_tokens=_count(getattr(getattr(usage, "prompt_tokens_details", None),
+                                         "cached_tokens", 0)),
+            completion_tokens=_count(getattr(usage, "completion_tokens", 0))),
     )
+
+
+def _count(value: object) -> int:
+    """A token count as the server gave it, or 0 where it gave no whole number at or above 0
+    (the answer still counts; the budget and the history must not take a lie for a size)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 def _sample(choice: Any, name: str) -> Sample:

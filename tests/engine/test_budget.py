@@ -194,3 +194,14 @@ def test_answers_are_expected_as_long_as_the_longest_recent_one_within_the_room(
     assert sizes.expected(8192) == int(60 * ANSWER_MARGIN)
     sizes.add(0)
     assert sizes.expected(8192) == int(60 * ANSWER_MARGIN) and AnswerSizes().expected(0) == 1
+
+
+def test_a_servers_lying_usage_keeps_each_hold_within_the_requests_own_room() -> None:
+    """Answer sizes come from the server's `usage`, which is untrusted: a huge count holds the
+    request's whole room (never more), a negative or zero one the least (one token)."""
+    sizes = AnswerSizes()
+    sizes.add(10**15)
+    assert sizes.expected(8192) == 8192
+    lying = AnswerSizes()
+    lying.add(-(10**15))
+    assert lying.expected(8192) == 1

@@ -491,3 +491,32 @@ def test_answers_held_at_what_they_came_to_let_more_requests_out_at_once() -> No
     assert expected == int(17 * ANSWER_MARGIN)
     assert max(prompt + expected for prompt, _ in holds) <= 1200 // 4 and peak[0] >= 4, peak
     assert engine.budget.out == 0
+
+
+@pytest.mark.parametrize("completion", [10**15, -(10**15), "many"])
+def test_a_hostile_usage_count_never_stretches_a_hold_past_the_requests_room(
+        completion: object) -> None:
+    """The answer sizes the budget learns are the server's word: a count past any room, below
+    zero or not a number leaves every hold between the request's prompt and its whole room,
+    and the review completes (a count that is no number once ended it with a ValueError)."""
+    def lying(body: dict, attempt: int) -> Reply:
+        args = json.dumps({"summary": "fine", "findings": []})
+        return Reply(body={
+            "id": f"c{attempt}", "object": "chat.completion", "created": 0, "model": "fake",
+            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+                "role": "assistant", "content": None, "tool_calls": [{
+                    "id": "t", "type": "function",
+                    "function": {"name": "report_findings", "arguments": args}}]}}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": completion,
+                      "total_tokens": 10}})
+
+    changes = parse(make_diff(files=2, hunks=1, lines=10))
+    with FakeOpenAI(lying, max_model_len=8192) as server:
+        server.metrics = b'vllm:cache_config_info{kv_cache_size_tokens="100000"} 1.0\n'
+        engine = engine_for(server, max_output_tokens=2048)
+        result = engine.review(changes)
+    assert engine.budget is not None and engine.budget.out == 0
+    for room in (1, 2048, 8192):
+        assert 1 <= engine.budget.answers.expected(room) <= room
+    assert result.stats.complete, result.stats.errors
+    assert result.stats.usage.completion_tokens >= 0
