@@ -81,15 +81,17 @@ new file mode 100644
 
 def test_a_real_bandit_run_is_triaged_and_a_linked_issue_judged(real_server: VllmServer,
                                                                 tmp_path: Path) -> None:
-    """Bandit's two results on the new file: `shell=True` (B602) confirmed on its line,
-    `import subprocess` (B404) dismissed with a reason; the linked issue gets a verdict."""
+    """Bandit's two results on the new file, `import subprocess` (B404) and `shell=True`
+    (B602), are each triaged once: confirmed on bandit's own line or dismissed with a reason;
+    the linked issue gets a verdict. Which way each goes is not asserted, for the reason the
+    test above gives (in CI so far B602 was confirmed and B404 dismissed)."""
     changes = parse(SHELL_RUN)
     (tmp_path / "app.py").write_text("".join(line.text + "\n" for line in
                                              changes.files[0].hunks[0].lines))
     subprocess.run([sys.executable, "-m", "bandit", "-q", "-f", "sarif", "-o", "out.sarif",
                     "app.py"], cwd=tmp_path, timeout=120, check=False)
     scanner = tuple(read_sarif(tmp_path / "out.sarif", tmp_path))
-    assert {r.rule for r in scanner} == {"B404", "B602"}
+    assert {(r.rule, r.line) for r in scanner} == {("B404", 1), ("B602", 5)}
     settings = resolve({**realmodel.SETTINGS, "base_url": real_server.base_url},
                        env={}, file_values={})
     issue = LinkedIssue("#12", "Run the admin's maintenance commands",
@@ -97,8 +99,10 @@ def test_a_real_bandit_run_is_triaged_and_a_linked_issue_judged(real_server: Vll
                         "string and returns its exit status.")
     result = make_engine(settings).review(changes, Context(issues=(issue,), scanner=scanner))
     assert result.complete, result.stats.errors
-    confirmed = [f for f in result.findings if f.title.startswith("Bandit B602")]
-    assert [(f.path, f.line) for f in confirmed] == [("app.py", 5)]
-    assert [(d.rule, bool(d.reason)) for d in result.scanner_dismissed] == [("B404", True)]
+    confirmed = [(f.title.split()[1].rstrip(":"), f.path, f.line) for f in result.findings
+                 if f.title.startswith("Bandit ")]
+    dismissed = [(d.rule, d.path, d.line) for d in result.scanner_dismissed if d.reason]
+    assert len(confirmed) + len(dismissed) == 2, (confirmed, dismissed)
+    assert {*confirmed, *dismissed} == {("B404", "app.py", 1), ("B602", "app.py", 5)}
     (check,) = result.issues
     assert check.verdict is not IssueVerdict.UNKNOWN
