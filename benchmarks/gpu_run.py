@@ -498,9 +498,14 @@ class Gauges:
     DEFERRED = re.compile(r'^vllm:num_requests_waiting_by_reason\{[^}\n]*reason="deferred"[^}\n]*\}'
                           r" ([0-9.eE+-]{1,32})$", re.MULTILINE)
 
+    COUNTERS = ("vllm:prompt_tokens_total", "vllm:prompt_tokens_cached_total",
+                "vllm:generation_tokens_total")
+
     def __init__(self, url: str, budget: Any, every: float = 0.5) -> None:
         self.url, self.budget, self.every = url, budget, every
         self.samples: list[tuple[float, ...]] = []
+        self.counted: list[tuple[float, ...]] = []  # (seconds in, *COUNTERS) per sample
+        self._t0 = time.monotonic()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._read, daemon=True)
 
@@ -525,6 +530,25 @@ class Gauges:
                 held = self.budget.out / self.budget.capacity if self.budget else 0.0
                 deferred = sum(float(v) for v in self.DEFERRED.findall(text))
                 self.samples.append((load.running, load.waiting, deferred, load.kv_used, held))
+                self.counted.append((time.monotonic() - self._t0,
+                                     *(self._counter(text, c) for c in self.COUNTERS)))
+
+    @staticmethod
+    def _counter(text: str, name: str) -> float:
+        return sum(float(v) for v in re.findall(
+            rf"^{re.escape(name)}(?:\{{[^}}\n]*\}})? ([0-9.eE+-]{{1,32}})$", text, re.MULTILINE))
+
+    def series(self) -> list[list[float]]:
+        """Per sample: seconds in, running, waiting, deferred, KV used, budget held, and the
+        uncached prompt and generated tokens per second since the sample before: where in a
+        run the server was busy and where it waited."""
+        out = []
+        for (t, p, c, g), (t1, p1, c1, g1), gauge in zip(self.counted, self.counted[1:],
+                                                          self.samples[1:]):
+            dt = max(t1 - t, 1e-6)
+            out.append([round(t1, 2), *(round(x, 3) for x in gauge),
+                        round(((p1 - c1) - (p - c)) / dt), round((g1 - g) / dt)])
+        return out
 
     def summary(self) -> dict[str, Any]:
         if not self.samples:
@@ -535,7 +559,7 @@ class Gauges:
                 **{f"{k}_mean": round(sum(s[i] for s in self.samples) / n, 3)
                    for i, k in enumerate(names)},
                 **{f"{k}_max": round(max(s[i] for s in self.samples), 3)
-                   for i, k in enumerate(names)}}
+                   for i, k in enumerate(names)}, "series": self.series()}
 
 
 def reviews_at_once(url: str, reviews: list[tuple[str, bytes]], concurrency: int = 8,
