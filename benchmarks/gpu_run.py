@@ -389,6 +389,19 @@ def fresh_budget(engine: Any, answers: str = "expected", scale: float = 1.0) -> 
     return budget
 
 
+def timed_sends(engine: Any) -> list[float]:
+    """When each of the engine's finding requests leaves (time.monotonic), from now on."""
+    sends: list[float] = []
+    call_tool = engine.client.call_tool
+
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        sends.append(time.monotonic())
+        return call_tool(*args, **kwargs)
+
+    engine.client.call_tool = timed
+    return sends
+
+
 def bot_run(url: str, raw: bytes, concurrency: int, answers: str = "expected",
             **extra: object) -> dict[str, Any]:
     """One review at these settings (`extra`: more settings, such as chunk_tokens or verify;
@@ -399,14 +412,7 @@ def bot_run(url: str, raw: bytes, concurrency: int, answers: str = "expected",
     changes = diff.parse(raw)
     engine = make_engine(settings_for(url, concurrency, **extra))
     fresh_budget(engine, answers)
-    sends: list[float] = []  # when each request left: the first shows what packing held back
-    call_tool = engine.client.call_tool
-
-    def timed(*args: Any, **kwargs: Any) -> Any:
-        sends.append(time.monotonic())
-        return call_tool(*args, **kwargs)
-
-    engine.client.call_tool = timed  # type: ignore[method-assign]
+    sends = timed_sends(engine)  # the first shows what packing held back
     reset = reset_cache(url)
     m0 = metrics(url)
     c0, t0 = time.process_time(), time.monotonic()
@@ -576,6 +582,7 @@ def reviews_at_once(url: str, reviews: list[tuple[str, bytes]], concurrency: int
     changes = [diff.parse(raw) for _, raw in reviews]
     engines = [make_engine(settings_for(url, concurrency, **extra)) for _ in reviews]
     shared = fresh_budget(engines[0], answers, budget_scale)
+    sends = [timed_sends(e) for e in engines]
     results: list[Any] = [None] * len(reviews)
 
     def one(i: int) -> None:
@@ -604,6 +611,9 @@ def reviews_at_once(url: str, reviews: list[tuple[str, bytes]], concurrency: int
             "complete": [r.stats.complete for r in results],
             "per_review_wall": [round(r.stats.wall_seconds, 1) for r in results],
             "slowest_s": round(max(r.stats.wall_seconds for r in results), 2),
+            # when each review's first finding request left, and when the last of all did
+            "first_send_s": [round(min(s) - t0, 2) if s else None for s in sends],
+            "last_send_s": round(max((max(s) for s in sends if s), default=t0) - t0, 2),
             "prompt_tokens": prompt, "completion_tokens": completion,
             "cached_tokens": sum(r.stats.usage.cached_tokens for r in results),
             "chunks": [r.stats.chunks for r in results],

@@ -56,6 +56,8 @@ def test_a_later_call_does_only_the_runs_added_to_the_plan(
     assert "error" not in second[2] and isinstance(second[2]["complete"], bool)
     assert "error" not in second[3] and len(second[3]["complete"]) == 2, second[3].get("error")
     assert second[3]["parallel_reviews"] == 2 and second[3]["slowest_s"] <= second[3]["wall_s"]
+    firsts = second[3]["first_send_s"]
+    assert len(firsts) == 2 and 0 < max(firsts) <= second[3]["last_send_s"] <= second[3]["wall_s"]
     assert 0 < bot["first_send_s"] <= bot["last_send_s"] <= bot["wall_s"]
 
 
