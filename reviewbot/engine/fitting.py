@@ -8,9 +8,10 @@ import time
 from collections.abc import Callable, Generator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from functools import partial
 
 from reviewbot.context import Context
-from reviewbot.diff import ChangeSet, DiffLine, FileDiff, Hunk
+from reviewbot.diff import ChangeSet, DiffLine, FileDiff
 from reviewbot.engine.chunking import (
     Chunk,
     Piece,
@@ -21,10 +22,10 @@ from reviewbot.engine.chunking import (
 )
 from reviewbot.engine.definitions import Definition, called_names, defined_in
 from reviewbot.engine.messages import SAFETY_TOKENS, Requests
-from reviewbot.engine.packing import pack
+from reviewbot.engine.packing import chunk_cost, pack
 from reviewbot.engine.surroundings import definition_blocks, surrounding_blocks
 from reviewbot.engine.tokens import TokenCounter
-from reviewbot.engine.units import pairs, unit_order
+from reviewbot.engine.units import diff_chars, lead_units, pairs, unit_order
 from reviewbot.errors import ContextTooSmall
 
 MAX_HEAD_FILES = 200  # files read for the code around the hunks, per review
@@ -35,6 +36,9 @@ FIT_AHEAD = 4  # chunks whose exact counts are asked at once, ahead of the one b
 # start, not after every piece of the change is counted). Characters a token only size it.
 LEAD_UNITS = 4
 LEAD_CHARS_PER_TOKEN = 3
+# A chunk packed within its unit and this share of the context below it goes without its
+# exact count, which tokenized its text once more before its request could leave.
+EXACT_NEAR = 1 / 16
 
 
 @dataclass
@@ -89,9 +93,9 @@ class Fitting:
             f"{fixed + FRAMING + settings.max_output_tokens + SAFETY_TOKENS + 1024}")
 
     def fitted(self, changes: ChangeSet, context: Context) -> Fitted:
-        """Pack with per-part estimates, then check every chunk's exact count and repair (what
-        the check moves out is packed again after the rest). A large change's lead (`_lead`) is
-        counted, packed and sent before the rest is counted."""
+        """Pack with per-part estimates; a chunk whose estimate is over its unit or near the
+        context is counted exactly and repaired (`_fit`: what moves out is packed again after
+        the rest). A large change's lead (`lead_units`) goes out before the rest is counted."""
         budget, settings = self.requests.budget, self.requests.settings
         fixed = self.exact((), context)
         if fixed + FRAMING > budget:
@@ -105,9 +109,6 @@ class Fitting:
         def header_cost(file: FileDiff) -> int:
             return headers[file.path] + 1
 
-        def piece_cost(piece: Piece) -> int:
-            return piece.tokens + 2  # its joining newline, and a merge across the boundary
-
         def room(file: FileDiff, within: int = budget) -> int:
             return within - fixed - header_cost(file) - 8
 
@@ -116,49 +117,56 @@ class Fitting:
 
         reserve = self.requests.extra_output
         tested, place = pairs(changes.files), unit_order(changes.files)
+        estimate = partial(chunk_cost, fixed_tokens=fixed, file_cost=header_cost,
+                           piece_cost=_piece_cost, reserve=reserve)
 
         def repack(pieces: Sequence[Piece]) -> list[Chunk]:
-            return pack(pieces, budget, fixed, header_cost, piece_cost, reserve,
+            return pack(pieces, budget, fixed, header_cost, _piece_cost, reserve,
                         lambda path: tested.get(path, path), place.__getitem__)
 
         def cut(pieces: list[Piece]) -> list[Piece]:
             return cut_to_room(pieces, self.counter, room, settings.context_lines, alone_room)
 
         everything = [(f, h) for f in changes.files for h in f.hunks]
-        size = _chars(everything)
+        size = diff_chars(everything)
         lead_chars = LEAD_UNITS * budget * LEAD_CHARS_PER_TOKEN
         if not self.counter.exact or size <= lead_chars:
             packed = repack(cut(hunk_pieces(everything, self.counter)))
             if self.counter.exact:
-                return Fitted(len(packed), self._checked(packed, repack, context))
+                return Fitted(len(packed), self._checked(packed, repack, estimate, context))
             one = len(packed) == 1  # the same counter made the estimates: nothing to check
             return Fitted(len(packed), (replace(c, whole=one) for c in packed))
-        lead, rest = _lead(changes.files, tested, place, lead_chars)
+        lead, rest = lead_units(changes.files, tested, place, lead_chars,
+                                lead_chars // LEAD_UNITS)
         counted = hunk_pieces(lead, self.counter)
         packed = repack([p for p in counted if p.tokens <= room(p.file)])
         # the least filled of the lead's chunks waits for the rest of the change, to fill up
         back = min(packed, key=lambda c: sum(p.tokens for p in c.pieces), default=None)
         # the whole change's tokens, guessed from the lead's
-        tokens = sum(p.tokens for p in counted) * size / max(_chars(lead), 1)
+        tokens = sum(p.tokens for p in counted) * size / max(diff_chars(lead), 1)
 
         def later() -> list[Piece]:  # with the lead's hunks too large for a chunk, to be split
             return [*(back.pieces if back else ()), *cut(
                 [p for p in counted if p.tokens > room(p.file)] + hunk_pieces(rest, self.counter))]
 
         return Fitted(math.ceil(tokens / (budget - fixed)),
-                      self._checked([c for c in packed if c is not back], repack, context, later))
+                      self._checked([c for c in packed if c is not back], repack, estimate,
+                                    context, later))
 
     def _checked(self, packed: list[Chunk], repack: Callable[[Sequence[Piece]], list[Chunk]],
-                 context: Context, later: Callable[[], list[Piece]] | None = None
+                 estimate: Callable[[Sequence[Piece]], int], context: Context,
+                 later: Callable[[], list[Piece]] | None = None
                  ) -> Generator[Chunk, None, None]:
-        """The packed chunks cut to their exact budgets, in order, FIT_AHEAD counted at once;
-        the pieces cut off are packed again and follow, with `later`'s (the rest of the change,
-        counted once `packed` has gone out)."""
+        """The packed chunks cut to their exact budgets where their `estimate` comes near the
+        context (`_fit`), in order, FIT_AHEAD counted at once; the pieces cut off are packed
+        again and follow, with `later`'s (the rest of the change, counted once `packed` has
+        gone out)."""
         pool = ThreadPoolExecutor(max_workers=FIT_AHEAD, thread_name_prefix="fit")
         index = 0
         try:
             while packed or later:
-                fits = [pool.submit(self._fit, list(c.pieces), context) for c in packed]
+                fits = [pool.submit(self._fit, list(c.pieces), estimate, context)
+                        for c in packed]
                 leftovers: list[Piece] = []
                 for fit in fits:
                     kept, left = fit.result()
@@ -172,9 +180,14 @@ class Fitting:
         finally:  # a review that stops taking chunks (its deadline) leaves none being counted
             pool.shutdown(wait=False, cancel_futures=True)
 
-    def _fit(self, kept: list[Piece], context: Context) -> tuple[list[Piece], list[Piece]]:
+    def _fit(self, kept: list[Piece], estimate: Callable[[Sequence[Piece]], int],
+             context: Context) -> tuple[list[Piece], list[Piece]]:
         """`kept` cut to its exact budget (the whole context's for a line alone), and what did
-        not fit (in order)."""
+        not fit (in order); as it is where its estimate is within the budget and EXACT_NEAR
+        of the context below it."""
+        whole = self.requests.whole_budget
+        if estimate(kept) <= min(self._limit(kept), whole - int(whole * EXACT_NEAR)):
+            return kept, []
         leftovers: list[Piece] = []
         while (over := self.exact(kept, context) - self._limit(kept)
                + self.requests.extra_output(sum(p.owned for p in kept))) > 0:
@@ -235,6 +248,10 @@ class Fitting:
         return kept
 
 
+def _piece_cost(piece: Piece) -> int:
+    return piece.tokens + 2  # its joining newline, and a merge across the boundary
+
+
 def _head_reader(context: Context, until: float) -> Callable[[str], list[str] | None]:
     """A head file's lines, read once per review, at most MAX_HEAD_FILES and until `until`."""
     texts: dict[str, list[str] | None] = {}
@@ -259,31 +276,3 @@ def _definitions(lines: list[DiffLine], context: Context,
     shown = [ln.text for ln in lines if ln.kind != "-"]
     found: list[Definition] = context.definitions(called_names(added, defined_in(shown)), head)
     return found
-
-
-Hunks = list[tuple[FileDiff, Hunk]]
-
-
-def _chars(hunks: Hunks) -> int:
-    return sum(len(ln.text) + 2 for _, h in hunks for ln in h.lines)
-
-
-def _lead(files: Sequence[FileDiff], tested: dict[str, str],
-          place: dict[str, tuple[str, int, int]], chars: int) -> tuple[Hunks, Hunks]:
-    """The hunks of the first whole review units in unit order, about `chars` characters of
-    diff, and the rest. A hunk larger than a lead's share stays with the rest: splitting it
-    counts every line."""
-    lead: Hunks = []
-    rest: Hunks = []
-    size, unit = 0, None
-    for file in sorted(files, key=lambda f: place[f.path]):
-        if size >= chars and tested.get(file.path, file.path) != unit:
-            rest += [(file, h) for h in file.hunks]
-            continue
-        unit = tested.get(file.path, file.path)
-        for hunk in file.hunks:
-            hunk_chars = _chars([(file, hunk)])
-            large = hunk_chars > chars // LEAD_UNITS
-            (rest if large else lead).append((file, hunk))
-            size += 0 if large else hunk_chars
-    return lead, rest

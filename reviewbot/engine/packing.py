@@ -69,6 +69,14 @@ def pack(
     return [Chunk.numbered(i, ps) for i, ps in enumerate(ordered, 1)]
 
 
+def chunk_cost(pieces: Sequence[Piece], fixed_tokens: int, file_cost: Callable[[FileDiff], int],
+               piece_cost: Callable[[Piece], int], reserve: Callable[[int], int]) -> int:
+    """What `pack` reckons a chunk of these pieces costs, its answer's reserve included."""
+    files = {p.file.path: p.file for p in pieces}
+    return (fixed_tokens + sum(map(file_cost, files.values())) + sum(map(piece_cost, pieces))
+            + reserve(sum(p.owned for p in pieces)))
+
+
 def _items(pieces: list[Piece], unit: Callable[[str], str],
            fits: Callable[[list[Piece]], bool]) -> list[list[Piece]]:
     """The pieces of each review unit of several files as one item when it fits one chunk;

@@ -16,7 +16,7 @@ import posixpath
 import re
 from collections.abc import Sequence
 
-from reviewbot.diff import FileDiff
+from reviewbot.diff import FileDiff, Hunk
 
 _FAMILY = {"ts": "js", "tsx": "js", "js": "js", "jsx": "js", "mjs": "js", "cjs": "js",
            "c": "c", "cc": "c", "cpp": "c", "cxx": "c", "h": "c", "hh": "c", "hpp": "c",
@@ -90,3 +90,32 @@ def split_pairs(files: Sequence[FileDiff], chunk_paths: Sequence[set[str]]) -> t
     split = sum(1 for test, code in tested.items()
                 if not any(test in paths and code in paths for paths in chunk_paths))
     return len(tested), split
+
+
+Hunks = list[tuple[FileDiff, Hunk]]
+
+
+def diff_chars(hunks: Hunks) -> int:
+    return sum(len(ln.text) + 2 for _, h in hunks for ln in h.lines)
+
+
+def lead_units(files: Sequence[FileDiff], tested: dict[str, str],
+               place: dict[str, tuple[str, int, int]], chars: int,
+               largest: int) -> tuple[Hunks, Hunks]:
+    """The hunks of the first whole review units in unit order, about `chars` characters of
+    diff, and the rest. A hunk larger than `largest` characters stays with the rest: splitting
+    it counts every line."""
+    lead: Hunks = []
+    rest: Hunks = []
+    size, unit = 0, None
+    for file in sorted(files, key=lambda f: place[f.path]):
+        if size >= chars and tested.get(file.path, file.path) != unit:
+            rest += [(file, h) for h in file.hunks]
+            continue
+        unit = tested.get(file.path, file.path)
+        for hunk in file.hunks:
+            hunk_chars = diff_chars([(file, hunk)])
+            large = hunk_chars > largest
+            (rest if large else lead).append((file, hunk))
+            size += 0 if large else hunk_chars
+    return lead, rest

@@ -16,7 +16,7 @@ from reviewbot.engine import fitting
 from reviewbot.engine.chunking import Chunk
 from reviewbot.engine.fitting import LEAD_CHARS_PER_TOKEN, LEAD_UNITS
 from reviewbot.engine.orchestrator import Engine
-from reviewbot.engine.tokens import LocalTokenCounter
+from reviewbot.engine.tokens import LocalTokenCounter, Messages, Tools
 
 CONTEXT = 8192
 INTENT = Context(Intent("Add things"))
@@ -31,10 +31,15 @@ class Recording(LocalTokenCounter):
     def __init__(self, path: str) -> None:
         super().__init__(path)
         self.counted: list[str] = []
+        self.requests = 0  # whole requests counted
 
     def count_texts(self, texts: Sequence[str]) -> list[int]:
         self.counted += texts
         return super().count_texts(texts)
+
+    def count_request(self, messages: Messages, tools: Tools) -> int:
+        self.requests += 1
+        return super().count_request(messages, tools)
 
 
 def new_file(path: str, lines: list[str]) -> str:
@@ -54,12 +59,16 @@ def large() -> ChangeSet:
     return diff.parse("".join(files))
 
 
-@pytest.fixture
-def engine(tokenizer_json: Path) -> Engine:
+def make(tokenizer_json: Path, **settings: int) -> Engine:
     counter = Recording(str(tokenizer_json))
-    return Engine(settings=Settings(max_context=CONTEXT, max_output_tokens=1024),
+    return Engine(settings=Settings(max_context=CONTEXT, max_output_tokens=1024, **settings),
                   client=None,  # type: ignore[arg-type]
                   counter=counter, model="test-model", context=CONTEXT)
+
+
+@pytest.fixture
+def engine(tokenizer_json: Path) -> Engine:
+    return make(tokenizer_json)
 
 
 def request_tokens(e: Engine, chunk: Chunk) -> int:
@@ -105,3 +114,26 @@ def test_a_large_change_fitted_lead_first_covers_every_line_within_budget(
     monkeypatch.setattr(fitting, "LEAD_UNITS", 1000)
     at_once = engine.fitting.chunks(large, INTENT)
     assert len(chunks) <= len(at_once) + 1, (len(chunks), len(at_once))
+
+
+def test_chunks_well_inside_the_context_go_on_their_estimate_and_still_fit_their_unit(
+        tokenizer_json: Path, large: ChangeSet) -> None:
+    """Units a quarter of the context: no chunk's whole request is counted before it goes
+    (only the fixed part, once), and each one's exact size is still within the unit: packing
+    over-counts."""
+    units = make(tokenizer_json, chunk_tokens=2048)
+    chunks = units.fitting.chunks(large, INTENT)
+    counter = units.counter
+    assert isinstance(counter, Recording) and counter.requests == 1
+    assert len(chunks) > 10 and sum(c.changed_lines for c in chunks) == large.changed_lines
+    assert max(request_tokens(units, c) for c in chunks) <= 2048
+
+
+def test_only_the_chunks_that_come_near_the_context_are_counted_exactly(
+        engine: Engine, large: ChangeSet) -> None:
+    """Units as large as the context: the chunks packed within EXACT_NEAR of it are counted
+    (and cut) exactly, the rest go on their estimate, and every one fits."""
+    chunks = engine.fitting.chunks(large, INTENT)
+    counter = engine.counter
+    assert isinstance(counter, Recording) and 1 < counter.requests < 1 + len(chunks)
+    assert max(request_tokens(engine, c) for c in chunks) <= engine.requests.budget
