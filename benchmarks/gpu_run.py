@@ -497,9 +497,10 @@ def parallel(url: str, name: str, raw: bytes, n: int) -> dict[str, Any]:
 
 class Gauges:
     """The server's load (vllm:num_requests_running, _waiting, kv_cache_usage_perc), its
-    requests waiting for their grammar (num_requests_waiting_by_reason "deferred") and what
-    the process's budget holds, read every `every` seconds while a run goes: whether the
-    budget, the grammars or the server's compute is what a run waits on."""
+    waiting requests counted "deferred" (num_requests_waiting_by_reason: in vLLM 0.26 every
+    request with a grammar not yet scheduled, its grammar ready or not) and what the
+    process's budget holds, read every `every` seconds while a run goes: whether the budget or
+    the server's compute is what a run waits on."""
 
     DEFERRED = re.compile(r'^vllm:num_requests_waiting_by_reason\{[^}\n]*reason="deferred"[^}\n]*\}'
                           r" ([0-9.eE+-]{1,32})$", re.MULTILINE)
@@ -560,7 +561,7 @@ class Gauges:
         if not self.samples:
             return {}
         n = len(self.samples)
-        names = ("running", "waiting", "waiting_for_grammar", "kv_used", "budget_held")
+        names = ("running", "waiting", "deferred", "kv_used", "budget_held")
         return {"samples": n, "waiting_share": round(sum(s[1] > 0 for s in self.samples) / n, 3),
                 **{f"{k}_mean": round(sum(s[i] for s in self.samples) / n, 3)
                    for i, k in enumerate(names)},
