@@ -157,8 +157,8 @@ class Fitting:
                  estimate: Callable[[Sequence[Piece]], int], context: Context,
                  later: Callable[[], list[Piece]] | None = None
                  ) -> Generator[Chunk, None, None]:
-        """The packed chunks cut to their exact budgets where their `estimate` comes near the
-        context (`_fit`), in order, FIT_AHEAD counted at once; the pieces cut off are packed
+        """The packed chunks cut to their exact budgets where their `estimate` is over their
+        unit or near the context (`_fit`), in order, FIT_AHEAD counted at once; the pieces cut off are packed
         again and follow, with `later`'s (the rest of the change, counted once `packed` has
         gone out)."""
         pool = ThreadPoolExecutor(max_workers=FIT_AHEAD, thread_name_prefix="fit")
