@@ -1,5 +1,6 @@
-"""Fitting a change into the budget: exact-token chunks, then the code around them (and the
-definitions they call) in whatever room each chunk has left."""
+"""Fitting a change into the budget: chunks within their units (counted exactly where the
+estimate could be wrong), then the code around them (and the definitions they call) in
+whatever room each chunk has left."""
 
 from __future__ import annotations
 
