@@ -46,17 +46,20 @@ EXACT_NEAR = 1 / 16
 class Fitted:
     """A change's chunks, each yielded as soon as its exact count is in, so that its request can
     go out while later ones are still counted. `estimate` is how many the estimates packed (a
-    progress bar's first total: the exact counts may move a piece or two into one more)."""
+    progress bar's first total: the exact counts may move a piece or two into one more).
+    `cost` is what packing reckons a chunk of some of its pieces costs, the answer's reserve
+    included: an over-count, no `/tokenize` call."""
 
     estimate: int
     chunks: Generator[Chunk, None, None]
+    cost: Callable[[Sequence[Piece]], int]
 
 
 def _none() -> Generator[Chunk, None, None]:
     yield from ()
 
 
-NOTHING = Fitted(0, _none())  # nothing to review (closing it again is a no-op)
+NOTHING = Fitted(0, _none(), len)  # nothing to review (closing it again is a no-op)
 
 
 @dataclass
@@ -76,7 +79,7 @@ class Fitting:
         """`fitted`, each chunk with the code around it (`with_surroundings`) as it comes."""
         fitted = self.fitted(changes, context)
         lines = [ln for f in changes.files for h in f.hunks for ln in h.lines]
-        surround = self._surrounder(lines, context, until)
+        surround = self._surrounder(lines, context, until, fitted.cost)
         return replace(fitted, chunks=(surround(c) for c in fitted.chunks))
 
     def _too_small(self, fixed: int) -> ContextTooSmall:
@@ -134,11 +137,11 @@ class Fitting:
         if not self.counter.exact or size <= lead_chars:
             packed = repack(cut(hunk_pieces(everything, self.counter)))
             if self.counter.exact:
-                return Fitted(len(packed), self._checked(packed, repack, estimate, context))
+                return Fitted(len(packed), self._checked(packed, repack, estimate, context),
+                              estimate)
             one = len(packed) == 1  # the same counter made the estimates: nothing to check
-            return Fitted(len(packed), (replace(c, whole=one) for c in packed))
-        lead, rest = lead_units(changes.files, tested, place, lead_chars,
-                                lead_chars // LEAD_UNITS)
+            return Fitted(len(packed), (replace(c, whole=one) for c in packed), estimate)
+        lead, rest = lead_units(changes.files, tested, place, lead_chars, lead_chars // LEAD_UNITS)
         counted = hunk_pieces(lead, self.counter)
         packed = repack([p for p in counted if p.tokens <= room(p.file)])
         # the least filled of the lead's chunks waits for the rest of the change, to fill up
@@ -152,7 +155,7 @@ class Fitting:
 
         return Fitted(math.ceil(tokens / (budget - fixed)),
                       self._checked([c for c in packed if c is not back], repack, estimate,
-                                    context, later))
+                                    context, later), estimate)
 
     def _checked(self, packed: list[Chunk], repack: Callable[[Sequence[Piece]], list[Chunk]],
                  estimate: Callable[[Sequence[Piece]], int], context: Context,
@@ -210,12 +213,18 @@ class Fitting:
                           until: float = math.inf) -> list[Chunk]:
         """Each chunk with the code around its hunks (`_surrounder`)."""
         lines = [ln for c in chunks for p in c.pieces for ln in p.lines]
-        return list(map(self._surrounder(lines, context, until), chunks))
 
-    def _surrounder(self, lines: list[DiffLine], context: Context,
-                    until: float) -> Callable[[Chunk], Chunk]:
+        def exact(pieces: Sequence[Piece]) -> int:
+            return self.exact(pieces, context) + self.requests.extra_output(
+                sum(p.owned for p in pieces))
+
+        return list(map(self._surrounder(lines, context, until, exact), chunks))
+
+    def _surrounder(self, lines: list[DiffLine], context: Context, until: float,
+                    cost: Callable[[Sequence[Piece]], int]) -> Callable[[Chunk], Chunk]:
         """A chunk with the code around its hunks, as much as its budget still holds after the
-        diff and the intent (the diff always comes first: coverage does not depend on it).
+        diff, the intent and the answer's reserve (their `cost`; the diff always comes first:
+        coverage does not depend on it).
         Context is gathered until the monotonic time `until`; chunks after it go without. The
         definitions the change's added lines call (`lines`: all of the review's) are looked up
         once, for the first chunk."""
@@ -234,8 +243,7 @@ class Fitting:
             blocks = surrounding_blocks(chunk, head, settings.surrounding_lines,
                                         settings.max_enclosing_lines)
             blocks += definition_blocks(chunk, found[0])  # after the code around: less relevant
-            room = (self.requests.budget - self.exact(chunk.pieces, context)
-                    - self.requests.extra_output(chunk.changed_lines) - FRAMING)
+            room = self.requests.budget - cost(chunk.pieces) - FRAMING
             return replace(chunk, around="\n".join(self._within(blocks, room)))
 
         return surround

@@ -137,3 +137,25 @@ def test_only_the_chunks_that_come_near_the_context_are_counted_exactly(
     counter = engine.counter
     assert isinstance(counter, Recording) and 1 < counter.requests < 1 + len(chunks)
     assert max(request_tokens(engine, c) for c in chunks) <= engine.requests.budget
+
+
+def test_the_code_around_each_chunk_is_sized_without_counting_its_request_again(
+        tokenizer_json: Path) -> None:
+    """A merge request's review with its head files: the chunks get the code around their
+    hunks in the room their estimates leave, no chunk's request is counted for it, and the
+    chunks with that code still fit their unit."""
+    base = "".join(f"def step_{i}(value):\n    return value + {i}\n" for i in range(400)).split("\n")
+    changed = range(11, 790, 20)
+    head = [line + "  # checked" if n in changed else line for n, line in enumerate(base)]
+    changes = diff.parse("diff --git a/steps.py b/steps.py\n--- a/steps.py\n+++ b/steps.py\n"
+                         + "".join(f"@@ -{n},3 +{n},3 @@\n {base[n - 1]}\n-{base[n]}\n+{head[n]}\n"
+                                   f" {base[n + 1]}\n" for n in changed))
+    units = make(tokenizer_json, chunk_tokens=3072)
+    context = Context(INTENT.intent, files={"steps.py": "\n".join(head)}.get)
+    chunks = list(units.fitting.stream(changes, context).chunks)
+    counter = units.counter
+    assert isinstance(counter, Recording) and counter.requests == 1
+    assert len(chunks) > 1 and any(c.around for c in chunks)
+    sizes = [counter.count_request(*units.requests.request(c, context))
+             + units.requests.extra_output(c.changed_lines) for c in chunks]
+    assert max(sizes) <= 3072
