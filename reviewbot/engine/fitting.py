@@ -44,7 +44,7 @@ EXACT_NEAR = 1 / 16
 
 @dataclass
 class Fitted:
-    """A change's chunks, each yielded as soon as its exact count is in, so that its request can
+    """A change's chunks, each yielded as soon as it is fitted (`_fit`), so that its request can
     go out while later ones are still counted. `estimate` is how many the estimates packed (a
     progress bar's first total: the exact counts may move a piece or two into one more).
     `cost` is what packing reckons a chunk of some of its pieces costs, the answer's reserve
@@ -224,10 +224,9 @@ class Fitting:
                     cost: Callable[[Sequence[Piece]], int]) -> Callable[[Chunk], Chunk]:
         """A chunk with the code around its hunks, as much as its budget still holds after the
         diff, the intent and the answer's reserve (their `cost`; the diff always comes first:
-        coverage does not depend on it).
-        Context is gathered until the monotonic time `until`; chunks after it go without. The
-        definitions the change's added lines call (`lines`: all of the review's) are looked up
-        once, for the first chunk."""
+        coverage does not depend on it). Context is gathered until the monotonic time `until`;
+        chunks after it go without. The definitions the change's added lines call (`lines`: all
+        of the review's) are looked up once, for the first chunk."""
         settings = self.requests.settings
         if context.files is None or (
                 settings.surrounding_lines == 0 and settings.max_enclosing_lines == 0):
