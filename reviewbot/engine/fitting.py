@@ -59,7 +59,7 @@ def _none() -> Generator[Chunk, None, None]:
     yield from ()
 
 
-NOTHING = Fitted(0, _none(), len)  # nothing to review (closing it again is a no-op)
+NOTHING = Fitted(0, _none(), lambda pieces: 0)  # nothing to review (closing it again is a no-op)
 
 
 @dataclass
@@ -70,6 +70,11 @@ class Fitting:
     def exact(self, pieces: Sequence[Piece], context: Context) -> int:
         return self.counter.count_request(
             *self.requests.request(Chunk.numbered(0, pieces), context))
+
+    def exact_cost(self, pieces: Sequence[Piece], context: Context) -> int:
+        """`exact`, with the answer's reserve: what `Fitted.cost` estimates."""
+        return self.exact(pieces, context) + self.requests.extra_output(
+            sum(p.owned for p in pieces))
 
     def chunks(self, changes: ChangeSet, context: Context) -> list[Chunk]:
         return list(self.fitted(changes, context).chunks)
@@ -162,9 +167,9 @@ class Fitting:
                  later: Callable[[], list[Piece]] | None = None
                  ) -> Generator[Chunk, None, None]:
         """The packed chunks cut to their exact budgets where their `estimate` is over their
-        unit or near the context (`_fit`), in order, FIT_AHEAD counted at once; the pieces cut off are packed
-        again and follow, with `later`'s (the rest of the change, counted once `packed` has
-        gone out)."""
+        unit or near the context (`_fit`), in order, FIT_AHEAD counted at once; the pieces cut
+        off are packed again and follow, with `later`'s (the rest of the change, counted once
+        `packed` has gone out)."""
         pool = ThreadPoolExecutor(max_workers=FIT_AHEAD, thread_name_prefix="fit")
         index = 0
         try:
@@ -193,8 +198,7 @@ class Fitting:
         if estimate(kept) <= min(self._limit(kept), whole - int(whole * EXACT_NEAR)):
             return kept, []
         leftovers: list[Piece] = []
-        while (over := self.exact(kept, context) - self._limit(kept)
-               + self.requests.extra_output(sum(p.owned for p in kept))) > 0:
+        while (over := self.exact_cost(kept, context) - self._limit(kept)) > 0:
             if len(kept) > 1:  # the estimate let one piece too many in: move it on
                 leftovers.insert(0, kept.pop())
             else:  # one piece alone is too big: cut it finer
@@ -213,11 +217,7 @@ class Fitting:
                           until: float = math.inf) -> list[Chunk]:
         """Each chunk with the code around its hunks (`_surrounder`)."""
         lines = [ln for c in chunks for p in c.pieces for ln in p.lines]
-
-        def exact(pieces: Sequence[Piece]) -> int:
-            return self.exact(pieces, context) + self.requests.extra_output(
-                sum(p.owned for p in pieces))
-
+        exact = partial(self.exact_cost, context=context)
         return list(map(self._surrounder(lines, context, until, exact), chunks))
 
     def _surrounder(self, lines: list[DiffLine], context: Context, until: float,

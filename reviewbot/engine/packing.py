@@ -57,7 +57,8 @@ def pack(
                 + reserve(b.changed + changed) - reserve(b.changed))
 
     items = _items(sorted(pieces, key=key), unit,
-                   lambda item: fixed_tokens + cost(item, _Bin([], set(), 0)) <= budget)
+                   lambda item: chunk_cost(item, fixed_tokens, file_cost, piece_cost,
+                                           reserve) <= budget)
     big = budget // 8
     empty = _Bin([], set(), 0)
     # big items first, largest first; then the rest in unit order
