@@ -17,8 +17,8 @@ The plan is JSON lines, one run each, done in file order:
 
 `kind` is bot (one review, through the engine), replay (the same review's exact requests all at
 once: the ceiling), parallel (several reviews at once, `reviews`: [diff, how many] pairs, each
-with its own engine at `concurrency` 8 and `settings`; `answers` "whole", `budget_scale` and
-`first_over` as gpu_run.fresh_budget says) or server (restart vLLM with these extra flags; later runs use it). After every start the server is warmed as `reviewbot server up`
+with its own engine at `concurrency` 8 and `settings`; `answers` "whole" and `budget_scale` as
+gpu_run.fresh_budget says) or server (restart vLLM with these extra flags; later runs use it). After every start the server is warmed as `reviewbot server up`
 warms it (one forced tool call per --warm-up-tokens size), so a plan's first run measures what
 a first review after `server up` meets. A run's
 result is appended to --results (on the device, default PLAN.results.jsonl) and every call copies
@@ -118,8 +118,7 @@ def one(run: dict[str, Any], url: str, diffs: Path, args: argparse.Namespace) ->
         reviews = [(name, read(name)) for name, n in run["reviews"] for _ in range(int(n))]
         return gpu_run.reviews_at_once(url, reviews, int(run.get("concurrency", 8)),
                                        run.get("answers", "expected"),
-                                       float(run.get("budget_scale", 1.0)),
-                                       run.get("first_over"), **settings)
+                                       float(run.get("budget_scale", 1.0)), **settings)
     raw = read(run["diff"])
     if run["kind"] == "bot":
         return gpu_run.bot_run(url, raw, int(run.get("concurrency", 32)),

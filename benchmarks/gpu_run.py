@@ -373,19 +373,16 @@ def passes(url: str, raw: bytes, candidates: int = 8) -> dict[str, Any]:
     return out
 
 
-def fresh_budget(engine: Any, answers: str = "expected", scale: float = 1.0,
-                 first_over: float | None = None) -> Any:
+def fresh_budget(engine: Any, answers: str = "expected", scale: float = 1.0) -> Any:
     """The engine's budget as a new process's would be, nothing learned from earlier runs;
-    `answers` "whole" holds each request's whole answer room (as before AnswerSizes),
-    `scale` multiplies it (a large one: every request at once, the server's scheduler alone)
-    and `first_over` replaces budget.FIRST_OVER (0: a review with nothing out waits like any).
+    `answers` "whole" holds each request's whole answer room (as before AnswerSizes) and
+    `scale` multiplies it (a large one: every request at once, the server's scheduler alone).
     Engines made after this one share it."""
-    from reviewbot.engine.budget import FIRST_OVER, AnswerSizes
+    from reviewbot.engine.budget import AnswerSizes
 
     budget = engine.budget
     if budget is not None:
         budget.answers = AnswerSizes()
-        budget.first_over = FIRST_OVER if first_over is None else first_over
         budget.resize(int(budget.capacity * scale))
         if answers == "whole":
             budget.answers.expected = lambda room: room  # type: ignore[method-assign]
@@ -574,18 +571,18 @@ class Gauges:
 
 def reviews_at_once(url: str, reviews: list[tuple[str, bytes]], concurrency: int = 8,
                     answers: str = "expected", budget_scale: float = 1.0,
-                    first_over: float | None = None, **extra: object) -> dict[str, Any]:
+                    **extra: object) -> dict[str, Any]:
     """Several reviews at once, each with its own engine (`concurrency`, `extra` settings) and a
     distinct title, which is the first line of every user prompt: the reviews share only the
     system prompt and tool prefix, as different merge requests would. Their one budget is
-    fresh_budget(answers, budget_scale, first_over)."""
+    fresh_budget(answers, budget_scale)."""
     from reviewbot import diff
     from reviewbot.context import Context, Intent
     from reviewbot.engine.build import make_engine
 
     changes = [diff.parse(raw) for _, raw in reviews]
     engines = [make_engine(settings_for(url, concurrency, **extra)) for _ in reviews]
-    shared = fresh_budget(engines[0], answers, budget_scale, first_over)
+    shared = fresh_budget(engines[0], answers, budget_scale)
     sends = [timed_sends(e) for e in engines]
     results: list[Any] = [None] * len(reviews)
 
@@ -611,7 +608,6 @@ def reviews_at_once(url: str, reviews: list[tuple[str, bytes]], concurrency: int
     return {"kind": "parallel", "parallel_reviews": len(reviews), "cache_reset": reset,
             "diffs": [name for name, _ in reviews], "answers": answers,
             "budget_tokens": shared.capacity if shared else None,
-            "first_over": shared.first_over if shared else None,
             "wall_s": round(wall, 2), "reviews_per_hour": round(len(reviews) * 3600 / wall, 1),
             "complete": [r.stats.complete for r in results],
             "per_review_wall": [round(r.stats.wall_seconds, 1) for r in results],

@@ -49,14 +49,13 @@ def test_a_later_call_does_only_the_runs_added_to_the_plan(
                              "temperature": 0, "settings": {**small, "chunk_tokens": 4096,
                                                              "verify": True}}) + "\n")
         fh.write(json.dumps({"id": "two-at-once", "kind": "parallel", "reviews": [[SAMPLE, 2]],
-                             "temperature": 0, "settings": small, "first_over": 0}) + "\n")
+                             "temperature": 0, "settings": small}) + "\n")
     second = _call(vllm_server, plan, tmp_path / "out2")
     assert [r["id"] for r in second] == ["bot-small", "replay-small", "bot-4k-verify", "two-at-once"]
     assert second[:2] == first  # not run again
     assert "error" not in second[2] and isinstance(second[2]["complete"], bool)
     assert "error" not in second[3] and len(second[3]["complete"]) == 2, second[3].get("error")
     assert second[3]["parallel_reviews"] == 2 and second[3]["slowest_s"] <= second[3]["wall_s"]
-    assert second[3]["first_over"] == 0  # the plan's rule for this run, not the default
     firsts = second[3]["first_send_s"]
     assert len(firsts) == 2 and 0 < max(firsts) <= second[3]["last_send_s"] <= second[3]["wall_s"]
     assert 0 < bot["first_send_s"] <= bot["last_send_s"] <= bot["wall_s"]

@@ -6,12 +6,7 @@ at bf16, against 54% when the cache held them all). A request now holds its prom
 tokens of the server's budget while it is out, whoever sends it: the listener's workers and
 `eval` share one budget per server. Fair: the next request to go is the oldest of the review
 with the fewest tokens out, so a small review behind a huge one waits for one request of it,
-not for all; and a review with nothing out may take the budget over by up to FIRST_OVER of
-it, so a review that comes when the budget is full does not wait for the others' answers to
-send its first request. Under 16 reviews at once the budget is full for the first 20 s
-(decoding all but stops while the server prefills), and two reviews that finished counting
-their changes a moment late sent nothing until then; the server, which fills its cache
-chunk by chunk, had half of it in use (docs/performance.md).
+not for all.
 
 Reviews in other processes (listener replicas of one server) are not in this budget: the
 server's own load says what they hold (`/metrics`, read at most every POLL_S by the request
@@ -41,7 +36,6 @@ ANSWER_GUESS = 1024  # tokens a chunk's answers are expected to come to before a
 # over the longest recent answers: a verification request's prompt repeats the finding answer
 ANSWER_MARGIN = 1.5
 ANSWERS_KEPT = 32  # the recent answers the expectation is taken from
-FIRST_OVER = 0.125  # of the budget, that reviews with nothing out may take beyond it
 
 
 class AnswerSizes:
@@ -69,10 +63,8 @@ class AnswerSizes:
 
 
 class TokenBudget:
-    def __init__(self, capacity: int, load: Callable[[], Load | None] | None = None,
-                 first_over: float = FIRST_OVER) -> None:
+    def __init__(self, capacity: int, load: Callable[[], Load | None] | None = None) -> None:
         self.capacity = max(1, capacity)
-        self.first_over = first_over
         self.answers = AnswerSizes()
         self._probe = load
         self._reading: tuple[float, Load | None] | None = None  # (when, what the server said)
@@ -139,13 +131,12 @@ class TokenBudget:
     def _turn(self, review: str, me: tuple[int, int], need: int) -> bool:
         """Whether `me` goes next (the server's room aside): the oldest request of the review
         with the fewest tokens out (ties: the oldest), and room for its `need`, or nothing out
-        at all; a review with nothing out has first_over of the budget more room."""
+        at all."""
         head = min(self._waiting, key=lambda r: (self._out.get(r, 0), self._waiting[r][0][0]))
         if head != review or self._waiting[review][0] is not me:
             return False
         out = sum(self._out.values())
-        over = int(self.capacity * self.first_over) if review not in self._out else 0
-        return out == 0 or out + need <= self.capacity + over
+        return out == 0 or out + need <= self.capacity
 
     def _grant(self, review: str, tokens: int) -> None:
         self._out[review] = self._out.get(review, 0) + tokens
