@@ -2,7 +2,7 @@
 docs/precision.md's real-model row and docs/real-model.md (issue 33).
 
     python benchmarks/real_model.py --url http://127.0.0.1:PORT [--variant tool --variant json]
-        [--golden tests/eval/golden] [--out benchmarks/results/real_model]
+        [--golden tests/eval/planted] [--out benchmarks/results/real_model]
 
 For each variant (findings_format × verify, as `reviewbot eval run --compare --variant V`), with
 the model's demo settings (reviewbot_server.realmodel.SETTINGS, temperature 0): precision,
@@ -72,7 +72,7 @@ def run_variant(url: str, golden: Path, variant: str, out: Path, config: Path) -
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--url", required=True, help="the server root, without /v1")
-    parser.add_argument("--golden", type=Path, default=ROOT / "tests" / "eval" / "golden")
+    parser.add_argument("--golden", type=Path, default=ROOT / "tests" / "eval" / "planted")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "real_model")
     parser.add_argument("--variant", action="append",
                         default=None, help="tool+verify, tool, json+verify or json (repeatable)")

@@ -24,7 +24,7 @@ from reviewbot.tree import MAX_FILE_BYTES, WorkingTree
 
 OUTPUTS = ("text", "json", "sarif", "codequality", "markdown")
 FAIL_ON = ("info", "minor", "major", "critical", "blocker", "never")
-FINDINGS_FORMATS = ("tool", "json")
+FINDINGS_FORMATS = ("tool", "reason", "two-step", "json")
 CHOICES = {"output": OUTPUTS, "fail_on": FAIL_ON, "mode": ("full", "incremental"),
            "findings_format": FINDINGS_FORMATS, "inline_min_severity": FAIL_ON[:-1]}
 
@@ -75,7 +75,7 @@ class Settings:
     max_findings_per_chunk: int = 50  # the bound; a chunk may report one per 25 changed lines
     verify: bool = True  # a second pass judges every candidate (it reuses the prompt cache)
     samples: int = 1  # finding passes per chunk (n in one request); ⌈n/2⌉ must agree
-    findings_format: str = "tool"  # or json: a JSON object in a free answer (precision.md)
+    findings_format: str = "tool"  # reason, two-step or json (docs/precision.md)
     prompts_dir: str | None = None
     # what to report: the categories the schema admits; maintainability only at minor or info
     categories: tuple[str, ...] = CATEGORIES

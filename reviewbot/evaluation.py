@@ -51,6 +51,17 @@ class Case:
     diff: Path
     comments: list[Comment]
 
+    @property
+    def size(self) -> int:
+        """Changed lines of the case's diff (its size bucket)."""
+        with self.diff.open("rb") as lines:
+            return sum(1 for line in lines if line[:1] in (b"+", b"-")
+                       and not line.startswith((b"+++ ", b"--- ")))
+
+
+SERIOUS = ("blocker", "critical", "major")  # a false positive a team would have to answer
+SIZES = ((50, "1-50"), (200, "51-200"), (500, "201-500"), (None, "over 500"))
+
 
 @dataclass
 class Score:
@@ -88,6 +99,21 @@ class CaseScore:
     lines: Score
     pairs: list[tuple[Comment, Comment]]  # (finding, golden comment), line-matched
     judged: Score | None = None
+    size: int = 0  # changed lines of the diff
+    serious: int = 0  # findings at major or above
+    categories: dict[str, tuple[int, int]] = field(default_factory=dict)
+    tokens: int = 0
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, **self.lines.to_dict(), "changed_lines": self.size,
+                "serious_findings": self.serious, "tokens": self.tokens,
+                "seconds": round(self.seconds, 3),
+                **({"judged": self.judged.to_dict()} if self.judged is not None else {})}
+
+
+def _bucket(size: int) -> str:
+    return next(name for bound, name in SIZES if bound is None or size <= bound)
 
 
 Interval = tuple[float, float]
@@ -121,23 +147,87 @@ def intervals(cases: list[Score], resamples: int = RESAMPLES,
 
 @dataclass
 class Report:
+    """The scores over the reviewed cases; the cases not reviewed are listed, never scored."""
+
     lines: Score = field(default_factory=Score)
     judged: Score | None = None
     cases: list[CaseScore] = field(default_factory=list)
+    total: int = 0  # cases in the golden set
+    not_reviewed: list[tuple[str, str]] = field(default_factory=list)  # (case, why)
+
+    @property
+    def reviewed(self) -> int:
+        return len(self.cases)
 
     def intervals(self) -> dict[str, Interval]:
         return intervals([c.lines for c in self.cases])
 
+    def details(self) -> dict[str, Any]:
+        """Recall by diff size and by golden category, false positives per clean change (a
+        case with no golden comment), tokens and seconds per case."""
+        sizes: dict[str, list[int]] = {name: [0, 0, 0] for _, name in SIZES}
+        for c in self.cases:
+            if c.lines.golden:
+                bucket = sizes[_bucket(c.size)]
+                bucket[0] += 1
+                bucket[1] += c.lines.golden
+                bucket[2] += c.lines.matched
+        categories: dict[str, list[int]] = {}
+        for c in self.cases:
+            for name, (total, matched) in c.categories.items():
+                entry = categories.setdefault(name, [0, 0])
+                entry[0] += total
+                entry[1] += matched
+        clean = [c for c in self.cases if not c.lines.golden]
+        n = len(self.cases) or 1
+        return {
+            "recall_by_size": {name: {"cases": k, "golden": g, "matched": m,
+                                      "recall": round(m / g, 4)}
+                               for name, (k, g, m) in sizes.items() if g},
+            "recall_by_category": {name: {"golden": g, "matched": m, "recall": round(m / g, 4)}
+                                   for name, (g, m) in sorted(categories.items())},
+            "clean": {"cases": len(clean),
+                      "findings_per_change": round(
+                          sum(c.lines.findings for c in clean) / len(clean), 4) if clean else 0,
+                      "serious_per_change": round(
+                          sum(c.serious for c in clean) / len(clean), 4) if clean else 0},
+            "tokens_per_case": round(sum(c.tokens for c in self.cases) / n, 1),
+            "seconds_per_case": round(sum(c.seconds for c in self.cases) / n, 3),
+        }
+
     def to_dict(self) -> dict[str, Any]:
-        out = self.lines.to_dict()
+        out: dict[str, Any] = {"cases_total": self.total, "cases_reviewed": self.reviewed,
+                               "not_reviewed": [{"id": i, "reason": why}
+                                                for i, why in self.not_reviewed],
+                               **self.lines.to_dict()}
         out["interval_90"] = {name: [round(lo, 4), round(hi, 4)]
                               for name, (lo, hi) in self.intervals().items()}
         if self.judged is not None:
             out["judged"] = self.judged.to_dict()
-        out["cases"] = [{"id": c.id, **c.lines.to_dict(),
-                         **({"judged": c.judged.to_dict()} if c.judged is not None else {})}
-                        for c in self.cases]
+        out.update(self.details())
+        out["cases"] = [c.to_dict() for c in self.cases]
         return out
+
+
+def repeated(reports: list[Report]) -> dict[str, Any]:
+    """N runs of the same golden set: the mean and spread (lowest, highest) of each figure over
+    the runs, and the bootstrap interval over the cases with every run's findings pooled per
+    case (run-to-run noise and case-to-case spread in one interval). Only cases reviewed in
+    every run are pooled."""
+    everywhere = set.intersection(*({c.id for c in r.cases} for r in reports))
+    pooled: dict[str, Score] = {}
+    for r in reports:
+        for c in r.cases:
+            if c.id in everywhere:
+                pooled.setdefault(c.id, Score()).add(c.lines)
+    out: dict[str, Any] = {"runs": len(reports), "cases_pooled": len(pooled)}
+    for name in ("precision", "recall", "f1"):
+        values = [getattr(r.lines, name) for r in reports]
+        out[name] = {"mean": round(sum(values) / len(values), 4),
+                     "spread": [round(min(values), 4), round(max(values), 4)]}
+    out["interval_90"] = {name: [round(lo, 4), round(hi, 4)]
+                          for name, (lo, hi) in intervals(list(pooled.values())).items()}
+    return out
 
 
 # --- reading -------------------------------------------------------------------------------
@@ -192,12 +282,23 @@ def load_golden(root: Path) -> list[Case]:
     return cases
 
 
-def load_findings(results: Path, case_id: str) -> list[Comment]:
-    """The findings of `RESULTS/<case>.json`; findings without a line cannot match and count as
-    findings all the same."""
+@dataclass(frozen=True)
+class Reviewed:
+    """One case's review as `RESULTS/<case>.json` holds it."""
+
+    findings: list[Comment]
+    complete: bool
+    problem: str  # why the review is incomplete ("" when complete)
+    tokens: int  # prompt + completion tokens
+    seconds: float
+
+
+def load_result(results: Path, case_id: str) -> Reviewed | None:
+    """The review of a case, or None when there is none (the case was not reviewed). Findings
+    without a line cannot match and count as findings all the same."""
     path = results / f"{case_id}.json"
     if not path.is_file():
-        raise UsageError(f"no result for case {case_id}: {path} is missing")
+        return None
     data = _json(path)
     if not isinstance(data, dict) or not isinstance(data.get("findings"), list):
         raise UsageError(f"{path}: not the output of reviewbot review --output json")
@@ -207,7 +308,17 @@ def load_findings(results: Path, case_id: str) -> list[Comment]:
             out.append(Comment(str(item.get("path", "")), 0, "file"))
         else:
             out.append(comment(item, f"{path} finding {i}"))
-    return out
+    stats: dict[str, Any] = data["stats"] if isinstance(data.get("stats"), dict) else {}
+    errors = [e for e in stats.get("errors", []) if isinstance(e, str)]
+    complete = stats.get("complete") is True
+
+    def number(key: str) -> float:
+        value = stats.get(key, 0)
+        return value if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
+
+    return Reviewed(out, complete, "" if complete else (errors[0] if errors else "incomplete"),
+                    int(number("prompt_tokens") + number("completion_tokens")),
+                    float(number("wall_seconds")))
 
 
 # --- matching ------------------------------------------------------------------------------
@@ -237,9 +348,16 @@ Judge = Callable[[Comment, Comment], bool]  # do the finding and the golden comm
 
 
 def score(cases: list[Case], results: Path, window: int, judge: Judge | None = None) -> Report:
-    report = Report(judged=Score() if judge is not None else None)
+    """Score the cases whose review is in `results` and complete; every other case is listed as
+    not reviewed and never scored (an unfinished review is no evidence of a clean change)."""
+    report = Report(judged=Score() if judge is not None else None, total=len(cases))
     for case in cases:
-        findings = load_findings(results, case.id)
+        reviewed = load_result(results, case.id)
+        if reviewed is None or not reviewed.complete:
+            report.not_reviewed.append(
+                (case.id, "no result" if reviewed is None else reviewed.problem))
+            continue
+        findings = reviewed.findings
         pairs = match(findings, case.comments, window)
         lines = Score(len(findings), len(case.comments), len(pairs))
         judged = None
@@ -247,8 +365,30 @@ def score(cases: list[Case], results: Path, window: int, judge: Judge | None = N
             judged = Score(len(findings), len(case.comments), sum(judge(f, g) for f, g in pairs))
             report.judged.add(judged)
         report.lines.add(lines)
-        report.cases.append(CaseScore(case.id, lines, pairs, judged))
+        report.cases.append(CaseScore(
+            case.id, lines, pairs, judged, size=case.size,
+            serious=sum(1 for f in findings if _serious(f.severity)),
+            categories=_by_category(case.comments, pairs),
+            tokens=reviewed.tokens, seconds=reviewed.seconds))
+    if not report.cases:
+        raise UsageError(f"no case of the golden set has a complete review in {results} "
+                         f"({len(report.not_reviewed)} not reviewed)")
     return report
+
+
+def _serious(severity: str | None) -> bool:
+    return severity in SERIOUS
+
+
+def _by_category(golden: list[Comment], pairs: list[tuple[Comment, Comment]]
+                 ) -> dict[str, tuple[int, int]]:
+    """(golden comments, matched) per golden category ("other" where none is given)."""
+    found = {id(g) for _, g in pairs}
+    out: dict[str, tuple[int, int]] = {}
+    for g in golden:
+        total, matched = out.get(g.category or "other", (0, 0))
+        out[g.category or "other"] = (total + 1, matched + (id(g) in found))
+    return out
 
 
 def render_text(report: Report, cost: dict[str, Any] | None = None) -> str:
@@ -257,11 +397,29 @@ def render_text(report: Report, cost: dict[str, Any] | None = None) -> str:
                 f"({s.matched} matched, {s.findings} findings, {s.golden} golden)")
 
     out = [row(c.id, c.lines) for c in report.cases]
-    out.append(row("all cases (line match)", report.lines))
+    out += [f"{case_id:<32} not reviewed: {why}" for case_id, why in report.not_reviewed]
+    out.append(f"reviewed {report.reviewed} of {report.total} cases"
+               + (f" ({len(report.not_reviewed)} not reviewed: not scored)"
+                  if report.not_reviewed else ""))
+    out.append(row("all reviewed cases (line match)", report.lines))
     out.append(f"{'90% intervals (bootstrap)':<32} " + "  ".join(
         f"{name} {lo:.1%}–{hi:.1%}" for name, (lo, hi) in report.intervals().items()))
     if report.judged is not None:
         out.append(row("all cases (line match + judge)", report.judged))
+    details = report.details()
+    for bucket, s in details["recall_by_size"].items():
+        out.append(f"recall, {bucket + ' changed lines':<24} {s['recall']:6.1%}  "
+                   f"({s['matched']} of {s['golden']}, {s['cases']} cases)")
+    for name, s in details["recall_by_category"].items():
+        out.append(f"recall, category {name:<15} {s['recall']:6.1%}  "
+                   f"({s['matched']} of {s['golden']})")
+    clean = details["clean"]
+    if clean["cases"]:
+        out.append(f"false positives per clean change: {clean['findings_per_change']:.2f} "
+                   f"({clean['serious_per_change']:.2f} at major or above; "
+                   f"{clean['cases']} clean changes)")
+    out.append(f"per case: {details['tokens_per_case']:,.0f} tokens, "
+               f"{details['seconds_per_case']:.1f} s")
     if cost:
         out.append("cost: " + ", ".join(f"{k} {v}" for k, v in cost.items()))
     return "\n".join(out) + "\n"

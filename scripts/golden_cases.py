@@ -1,4 +1,4 @@
-"""Build the golden cases of tests/eval/golden/sources.toml from the public repositories.
+"""Build the golden cases of tests/eval/planted/sources.toml from the public repositories.
 
     python scripts/golden_cases.py [--mirrors DIR] [--only ID]
 
@@ -20,7 +20,7 @@ from pathlib import Path
 
 from unidiff import PatchSet
 
-GOLDEN = Path(__file__).resolve().parents[1] / "tests" / "eval" / "golden"
+GOLDEN = Path(__file__).resolve().parents[1] / "tests" / "eval" / "planted"
 
 
 def git_dir(repo: str, mirrors: Path | None, scratch: Path) -> Path:

@@ -181,6 +181,8 @@ class FakeOpenAI:
                                   "function": {"name": reply.tool_name, "arguments": args}}]
                         if guided:
                             calls, content = [], args
+                    if body.get("tool_choice") == "none" and not guided:
+                        calls = []  # vLLM calls no tool then: the answer is words
                     finish = ("stop" if guided and reply.finish_reason == "tool_calls"
                               else reply.finish_reason)
                     return {"index": index, "finish_reason": finish,

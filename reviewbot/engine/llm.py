@@ -63,6 +63,7 @@ NO_ROUTE = Route()  # any replica, the server's default order
 class Sample:
     calls: list[Call]
     truncated: bool  # finish_reason == "length": the call may be cut short
+    text: str = ""  # the answer's own words (a free answer: findings_format two-step)
 
 
 @dataclass(frozen=True)
@@ -161,22 +162,23 @@ class ModelClient:
     def call_tool(self, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
                   name: str, max_tokens: int, temperature: float, n: int = 1,
                   route: Route = NO_ROUTE, frequency_penalty: float = 0.0,
-                  schema: dict[str, Any] | None = None) -> Reply:
+                  schema: dict[str, Any] | None = None, free: bool = False) -> Reply:
         """A forced call of the tool `name`, with every tool of `tools` sent (the same list in
         every pass keeps the prompt prefix shared); with no tools, a free answer taken as the
         arguments of `name`. With a `schema`, the answer is guided to it as `response_format`
         and no tool is called (`tools` are still sent: they are the prompt's prefix) and read
-        as the arguments of `name`. `route`: see Route."""
+        as the arguments of `name`. `free`: a plain answer in words (`tools` still sent, as the
+        prompt's prefix, with `tool_choice` "none"), read from each sample's `text`. `route`:
+        see Route."""
         import openai
 
         asked: dict[str, Any] = {"tools": tools} if tools else {}
         if schema is not None:
             asked["response_format"] = {"type": "json_schema", "json_schema": {
                 "name": name, "schema": schema, "strict": True}}
-            if tools:
-                asked["tool_choice"] = "none"
-        elif tools:
-            asked["tool_choice"] = {"type": "function", "function": {"name": name}}
+        if tools:
+            asked["tool_choice"] = "none" if schema is not None or free else {
+                "type": "function", "function": {"name": name}}
         penalty = {"frequency_penalty": frequency_penalty} if frequency_penalty else {}
         try:
             response = self._client.chat.completions.create(  # type: ignore[call-overload]
@@ -241,7 +243,8 @@ def _sample(choice: Any, name: str) -> Sample:
              if getattr(c, "type", None) == "function" and getattr(c, "function", None)]
     if not calls and isinstance(message.content, str) and message.content:
         calls = [(name, _arguments_from_content(message.content))]
-    return Sample(calls, getattr(choice, "finish_reason", None) == "length")
+    text = message.content if isinstance(message.content, str) else ""
+    return Sample(calls, getattr(choice, "finish_reason", None) == "length", text)
 
 
 _TOOL_CALL = re.compile(r"<tool_call>\s*(\{.*\})\s*(?:</tool_call>)?", re.DOTALL)

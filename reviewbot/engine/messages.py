@@ -23,6 +23,11 @@ REPLY_TOKENS = 768
 # token keeps code, whose tokens are short, inside the context
 QUESTION_CHARS_PER_TOKEN = 2.5
 QUESTION_OVERHEAD = 1024  # the prompt's own words and the question
+# findings_format reason and two-step: room for the model's own review before its findings (the
+# `analysis` string, or the free answer that the second request then formats), and the words
+# of that second request
+REASONING_TOKENS = 1024
+REASONING_OVERHEAD = 128
 
 Messages = list[dict[str, Any]]
 Tools = list[dict[str, Any]]
@@ -54,18 +59,29 @@ class Requests:
         return self.settings.max_output_tokens + self.extra_output(changed_lines)
 
     def extra_output(self, changed_lines: int) -> int:
-        return tools.extra_output(changed_lines, self.settings.max_findings_per_chunk)
+        reasoning = REASONING_TOKENS + REASONING_OVERHEAD if self.reasons_first else 0
+        return tools.extra_output(changed_lines, self.settings.max_findings_per_chunk) + reasoning
 
     @cached_property
     def system_prompt(self) -> str:
         return templates.render("system.j2", self.settings.prompts_dir,
                                 categories=list(self.settings.categories),
-                                json_answer=self.json_answer)
+                                json_answer=self.json_answer, mode=self.mode)
+
+    @property
+    def mode(self) -> str:
+        return self.settings.findings_format
 
     @property
     def json_answer(self) -> bool:
         """Findings asked for as JSON in a free answer (findings_format json), not a forced call."""
-        return self.settings.findings_format == "json"
+        return self.mode == "json"
+
+    @property
+    def reasons_first(self) -> bool:
+        """The model reviews in words before it lists findings: inside the call's first string
+        (reason) or in a free answer that a second request formats (two-step)."""
+        return self.mode in ("reason", "two-step")
 
     def messages(self, chunk: Chunk, context: Context) -> Messages:
         files = ["\n".join([file_header(f)] + [p.text for p in pieces])
@@ -82,7 +98,7 @@ class Requests:
             rules=[quoted(r.text) for r in applicable(self.settings.rules + context.guidance,
                                                       paths)],
             index=chunk.index, whole=chunk.whole, files=files, around=chunk.around,
-            json_answer=self.json_answer, cap=self.cap(chunk),
+            json_answer=self.json_answer, mode=self.mode, cap=self.cap(chunk),
             categories=list(self.settings.categories))
         return [{"role": "system", "content": self.system_prompt}, {"role": "user", "content": user}]
 
@@ -92,7 +108,15 @@ class Requests:
         if self.json_answer:
             return self.messages(chunk, context), []
         return self.messages(chunk, context), [
-            tools.report_tool(chunk, self.cap(chunk), self.settings.categories)]
+            tools.report_tool(chunk, self.cap(chunk), self.settings.categories,
+                              analysis=self.mode == "reason")]
+
+    def format_messages(self, messages: Messages, review: str) -> Messages:
+        """two-step's second request: the first request's messages (a shared prefix), the
+        model's own free review as its turn, then the ask to report it through the tool."""
+        text = templates.render("format.j2", self.settings.prompts_dir)
+        return [*messages, {"role": "assistant", "content": review},
+                {"role": "user", "content": text}]
 
     def verify_messages(self, chunk: Chunk, messages: Messages,
                         candidates: list[Finding]) -> Messages:

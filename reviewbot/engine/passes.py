@@ -15,7 +15,15 @@ from reviewbot.engine import answers, tools
 from reviewbot.engine.candidates import agree, apply_verdicts
 from reviewbot.engine.chunking import Chunk
 from reviewbot.engine.llm import NO_ROUTE, ModelClient, Reply, Route
-from reviewbot.engine.messages import JUDGE_TOKENS, REPLY_TOKENS, Anchor, Messages, Requests, Tools
+from reviewbot.engine.messages import (
+    JUDGE_TOKENS,
+    REASONING_TOKENS,
+    REPLY_TOKENS,
+    Anchor,
+    Messages,
+    Requests,
+    Tools,
+)
 from reviewbot.errors import BadAnswer, ContextTooLong, RequestFailed
 from reviewbot.findings import Finding
 from reviewbot.result import Dropped, Usage
@@ -43,6 +51,17 @@ class ChunkAnswer:
 
     def add_usage(self, reply: Reply) -> None:
         self.usage += reply.usage
+
+
+@dataclass
+class Asked:
+    """The finding requests of one chunk: the usable samples' parsed answers, the requests
+    sent, the answers that could not be used and why the last one could not."""
+
+    usable: list[answers.Parsed] = field(default_factory=list)
+    requests: int = 0
+    unusable: int = 0
+    problem: str = "the review deadline passed"
 
 
 @dataclass(frozen=True)
@@ -80,15 +99,70 @@ class Passes:
 
     def _call(self, messages: Messages, tool_list: Tools, name: str, max_tokens: int,
               route: Route, n: int = 1, temperature: float | None = None,
-              again: list[bool] | None = None,
-              schema: dict[str, Any] | None = None) -> Callable[[], Reply]:
+              again: list[bool] | None = None, schema: dict[str, Any] | None = None,
+              free: bool = False) -> Callable[[], Reply]:
         """One request; once `again` holds True (an answer came back unusable: cut at its
         max_tokens, or not the JSON asked for), with a frequency penalty: at a low temperature
         the same request repeats the same answer (a small model looping inside a string)."""
         temperature = self.requests.settings.temperature if temperature is None else temperature
         return lambda: self.client.call_tool(
             self.model, messages, tool_list, name, max_tokens, temperature, n=n, route=route,
-            frequency_penalty=RETRY_PENALTY if again and again[0] else 0.0, schema=schema)
+            frequency_penalty=RETRY_PENALTY if again and again[0] else 0.0, schema=schema,
+            free=free)
+
+    def _findings(self, chunk: Chunk, messages: Messages, tool_list: Tools, n: int,
+                  deadline: float, route: Route, answer: ChunkAnswer, asked: Asked) -> None:
+        """The finding request asked until a usable answer comes (up to ANSWER_ATTEMPTS): the
+        usable samples' parsed calls, into `asked`."""
+        cap, categories = self.requests.cap(chunk), self.requests.settings.categories
+        again = [False]
+        call = self._call(messages, tool_list, tools.TOOL_NAME,
+                          self.requests.output_tokens(chunk.changed_lines), route, n=n,
+                          again=again)
+        for reply in attempts(deadline, call):
+            asked.requests += 1
+            if isinstance(reply, BadAnswer):
+                asked.problem, asked.unusable = str(reply), asked.unusable + 1
+                continue
+            answer.add_usage(reply)
+            parsed = [answers.parse_calls(s.calls, chunk, cap, categories) for s in reply.samples]
+            # a call cut at max_tokens may have lost findings: that sample does not count
+            asked.usable = [p for p, s in zip(parsed, reply.samples) if p.usable and not s.truncated]
+            if asked.usable:
+                break
+            again[0] = True  # the same request at a low temperature, the same answer
+            asked.problem = ("the answer was cut at max_output_tokens" if reply.truncated
+                             else parsed[0].problem)
+            asked.unusable += 1
+
+    def _two_step(self, chunk: Chunk, messages: Messages, tool_list: Tools, deadline: float,
+                  route: Route, answer: ChunkAnswer, asked: Asked) -> None:
+        """findings_format two-step: a free review in words (`samples` of them, one request),
+        then per review a forced call on the same prefix that turns it into anchored findings."""
+        settings = self.requests.settings
+        again = [False]
+        call = self._call(messages, tool_list, tools.TOOL_NAME, REASONING_TOKENS, route,
+                          n=settings.samples, again=again, free=True)
+        reviews: list[str] = []
+        for reply in attempts(deadline, call):
+            asked.requests += 1
+            if isinstance(reply, BadAnswer):
+                asked.problem, asked.unusable = str(reply), asked.unusable + 1
+                continue
+            answer.add_usage(reply)
+            # a review cut at its length still says what it found up to there
+            reviews = [s.text.strip() for s in reply.samples if s.text.strip()]
+            if reviews:
+                break
+            again[0] = True
+            asked.problem, asked.unusable = "an empty review", asked.unusable + 1
+        found: list[answers.Parsed] = []
+        for review in reviews:
+            asked.usable = []
+            self._findings(chunk, self.requests.format_messages(messages, review), tool_list, 1,
+                           deadline, route, answer, asked)
+            found += asked.usable
+        asked.usable = found
 
     def find(self, chunk: Chunk, depth: int, context: Context,
              deadline: float, route: Route = NO_ROUTE) -> Attempted:
@@ -96,37 +170,19 @@ class Passes:
         ANSWER_ATTEMPTS), agreement across samples, then the verification pass."""
         settings = self.requests.settings
         messages, tool_list = self.requests.request(chunk, context)
-        answer = ChunkAnswer()
-        cap = self.requests.cap(chunk)
-        problem, unusable, requests = "the review deadline passed", 0, 0
-        usable: list[answers.Parsed] = []
-        again = [False]
-        call = self._call(messages, tool_list, tools.TOOL_NAME,
-                          self.requests.output_tokens(chunk.changed_lines), route,
-                          n=settings.samples, again=again)
+        answer, asked = ChunkAnswer(), Asked()
         try:
-            for reply in attempts(deadline, call):
-                requests += 1
-                if isinstance(reply, BadAnswer):
-                    problem, unusable = str(reply), unusable + 1
-                    continue
-                answer.add_usage(reply)
-                parsed = [answers.parse_calls(s.calls, chunk, cap, settings.categories)
-                          for s in reply.samples]
-                # a call cut at max_tokens may have lost findings: that sample does not count
-                usable = [p for p, s in zip(parsed, reply.samples)
-                          if p.usable and not s.truncated]
-                if usable:
-                    break
-                again[0] = True  # the same request at a low temperature, the same answer
-                problem = ("the answer was cut at max_output_tokens" if reply.truncated
-                           else parsed[0].problem)
-                unusable += 1
+            if settings.findings_format == "two-step":
+                self._two_step(chunk, messages, tool_list, deadline, route, answer, asked)
+            else:
+                self._findings(chunk, messages, tool_list, settings.samples, deadline, route,
+                               answer, asked)
         except (ContextTooLong, RequestFailed) as exc:
-            return Attempted(chunk, depth, requests + 1, unusable, exc)
+            return Attempted(chunk, depth, asked.requests + 1, asked.unusable, exc)
+        usable, requests, unusable = asked.usable, asked.requests, asked.unusable
         if not usable:
             return Attempted(chunk, depth, requests, unusable, RequestFailed(
-                f"no usable answer after {unusable} attempt(s): {problem}"))
+                f"no usable answer after {unusable} attempt(s): {asked.problem}"))
         answer.summary = next((p.summary for p in usable if p.summary), "")
         answer.invalid = sum(p.invalid for p in usable)
         answer.reanchored = sum(p.reanchored for p in usable)

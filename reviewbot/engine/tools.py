@@ -91,6 +91,9 @@ REPORT = (
     Prop("findings", "array", ref="findings"),
     Prop("summary", "string", max_chars=400),
 )
+# findings_format reason: the model reviews in this string first, then lists what it found (a
+# model that must open with the list commits to "none" before it has thought)
+ANALYSIS = Prop("analysis", "string", max_chars=4000)
 VERDICT = (
     Prop("reason", "string", max_chars=200),
     Prop("keep", "boolean"),
@@ -154,9 +157,11 @@ def _tool(name: str, description: str, props: tuple[Prop, ...],
     }
 
 
-def report_tool(chunk: Chunk, cap: int, categories: tuple[str, ...] = CATEGORIES) -> dict[str, Any]:
+def report_tool(chunk: Chunk, cap: int, categories: tuple[str, ...] = CATEGORIES,
+                analysis: bool = False) -> dict[str, Any]:
     finding = (replace(p, enum=categories) if p.name == "category" else p for p in FINDING)
-    return _tool(TOOL_NAME, _REPORT_DESCRIPTION, REPORT, {
+    report = (ANALYSIS, *REPORT) if analysis else REPORT
+    return _tool(TOOL_NAME, _REPORT_DESCRIPTION, report, {
         "finding": _object(finding),
         # last: the only part that differs between chunks
         "findings": {"type": "array", "items": {"$ref": "#/$defs/finding"}, "maxItems": cap},

@@ -1,5 +1,5 @@
 """`reviewbot eval`: the matching rules, and score/run end to end against a scripted model that
-knows some answers of the golden set in tests/eval/golden (real click bug fixes, reverted)."""
+knows some answers of the golden set in tests/eval/planted (real click bug fixes, reverted)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from reviewbot.diff import Side, parse
 from reviewbot.evaluation import Comment, Score, intervals, load_golden, match, score
 from tests.fake_openai import FakeOpenAI, Reply, asked
 
-GOLDEN = Path(__file__).parent / "golden"
+GOLDEN = Path(__file__).parent / "planted"
 ROOT = Path(__file__).parents[2]
 LANGUAGES = {".py": "Python", ".go": "Go", ".ts": "TypeScript", ".java": "Java"}
 
@@ -85,8 +86,10 @@ def test_the_golden_set_is_30_real_changes_in_four_languages_each_comment_on_a_c
     assert set(languages) == set(LANGUAGES.values()) and min(languages.values()) >= 6
 
 
-def _result(findings: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"findings": findings, "summary": "", "stats": {}}
+def _result(findings: list[dict[str, Any]], complete: bool = True) -> dict[str, Any]:
+    return {"findings": findings, "summary": "",
+            "stats": {"complete": complete, "errors": [] if complete else ["chunk 1: HTTP 503"],
+                      "prompt_tokens": 100, "completion_tokens": 20, "wall_seconds": 2.5}}
 
 
 def test_score_reads_results_and_micro_averages(tmp_path: Path, click: Path) -> None:
@@ -159,8 +162,11 @@ def _script(body: dict[str, Any], n: int) -> Reply:
                 findings.append({"row": int(row), "title": title, "body": "because",
                                  "category": category, "severity": "major", "confidence": 0.9})
     answer = {"summary": "", "findings": findings}
-    if forced is None:  # findings_format json: a free answer, prose around the object
+    if not body.get("tools"):  # findings_format json: a free answer, prose around the object
         return Reply(content=f"My review:\n```json\n{json.dumps(answer)}\n```")
+    if body.get("tool_choice") == "none":  # two-step's first request: a review in words
+        return Reply(content="\n".join(f"Row {f['row']}: {f['title']}." for f in findings)
+                     or "Nothing is wrong here.")
     return Reply(tool_args=answer)
 
 
@@ -198,13 +204,17 @@ def test_eval_run_compare_scores_each_variant_with_intervals(tmp_path: Path,
                                                               click: Path) -> None:
     with FakeOpenAI(_script, max_model_len=16000) as server:
         proc = _cli("run", "--golden", str(click), "--results", str(tmp_path), "--compare",
-                    "--base-url", server.base_url, "--output", "json", "--config", "/dev/null")
+                    "--base-url", server.base_url, "--output", "json", "--config", "/dev/null",
+                    *[a for v in ("tool+verify", "tool", "json+verify", "json", "reason",
+                                  "reason+verify", "two-step", "two-step+verify")
+                      for a in ("--variant", v)])
         text = _cli("score", "--golden", str(click), "--results", str(tmp_path / "json"))
     assert proc.returncode == 0, proc.stderr
     variants = {v["variant"]: v for v in json.loads(proc.stdout)["variants"]}
-    assert list(variants) == ["tool+verify", "tool", "json+verify", "json"]
-    # the scripted model says the same either way; verification drops its false positive
-    for name in ("tool", "json"):
+    assert list(variants) == ["tool+verify", "tool", "reason+verify", "reason",
+                              "two-step+verify", "two-step", "json+verify", "json"]
+    # the scripted model says the same every way; verification drops its false positive
+    for name in ("tool", "json", "reason", "two-step"):
         assert (variants[name]["findings"], variants[name]["matched"]) == (4, 2)
         assert (variants[f"{name}+verify"]["findings"], variants[f"{name}+verify"]["matched"]) \
             == (3, 2)
@@ -234,9 +244,11 @@ def test_eval_score_text_output(tmp_path: Path, click: Path) -> None:
     assert ran.returncode == 0, ran.stderr
     scored = _cli("score", "--golden", str(click), "--results", str(tmp_path))
     assert scored.returncode == 0, scored.stderr
-    total, spread = scored.stdout.strip().splitlines()[-2:]
-    assert total.startswith("all cases (line match)") and "P  50.0%" in total \
-        and "R  50.0%" in total
+    lines = scored.stdout.strip().splitlines()
+    total = next(line for line in lines if line.startswith("all reviewed cases (line match)"))
+    spread = lines[lines.index(total) + 1]
+    assert "P  50.0%" in total and "R  50.0%" in total
+    assert "reviewed 5 of 5 cases" in scored.stdout
     assert spread.startswith("90% intervals (bootstrap)") and "recall 0.0%–100.0%" in spread
 
 
@@ -257,9 +269,37 @@ def test_a_malformed_golden_set_is_one_line_and_exit_2(tmp_path: Path, golden: A
     assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
 
 
-def test_a_missing_result_is_named(tmp_path: Path, click: Path) -> None:
+def test_no_result_at_all_is_one_line_and_exit_2(tmp_path: Path, click: Path) -> None:
     proc = _cli("score", "--golden", str(click), "--results", str(tmp_path))
-    assert proc.returncode == 2 and "no result for case click-clirunner-reset" in proc.stderr
+    assert proc.returncode == 2 and "no case of the golden set has a complete review" \
+        in proc.stderr and "(5 not reviewed)" in proc.stderr
+
+
+def test_a_missing_or_incomplete_review_is_listed_never_scored_and_exits_3(
+        tmp_path: Path, click: Path) -> None:
+    hit = {"path": "src/click/core.py", "line": 3114, "side": "new", "severity": "major"}
+    (tmp_path / "click-default-str-check.json").write_text(json.dumps(_result([hit])))
+    (tmp_path / "click-docstring-rewrap.json").write_text(json.dumps(_result([])))
+    # incomplete: its empty findings list is no evidence that nothing is wrong
+    (tmp_path / "click-help-hint.json").write_text(json.dumps(_result([], complete=False)))
+    report = score(load_golden(click), tmp_path, window=3)
+    assert report.reviewed == 2 and report.total == 5
+    assert dict(report.not_reviewed) == {"click-help-hint": "chunk 1: HTTP 503",
+                                         "click-clirunner-reset": "no result",
+                                         "click-double-bracket": "no result"}
+    # the golden comments of unreviewed cases are not counted as missed
+    assert (report.lines.golden, report.lines.matched, report.lines.recall) == (1, 1, 1.0)
+    text = _cli("score", "--golden", str(click), "--results", str(tmp_path))
+    assert text.returncode == 3
+    assert "reviewed 2 of 5 cases (3 not reviewed: not scored)" in text.stdout
+    assert "click-help-hint" in text.stdout and "not reviewed: chunk 1: HTTP 503" in text.stdout
+    doc = json.loads(_cli("score", "--golden", str(click), "--results", str(tmp_path),
+                          "--output", "json").stdout)
+    assert (doc["cases_total"], doc["cases_reviewed"], len(doc["not_reviewed"])) == (5, 2, 3)
+    # the bug-free docstring case is the one clean change: no finding on it
+    assert doc["clean"] == {"cases": 1, "findings_per_change": 0, "serious_per_change": 0}
+    assert doc["recall_by_size"]["1-50"]["recall"] == 1.0
+    assert doc["tokens_per_case"] == 120 and doc["seconds_per_case"] == 2.5
 
 
 def test_eval_run_against_the_real_vllm(vllm_server, tmp_path: Path, click: Path) -> None:
@@ -277,3 +317,73 @@ def test_eval_run_against_the_real_vllm(vllm_server, tmp_path: Path, click: Path
         result = json.loads((tmp_path / f"{case['id']}.json").read_text())
         assert result["stats"]["complete"] is True
         assert case["findings"] == len(result["findings"])
+
+
+# --- an eval a team can trust: incomplete runs, resume, repeats ------------------------------
+
+def _dying(after: int) -> tuple[list[FakeOpenAI], Any]:
+    """A script that answers `after` finding requests, then takes its whole server down (the
+    model server dying mid-run: GET /v1/models fails too)."""
+    holder: list[FakeOpenAI] = []
+    answered = [0]
+
+    def script(body: dict[str, Any], n: int) -> Reply:
+        answered[0] += 1
+        if answered[0] > after:
+            threading.Thread(target=holder[0].__exit__, args=(None, None, None)).start()
+            return Reply(status=503, error="going down")
+        return _script(body, n)
+
+    return holder, script
+
+
+def test_a_server_that_dies_mid_run_leaves_the_rest_not_reviewed_and_exits_3(
+        tmp_path: Path, click: Path) -> None:
+    holder, script = _dying(after=2)
+    with FakeOpenAI(script, max_model_len=16000) as server:
+        holder.append(server)
+        proc = _cli("run", "--golden", str(click), "--results", str(tmp_path), "--base-url",
+                    server.base_url, "--no-verify", "--output", "json", "--config", "/dev/null")
+    assert proc.returncode == 3, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert (doc["cases_total"], doc["cases_reviewed"]) == (5, 2)
+    assert len(doc["not_reviewed"]) == 3 and len(doc["cases"]) == 2
+    # the cases after the one that failed were never sent: the server was gone
+    assert proc.stderr.count("not reviewed (the model server stopped answering)") == 2
+    assert "[3/5] click-docstring-rewrap: 0 finding(s), INCOMPLETE" in proc.stderr
+    # their golden comments are not counted as missed: the figures are over reviewed cases
+    assert doc["golden"] == sum(c["golden"] for c in doc["cases"])
+
+    # --resume reviews only what is missing, and keeps the rest
+    with FakeOpenAI(_script, max_model_len=16000) as server:
+        again = _cli("run", "--golden", str(click), "--results", str(tmp_path), "--base-url",
+                     server.base_url, "--no-verify", "--output", "json", "--resume",
+                     "--config", "/dev/null")
+        sent = len(server.requests)
+    assert again.returncode == 0, again.stderr
+    assert again.stderr.count("kept from an earlier run") == 2 and sent == 3
+    doc = json.loads(again.stdout)
+    assert doc["cases_reviewed"] == 5 and not doc["not_reviewed"]
+    assert (doc["findings"], doc["matched"]) == (4, 2) and doc["cost"]["resumed_cases"] == 2
+
+
+def test_repeat_reports_each_run_the_mean_the_spread_and_a_pooled_interval(
+        tmp_path: Path, click: Path) -> None:
+    with FakeOpenAI(_script, max_model_len=16000) as server:
+        proc = _cli("run", "--golden", str(click), "--results", str(tmp_path), "--base-url",
+                    server.base_url, "--no-verify", "--output", "json", "--repeat", "2",
+                    "--config", "/dev/null")
+        text = _cli("run", "--golden", str(click), "--results", str(tmp_path / "t"),
+                    "--base-url", server.base_url, "--no-verify", "--repeat", "2",
+                    "--config", "/dev/null")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert (tmp_path / "run-1" / "click-help-hint.json").is_file()
+    assert (tmp_path / "run-2" / "click-help-hint.json").is_file()
+    rep = doc["repeat"]
+    assert rep["runs"] == 2 and rep["cases_pooled"] == 5 and len(doc["runs"]) == 1
+    # the scripted model answers alike every time: no spread, and the pooled figures agree
+    assert rep["recall"] == {"mean": 0.5, "spread": [0.5, 0.5]}
+    low, high = rep["interval_90"]["recall"]
+    assert low <= 0.5 <= high
+    assert "2 runs, 5 cases reviewed in every run; precision mean 50.0%" in text.stdout
