@@ -2,7 +2,13 @@
 docs/precision.md's real-model row and docs/real-model.md (issue 33).
 
     python benchmarks/real_model.py --url http://127.0.0.1:PORT [--variant tool --variant json]
-        [--golden tests/eval/planted] [--out benchmarks/results/real_model]
+        [--golden tests/eval/planted] [--out benchmarks/results/real_model] [--max-lines N]
+        [--parallel] [--repeat N] [--resume]
+
+`--max-lines N` reviews only the cases whose diff changes at most N lines (a CPU cannot review
+the whole real set in a session: the choice is the smallest cases, named in the output);
+`--parallel` runs the variants at once against the one server (vLLM batches their decodes);
+`--resume` keeps the complete results of an earlier cut run.
 
 For each variant (findings_format × verify, as `reviewbot eval run --compare --variant V`), with
 the model's demo settings (reviewbot_server.realmodel.SETTINGS, temperature 0): precision,
@@ -21,11 +27,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ceiling import metrics_delta, scrape
 
+from reviewbot import evaluation
 from reviewbot_server import realmodel
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,16 +57,30 @@ def named_problems(results: Path) -> dict[str, int]:
     return out
 
 
-def run_variant(url: str, golden: Path, variant: str, out: Path, config: Path) -> dict:
+def subset(golden: Path, max_lines: int | None, scratch: Path) -> Path:
+    """The golden set, or its cases of at most `max_lines` changed lines (linked, not copied)."""
+    if max_lines is None:
+        return golden
+    folder = scratch / "subset"
+    folder.mkdir()
+    for case in evaluation.load_golden(golden):
+        if case.size <= max_lines:
+            (folder / case.id).symlink_to(case.diff.parent.resolve())
+    return folder
+
+
+def run_variant(url: str, golden: Path, variant: str, out: Path, config: Path,
+                extra: list[str]) -> dict:
     before = scrape(url)
     started = time.monotonic()
-    proc = subprocess.run(
-        [sys.executable, "-m", "reviewbot", "eval", "run", "--golden", str(golden), "--results",
-         str(out / "results"), "--compare", "--variant", variant, "--base-url", f"{url}/v1",
-         "--config", str(config), "--output", "json"],
-        capture_output=True, text=True, cwd=ROOT, check=False)
-    if proc.returncode != 0:
-        raise SystemExit(f"{variant}: eval run exited {proc.returncode}: {proc.stderr[-2000:]}")
+    with (out / f"{variant}.log").open("w", encoding="utf-8") as log:
+        proc = subprocess.run(
+            [sys.executable, "-m", "reviewbot", "eval", "run", "--golden", str(golden),
+             "--results", str(out / "results"), "--compare", "--variant", variant, "--base-url",
+             f"{url}/v1", "--config", str(config), "--output", "json", *extra],
+            stdout=subprocess.PIPE, stderr=log, text=True, cwd=ROOT, check=False)
+    if proc.returncode not in (0, 3):  # 3: some case not reviewed; scored without it
+        raise SystemExit(f"{variant}: eval run exited {proc.returncode}: see {log.name}")
     doc = json.loads(proc.stdout)["variants"][0]
     delta = metrics_delta(before, scrape(url))
     doc.pop("cases")
@@ -74,17 +96,29 @@ def main() -> int:
     parser.add_argument("--url", required=True, help="the server root, without /v1")
     parser.add_argument("--golden", type=Path, default=ROOT / "tests" / "eval" / "planted")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "real_model")
-    parser.add_argument("--variant", action="append",
-                        default=None, help="tool+verify, tool, json+verify or json (repeatable)")
+    parser.add_argument("--variant", action="append", default=None,
+                        help="a findings_format, +verify or not (repeatable)")
+    parser.add_argument("--max-lines", type=int)
+    parser.add_argument("--parallel", action="store_true")
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--resume", action="store_true")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
+    extra = ["--repeat", str(args.repeat)] + (["--resume"] if args.resume else [])
     with tempfile.TemporaryDirectory() as scratch:
         config = config_file(Path(scratch))
-        for variant in args.variant or ["tool", "json", "tool+verify", "json+verify"]:
-            doc = run_variant(args.url.rstrip("/"), args.golden, variant, args.out, config)
+        golden = subset(args.golden, args.max_lines, Path(scratch))
+        print(f"cases: {', '.join(sorted(p.name for p in golden.iterdir()))}", flush=True)
+
+        def one(variant: str) -> None:
+            doc = run_variant(args.url.rstrip("/"), golden, variant, args.out, config, extra)
             (args.out / f"{variant}.json").write_text(json.dumps(doc, indent=1) + "\n",
                                                       encoding="utf-8")
             print(json.dumps(doc), flush=True)
+
+        variants = args.variant or ["tool", "json", "tool+verify", "json+verify"]
+        with ThreadPoolExecutor(len(variants) if args.parallel else 1) as pool:
+            list(pool.map(one, variants))
     return 0
 
 

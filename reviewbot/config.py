@@ -67,6 +67,7 @@ class Settings:
     # what to review and how
     exclude: tuple[str, ...] = ()
     fail_on_skipped: bool = False  # a skipped source file (generated marker, …) is incomplete
+    review_lock_files: bool = False  # lock files' dependency changes go to the model too
     context_lines: int = 3
     # the code around each hunk, from the file at the head (when the budget has room): its
     # enclosing function or class up to max_enclosing_lines, and at least surrounding_lines

@@ -30,10 +30,35 @@ SEVERITIES = tuple(s.label for s in Severity)
 CATEGORIES = ("bug", "security", "performance", "error-handling", "concurrency", "maintainability")
 
 
-def capped_severity(category: str, severity: Severity) -> Severity:
-    """The highest severity a category may carry, whoever set it (the finding pass or the
-    verifier): maintainability is worth a note, never a blocker."""
-    return min(severity, Severity.MINOR) if category == "maintainability" else severity
+# test code, mocks and fixtures: by directory, or by the test frameworks' file names
+_TEST_DIRS = {"test", "tests", "__tests__", "spec", "specs", "testing", "testdata", "fixture",
+              "fixtures", "mock", "mocks", "__mocks__", "__fixtures__"}
+_TEST_FILE = re.compile(r"^(test_.+|.+_test|.+[._-](test|spec|mock|fixture)s?|conftest|"
+                        r"mock_.+|.+(Test|Tests|Mock|IT))\.\w+$")
+# a secret in a test is still a secret (a real token committed in a fixture)
+_SECRET = re.compile(r"secret|token|password|passwd|credential|private key|api[ _-]?key",
+                     re.IGNORECASE)
+# what a finding in test code may carry above minor: the test's own correctness
+_TEST_CORRECTNESS = ("bug", "concurrency")
+
+
+def is_test_path(path: str) -> bool:
+    directory, _, name = path.rpartition("/")
+    return bool(_TEST_DIRS & set(directory.split("/")) or _TEST_FILE.match(name))
+
+
+def capped_severity(category: str, severity: Severity, path: str = "",
+                    text: str = "") -> Severity:
+    """The highest severity a finding may carry, whoever set it (the finding pass or the
+    verifier): maintainability is worth a note, never a blocker; in a test, mock or fixture
+    file, only the test's own correctness (bug, concurrency) or a secret goes above minor (a
+    mock server without authentication is no vulnerability)."""
+    if category == "maintainability":
+        return min(severity, Severity.MINOR)
+    if path and is_test_path(path) and category not in _TEST_CORRECTNESS \
+            and not (category == "security" and _SECRET.search(text)):
+        return min(severity, Severity.MINOR)
+    return severity
 
 
 @dataclass(frozen=True)
@@ -104,6 +129,29 @@ def with_fingerprints(findings: list[Finding], changes: ChangeSet) -> list[Findi
     """Every finding with its fingerprint (those that have one keep it)."""
     return [f if f.fingerprint else replace(f, fingerprint=fingerprint(f, changes))
             for f in findings]
+
+
+def join_adjacent(findings: list[Finding]) -> list[Finding]:
+    """Findings with the same title and body on adjacent lines (a small model repeats one
+    finding on every line of a block) become one finding over those lines, with the highest
+    severity and confidence; its suggestion is dropped (it was written for one line)."""
+    def key(f: Finding) -> tuple[str, str, str, str, str]:
+        return f.path, f.side.value, f.category, _norm(f.title), _norm(f.body)
+
+    out: list[Finding] = []
+    for f in sorted(findings, key=lambda f: (key(f), f.line or 0)):
+        last = out[-1] if out else None
+        if last is not None and f.line is not None and last.line is not None \
+                and key(last) == key(f) \
+                and f.line <= (last.end_line or last.line) + 1:
+            out[-1] = replace(
+                last, end_line=max(last.end_line or last.line, f.end_line or f.line),
+                severity=max(last.severity, f.severity), suggestion=None, fingerprint="",
+                confidence=max((c for c in (last.confidence, f.confidence) if c is not None),
+                               default=None))
+        else:
+            out.append(f)
+    return out
 
 
 def merge(findings: list[Finding]) -> list[Finding]:

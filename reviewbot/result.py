@@ -22,6 +22,9 @@ class SkippedFile:
     source: bool = True
 
 
+LOCK_FILE = "lock file"  # the skip reason of a dependency lock file (review_lock_files)
+
+
 def unreviewed_error(skipped: Sequence[SkippedFile]) -> list[str]:
     """With fail_on_skipped: skipped source files make the review incomplete, and say which."""
     if not skipped:
@@ -153,6 +156,16 @@ class Stats:
     @property
     def complete(self) -> bool:
         return not self.errors and self.changed_lines_sent == self.changed_lines
+
+    def skipped_note(self) -> str:
+        """The changed files the coverage figure leaves out because they were skipped by a
+        rule the change can trigger: "1 lock file not reviewed" ("" when none)."""
+        locks = sum(1 for s in self.files_skipped if s.reason == LOCK_FILE)
+        others = sum(1 for s in self.files_skipped if s.source and s.reason != LOCK_FILE)
+        parts = [f"{locks} lock file{'s' * (locks != 1)} not reviewed"] if locks else []
+        if others:
+            parts.append(f"{others} other changed file{'s' * (others != 1)} not reviewed")
+        return ", ".join(parts)
 
     def cut_note(self) -> str:
         """What every output says when lines were cut short ("" when none were)."""

@@ -135,9 +135,10 @@ def _finding(item: Any, rows: dict[int, Row],
     category = item.get("category", "bug")
     if category not in categories:
         return None, False
-    severity = capped_severity(category, severity)
     anchor = at_row(rows, row, item.get("end_row"))
     at = anchor.row
+    severity = capped_severity(category, severity, at.file.path,
+                               f"{title} {item.get('body') or ''}")
     suggestion: str | None = clean(item.get("suggestion"), LIMITS["suggestion"])
     if not suggestion or not suggestion.strip() or at.side is not Side.NEW \
             or not suggestion_ok(suggestion) \
@@ -169,10 +170,34 @@ _CLEAN = re.compile(r"\b(no (obvious |apparent |real )?(issues?|problems?|bugs?|
                     re.IGNORECASE)
 
 
+# a clause that denies problems: a negation before every problem word, as when a small model
+# echoes the prompt's checklist ("does not introduce any new bugs, crashes, … or security
+# problems"). Not a denial: a negation that is itself the problem ("does not check for null",
+# "is never closed", "without escaping"), or a clause that goes on to a consequence.
+_NEGATION = re.compile(r"\b(?:no|not|never|none|nor|without|neither|n't)\b\W*"
+                       r"(?:(?:be|been|being|properly|correctly|always|yet)\W+)*(\w*)",
+                       re.IGNORECASE)
+_MISSING_ACT = re.compile(r"(check|validat|verif|handl|clos|escap|sanitiz|free|releas|lock|"
+                          r"await|catch|initiali[sz]|reset|call)\w*", re.IGNORECASE)
+_CONSEQUENCE = re.compile(r"\b(which|so|caus\w*|lead\w*|but|however|because)\b", re.IGNORECASE)
+_CLAUSES = re.compile(r"[.;!?]+(?:\s|$)|\n")
+
+
+def _denies(clause: str) -> bool:
+    negation = _NEGATION.search(clause)
+    first_problem = _PROBLEM.search(clause)
+    return bool(negation and first_problem and negation.start() < first_problem.start()
+                and not _MISSING_ACT.fullmatch(negation.group(1))
+                and not _CONSEQUENCE.search(clause))
+
+
 def names_a_problem(summary: str) -> bool:
     """Whether a chunk's summary names a problem (then an empty findings list is asked about
-    once more): it speaks of one, and does not say the change is fine."""
-    return bool(_PROBLEM.search(summary)) and not _CLEAN.search(summary)
+    once more): one of its clauses speaks of one without denying it, and the summary does not
+    say the change is fine."""
+    if _CLEAN.search(summary):
+        return False
+    return any(_PROBLEM.search(c) and not _denies(c) for c in _CLAUSES.split(summary))
 
 
 @dataclass(frozen=True)

@@ -73,8 +73,8 @@ def apply_verdicts(candidates: list[Finding], verdicts: dict[int, Verdict]
             missing += 1
             kept.append(f)
         elif v.keep:
-            kept.append(replace(f, severity=capped_severity(f.category, v.severity),
-                                confidence=v.confidence))
+            severity = capped_severity(f.category, v.severity, f.path, f"{f.title} {f.body}")
+            kept.append(replace(f, severity=severity, confidence=v.confidence))
         else:
             dropped.append(Dropped(replace(f, confidence=v.confidence), "verify",
                                    v.reason or "dropped by the verifier"))

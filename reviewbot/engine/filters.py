@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterable
 
 from reviewbot.diff import ChangeSet, FileDiff
-from reviewbot.result import SkippedFile
+from reviewbot.result import LOCK_FILE, SkippedFile
 
 LOCK_FILES = frozenset({
     "package-lock.json", "yarn.lock", "pnpm-lock.yaml", "npm-shrinkwrap.json", "poetry.lock",
@@ -33,8 +33,10 @@ def skip_reason(file: FileDiff, exclude: Iterable[str] = ()) -> str | None:
     return skipped.reason if skipped else None
 
 
-def skip(file: FileDiff, exclude: Iterable[str] = ()) -> SkippedFile | None:
-    """Why `file` is not sent to the model, or None when it is."""
+def skip(file: FileDiff, exclude: Iterable[str] = (),
+         lock_files: bool = False) -> SkippedFile | None:
+    """Why `file` is not sent to the model, or None when it is; `lock_files`: review a lock
+    file's changes (its dependency changes) too."""
     path = file.path
     name = path.rsplit("/", 1)[-1]
     if file.binary:
@@ -45,6 +47,8 @@ def skip(file: FileDiff, exclude: Iterable[str] = ()) -> SkippedFile | None:
         if fnmatch.fnmatch(path, pattern) or fnmatch.fnmatch(name, pattern):
             return SkippedFile(path, f"excluded by pattern {pattern!r}", source=False)
     reason = _heuristic(file, name)
+    if reason == LOCK_FILE and lock_files:
+        reason = None
     if reason is not None:
         return SkippedFile(path, reason)
     if file.changed_lines == 0:
@@ -60,7 +64,7 @@ def _heuristic(file: FileDiff, name: str) -> str | None:
     """Rules that the change's author can trigger: their skips are reported as unreviewed."""
     path = file.path
     if name in LOCK_FILES:
-        return "lock file"
+        return LOCK_FILE
     if _VENDORED.search(path):
         return "vendored path"
     if _GENERATED.search(path):
@@ -77,13 +81,14 @@ def _heuristic(file: FileDiff, name: str) -> str | None:
     return None
 
 
-def split(changes: ChangeSet, exclude: Iterable[str] = ()) -> tuple[ChangeSet, list[SkippedFile]]:
+def split(changes: ChangeSet, exclude: Iterable[str] = (),
+          lock_files: bool = False) -> tuple[ChangeSet, list[SkippedFile]]:
     """The files to review, and the skipped ones with their reasons."""
     exclude = tuple(exclude)
     keep: list[FileDiff] = []
     skipped: list[SkippedFile] = []
     for file in changes.files:
-        why = skip(file, exclude)
+        why = skip(file, exclude, lock_files)
         if why is None:
             keep.append(file)
         else:

@@ -31,7 +31,7 @@ from reviewbot.engine.progress import ChunkProgress, NoProgress
 from reviewbot.engine.tokens import DegradingCounter, TokenCounter
 from reviewbot.engine.units import split_pairs
 from reviewbot.errors import ContextTooLong
-from reviewbot.findings import Finding, Severity, merge, with_fingerprints
+from reviewbot.findings import Finding, Severity, join_adjacent, merge, with_fingerprints
 from reviewbot.redact import redact
 from reviewbot.result import IssueCheck, ReviewResult, ScannerDismissal, Stats, unreviewed_error
 from reviewbot.scanners import MAX_TRIAGED, on_changed_lines
@@ -74,7 +74,8 @@ class Engine:
         deadline = started + self.settings.review_timeout
         size = sum(len(ln.text) + 2 for f in changes.files for h in f.hunks for ln in h.lines)
         check_size(size, sum(len(f.hunks) for f in changes.files), self.settings.max_diff_mb)
-        reviewed, skipped = filters.split(changes, self.settings.exclude)
+        reviewed, skipped = filters.split(changes, self.settings.exclude,
+                                          self.settings.review_lock_files)
         stats = Stats(files_total=len(changes.files), files_reviewed=len(reviewed.files),
                       files_skipped=skipped, changed_lines=reviewed.changed_lines)
         if self.settings.fail_on_skipped:
@@ -94,7 +95,8 @@ class Engine:
                                "and their changed tests were too large for one request: "
                                "reviewed in separate parts")
         self.progress.close()
-        merged = merge(with_fingerprints([f for a in answers for f in a.findings], reviewed))
+        merged = merge(with_fingerprints(join_adjacent([f for a in answers for f in a.findings]),
+                                         reviewed))
         issues, scanned, dismissed = self._beyond(reviewed, context, merged, stats, deadline)
         merged = merge(merged + scanned)
         dropped = [replace(d, finding=with_fingerprints([d.finding], reviewed)[0])

@@ -13,6 +13,7 @@ import pytest
 from reviewbot import diff
 from reviewbot.diff import ChangeSet
 from reviewbot.engine import filters
+from reviewbot.result import Stats
 from tests.engine.conftest import GitRepo
 
 PY = "".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(30))
@@ -165,6 +166,23 @@ def test_every_known_lock_file_name_is_skipped(make_repo: Callable[[str], GitRep
     assert reviewed.files == ()
     assert len(skipped) == len(filters.LOCK_FILES)
     assert {s.reason for s in skipped} == {"lock file"}
+
+
+def test_review_lock_files_sends_them_and_a_skipped_one_is_counted_in_the_coverage(
+        make_repo: Callable[[str], GitRepo]) -> None:
+    repo = make_repo("r")
+    base = repo.commit("empty")
+    repo.write("Cargo.lock", '[[package]]\nname = "serde"\nversion = "1.0.1"\n')
+    repo.write("src/main.rs", "fn main() {}\n")
+    changes = diff.parse(repo.diff(base, repo.commit()))
+    reviewed, skipped = filters.split(changes)
+    assert [f.path for f in reviewed.files] == ["src/main.rs"]
+    stats = Stats(files_skipped=skipped)
+    assert stats.skipped_note() == "1 lock file not reviewed"
+    # with review_lock_files the dependency change goes to the model like any file
+    reviewed, skipped = filters.split(changes, lock_files=True)
+    assert sorted(f.path for f in reviewed.files) == ["Cargo.lock", "src/main.rs"]
+    assert not skipped and Stats().skipped_note() == ""
 
 
 def test_deleted_and_renamed_files_are_matched_by_their_paths(

@@ -67,7 +67,7 @@ def _stats(complete: bool) -> Stats:
     return Stats(
         files_total=4, files_reviewed=2,
         files_skipped=[SkippedFile("poetry.lock", "lock file"),
-                       SkippedFile("static/logo.png", "binary")],
+                       SkippedFile("static/logo.png", "binary file", source=False)],
         changed_lines=8, changed_lines_sent=8 if complete else 6,
         chunks=2, requests=3, usage=Usage(prompt_tokens=12345, completion_tokens=678),
         tool_calls_invalid=1, findings_reanchored=1, wall_seconds=4.2,

@@ -20,7 +20,7 @@ def cells(row: str) -> int:
 def test_sections(result: ReviewResult) -> None:
     out = render(result, "markdown")
     assert out.startswith("## reviewbot review\n")
-    assert "✅ **Complete**: 8/8 changed lines reached the model." in out
+    assert "✅ **Complete**: 8/8 changed lines reached the model; 1 lock file not reviewed." in out
     assert "### Summary\n\nAdds a search endpoint" in out
     assert "### Findings (5)" in out
     assert "### Skipped files (2)" in out and "| `poetry.lock` | lock file |" in out

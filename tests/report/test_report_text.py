@@ -27,7 +27,7 @@ def test_skipped_files_and_stats(result: ReviewResult) -> None:
     assert "Skipped files (2)" in out
     assert any("poetry.lock" in line and "lock file" in line for line in lines(out))
     flat = " ".join(out.split())  # the stats line wraps at the console width
-    assert "coverage 8/8 changed lines (100.0%)" in flat
+    assert "coverage 8/8 changed lines (100.0%; 1 lock file not reviewed" in flat
     assert "12,345 prompt + 678 completion tokens" in flat
     assert "REVIEW INCOMPLETE" not in out
     assert lines(out)[-1].startswith("Review complete: 5 findings (1 blocker, 1 critical")
@@ -37,7 +37,7 @@ def test_incomplete_banner_at_both_ends(incomplete: ReviewResult) -> None:
     out = render(incomplete, "text")
     assert "REVIEW INCOMPLETE" in lines(out)[0]
     assert "REVIEW INCOMPLETE" in lines(out)[-1]
-    assert "Only 6 of 8 changed lines (75.0%)" in " ".join(out.split())
+    assert "Only 6 of 8 changed lines (75.0%; 1 lock file not reviewed)" in " ".join(out.split())
     assert "HTTP 500" in out
 
 
