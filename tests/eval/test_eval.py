@@ -387,3 +387,28 @@ def test_repeat_reports_each_run_the_mean_the_spread_and_a_pooled_interval(
     low, high = rep["interval_90"]["recall"]
     assert low <= 0.5 <= high
     assert "2 runs, 5 cases reviewed in every run; precision mean 50.0%" in text.stdout
+
+
+def test_the_real_set_is_changes_as_written_with_licences_and_clean_changes() -> None:
+    """tests/eval/real: >= 60 bug-introducing changes of 20-2,000 changed lines, >= 15 clean
+    ones, >= 4 languages, each repository's licence recorded, every golden comment on lines the
+    case's own diff adds (where the later fix changed them)."""
+    import tomllib
+
+    real = Path(__file__).parent / "real"
+    sources = tomllib.loads((real / "sources.toml").read_text(encoding="utf-8"))
+    licences = {r["name"]: r for r in sources["repo"]}
+    cases = load_golden(real)
+    bugs = [c for c in cases if c.comments]
+    assert len(bugs) >= 60 and len(cases) - len(bugs) >= 15
+    assert len({r["language"] for r in licences.values()}) >= 4
+    assert all(r["licence"] for r in licences.values())
+    for case in cases:
+        source = json.loads((case.diff.parent / "golden.json").read_text())["source"]
+        assert source["repo"] in licences
+        assert 20 <= case.size <= 2000
+        added = {(f.path, line.new) for f in parse(case.diff.read_bytes()).files
+                 for h in f.hunks for line in h.lines if line.kind == "+"}
+        for g in case.comments:
+            assert g.side == "new" and g.body.startswith("Fixed later by ")
+            assert all((g.path, n) in added for n in range(g.line, g.last + 1)), case.id
