@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from reviewbot import config, diff, evaluation
+from reviewbot import config, diff, evaluation, scores
 from reviewbot.commands.review import emit, engine_options
 from reviewbot.errors import BackendError, UsageError
 from reviewbot.evaluation import Comment, Judge
@@ -30,19 +30,19 @@ def _judge(settings: config.Settings) -> Judge:
     return same
 
 
-def _doc(reports: list[evaluation.Report]) -> dict[str, Any]:
+def _doc(reports: list[scores.Report]) -> dict[str, Any]:
     """The first run's report; with several runs, each run's and their mean and spread."""
     doc = reports[0].to_dict()
     if len(reports) > 1:
-        doc["repeat"] = evaluation.repeated(reports)
+        doc["repeat"] = scores.repeated(reports)
         doc["runs"] = [r.to_dict() for r in reports[1:]]
     return doc
 
 
-def _repeat_text(name: str, reports: list[evaluation.Report]) -> str:
+def _repeat_text(name: str, reports: list[scores.Report]) -> str:
     if len(reports) < 2:
         return ""
-    rep = evaluation.repeated(reports)
+    rep = scores.repeated(reports)
     return (f"{name or 'all runs'}: {rep['runs']} runs, {rep['cases_pooled']} cases reviewed in "
             "every run; " + "; ".join(
                 f"{k} mean {rep[k]['mean']:.1%} (runs {rep[k]['spread'][0]:.1%}–"
@@ -51,7 +51,7 @@ def _repeat_text(name: str, reports: list[evaluation.Report]) -> str:
             + "\n")
 
 
-def _output(reports: list[evaluation.Report], fmt: str, output_file: str | None,
+def _output(reports: list[scores.Report], fmt: str, output_file: str | None,
             cost: dict[str, Any] | None = None) -> None:
     if fmt == "json":
         doc = _doc(reports)
@@ -59,7 +59,7 @@ def _output(reports: list[evaluation.Report], fmt: str, output_file: str | None,
             doc["cost"] = cost
         emit(json.dumps(doc, indent=2) + "\n", output_file)
     else:
-        emit(evaluation.render_text(reports[0], cost) + _repeat_text("", reports), output_file)
+        emit(scores.render_text(reports[0], cost) + _repeat_text("", reports), output_file)
 
 
 _common = [
@@ -167,8 +167,8 @@ def _review_all(cases: list[evaluation.Case], settings: config.Settings, results
     return {**usage.to_dict(), **cost}
 
 
-def _compare_text(rows: list[tuple[str, evaluation.Report, dict[str, Any]]]) -> str:
-    def cell(score: float, bounds: evaluation.Interval) -> str:
+def _compare_text(rows: list[tuple[str, scores.Report, dict[str, Any]]]) -> str:
+    def cell(score: float, bounds: scores.Interval) -> str:
         return f"{score:6.1%} [{bounds[0]:.0%}–{bounds[1]:.0%}]"
 
     head = (f"{'variant':<16} {'reviewed':>9} {'precision [90%]':<20} {'recall [90%]':<20} "
@@ -242,7 +242,7 @@ def _total(costs: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _compare_output(rows: list[tuple[str, list[evaluation.Report], dict[str, Any]]], fmt: str,
+def _compare_output(rows: list[tuple[str, list[scores.Report], dict[str, Any]]], fmt: str,
                     output_file: str | None) -> None:
     if fmt == "json":
         emit(json.dumps({"variants": [{"variant": name, **_doc(reports), "cost": cost}

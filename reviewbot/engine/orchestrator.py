@@ -19,6 +19,7 @@ from reviewbot.config import Settings
 from reviewbot.context import Context
 from reviewbot.diff import ChangeSet, check_size
 from reviewbot.engine import filters
+from reviewbot.engine.attempts import Attempted, ChunkAnswer
 from reviewbot.engine.beyond import Beyond
 from reviewbot.engine.budget import TokenBudget
 from reviewbot.engine.chunking import Chunk
@@ -26,7 +27,7 @@ from reviewbot.engine.fitting import NOTHING, Fitting
 from reviewbot.engine.llm import ModelClient, Route
 from reviewbot.engine.messages import Requests
 from reviewbot.engine.noise import Floor, triage
-from reviewbot.engine.passes import Attempted, ChunkAnswer, Passes
+from reviewbot.engine.passes import Passes
 from reviewbot.engine.progress import ChunkProgress, NoProgress
 from reviewbot.engine.tokens import DegradingCounter, TokenCounter
 from reviewbot.engine.units import split_pairs

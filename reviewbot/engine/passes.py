@@ -1,17 +1,16 @@
-"""The passes: a chunk's finding pass, its verification, and eval's judge, all through one
-attempts loop (an unusable answer is asked for again while the deadline allows)."""
+"""The passes: a chunk's finding pass (in the mode findings_format names), its verification,
+and eval's judge, all through one attempts loop (reviewbot.engine.attempts)."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from reviewbot.context import Context
-from reviewbot.deadline import until
 from reviewbot.diff import ChangeSet
-from reviewbot.engine import answers, tools
+from reviewbot.engine import answers, summaries, tools
+from reviewbot.engine.attempts import Asked, Attempted, ChunkAnswer, attempts
 from reviewbot.engine.candidates import agree, apply_verdicts
 from reviewbot.engine.chunking import Chunk
 from reviewbot.engine.llm import NO_ROUTE, ModelClient, Reply, Route
@@ -25,70 +24,10 @@ from reviewbot.engine.messages import (
     Tools,
 )
 from reviewbot.errors import BadAnswer, ContextTooLong, RequestFailed
-from reviewbot.findings import Finding
-from reviewbot.result import Dropped, Usage
+from reviewbot.result import Usage
 
 T = TypeVar("T")
-ANSWER_ATTEMPTS = 3  # an unusable answer (no call, bad JSON, cut short) is asked for again
 RETRY_PENALTY = 0.5  # frequency_penalty of a finding request asked again after an unusable one
-
-
-@dataclass
-class ChunkAnswer:
-    """A reviewed chunk: what its finding pass(es) and verification came to."""
-
-    findings: list[Finding] = field(default_factory=list)
-    dropped: list[Dropped] = field(default_factory=list)
-    summary: str = ""
-    usage: Usage = field(default_factory=Usage)
-    invalid: int = 0
-    reanchored: int = 0
-    candidates: int = 0
-    verify_requests: int = 0
-    verify_failed: bool = False
-    named_requests: int = 0
-    summary_only: bool = False
-
-    def add_usage(self, reply: Reply) -> None:
-        self.usage += reply.usage
-
-
-@dataclass
-class Asked:
-    """The finding requests of one chunk: the usable samples' parsed answers, the requests
-    sent, the answers that could not be used and why the last one could not."""
-
-    usable: list[answers.Parsed] = field(default_factory=list)
-    requests: int = 0
-    unusable: int = 0
-    problem: str = "the review deadline passed"
-
-
-@dataclass(frozen=True)
-class Attempted:
-    """What the requests for one chunk came to: a ChunkAnswer, or the exception that ended it."""
-
-    chunk: Chunk
-    depth: int
-    attempts: int
-    unusable: int  # answers that came back but could not be used
-    outcome: ChunkAnswer | Exception
-
-
-def attempts(deadline: float, call: Callable[[], Reply]) -> Iterator[Reply | BadAnswer]:
-    """Up to ANSWER_ATTEMPTS calls while the deadline allows, each bounded by it: the reply, or
-    the BadAnswer of an answer that is no completion (asked again when the caller goes on);
-    ContextTooLong and RequestFailed end the attempts."""
-    for _ in range(ANSWER_ATTEMPTS):
-        if time.monotonic() >= deadline:
-            return
-        try:
-            with until(deadline):
-                reply = call()
-        except BadAnswer as exc:
-            yield exc
-            continue
-        yield reply
 
 
 @dataclass
@@ -188,7 +127,7 @@ class Passes:
         answer.reanchored = sum(p.reanchored for p in usable)
         answer.candidates = sum(len(p.findings) for p in usable)
         answer.findings, answer.dropped = agree([p.findings for p in usable])
-        if not answer.findings and answers.names_a_problem(answer.summary):
+        if not answer.findings and summaries.names_a_problem(answer.summary):
             self.named(chunk, messages, tool_list, answer, deadline, route)
         if settings.verify and answer.findings:
             answer.verify_requests = self.verify(chunk, messages, tool_list, answer, deadline,

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from reviewbot.diff import Side, parse
-from reviewbot.evaluation import Comment, Score, intervals, load_golden, match, score
+from reviewbot.evaluation import Comment, load_golden, match, score
+from reviewbot.scores import Score, intervals
 from tests.fake_openai import FakeOpenAI, Reply, asked
 
 GOLDEN = Path(__file__).parent / "planted"

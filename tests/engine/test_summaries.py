@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from reviewbot.engine.answers import names_a_problem
+from reviewbot.engine.summaries import names_a_problem
 
 # Qwen2.5-Coder-1.5B's summaries that echo the prompt's checklist to deny it: no problem named
 DENIALS = [
