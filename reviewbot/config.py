@@ -110,6 +110,7 @@ class Settings:
     # `pause`/`ignore` from the change's own author (off: the author cannot switch off the
     # review of their own change), and whether a learning waits for `learnings approve`
     author_commands: bool = False
+    author_may_dismiss: bool = False  # the change's author resolving a thread closes it for the gate
     learnings_need_approval: bool = False
     approve_before_publish: bool = False  # findings wait as drafts until a member's `publish`
     # the repository at a merge/pull request's head when no local clone holds it: the forge's

@@ -3,7 +3,9 @@
 httpx times each read: a server that sends its headers and then one byte a second never times
 out. `DeadlineTransport` gives every request a deadline (its own limit, or the caller's
 `until()` if sooner, e.g. the review's), clamps every read to what is left of it, and raises
-`httpx.ReadTimeout` when a body is still arriving at the deadline. The deadline is per thread:
+`httpx.ReadTimeout` when a body is still arriving at the deadline. Inside `at_most(n)` it also
+stops reading a body past n bytes (what is read so far is all the caller gets: a cut answer,
+which no parser takes for a whole one), so a hostile server cannot fill the memory. The deadline is per thread:
 the engine's worker threads each carry their own. `bounded_client` makes every timeout given to
 a client (or to one of its calls) such a limit.
 """
@@ -32,6 +34,17 @@ def until(deadline: float) -> Iterator[None]:
         _local.deadline = outer
 
 
+@contextmanager
+def at_most(max_bytes: int) -> Iterator[None]:
+    """The bodies of calls this thread makes inside the block are read up to `max_bytes`."""
+    outer = getattr(_local, "max_bytes", None)
+    _local.max_bytes = max_bytes
+    try:
+        yield
+    finally:
+        _local.max_bytes = outer
+
+
 class DeadlineTransport(httpx.BaseTransport):
     def __init__(self, inner: httpx.BaseTransport, seconds: float) -> None:
         self._inner = inner
@@ -54,7 +67,9 @@ class DeadlineTransport(httpx.BaseTransport):
                          **timeouts}.items()}
         response = self._inner.handle_request(request)
         return httpx.Response(status_code=response.status_code, headers=response.headers,
-                              stream=_Until(cast(httpx.SyncByteStream, response.stream), deadline, request),
+                              stream=_Until(cast(httpx.SyncByteStream, response.stream),
+                                            deadline, request,
+                                            getattr(_local, "max_bytes", None)),
                               extensions=response.extensions, request=request)
 
     def close(self) -> None:
@@ -69,17 +84,23 @@ def bounded_client(timeout: float, headers: dict[str, str] | None = None) -> htt
 
 class _Until(httpx.SyncByteStream):
     def __init__(self, stream: httpx.SyncByteStream, deadline: float,
-                 request: httpx.Request) -> None:
+                 request: httpx.Request, max_bytes: int | None = None) -> None:
         self._stream = stream
         self._deadline = deadline
         self._request = request
+        self._left = max_bytes
 
     def __iter__(self) -> Iterator[bytes]:
         for chunk in self._stream:
             if time.monotonic() > self._deadline:
                 raise httpx.ReadTimeout("the answer was still arriving at its deadline",
                                         request=self._request)
+            if self._left is not None:
+                chunk = chunk[:self._left]
+                self._left -= len(chunk)
             yield chunk
+            if self._left == 0:
+                return  # the rest is never read
 
     def close(self) -> None:
         self._stream.close()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import posixpath
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,10 +51,15 @@ def read_sarif(path: Path, root: Path | None = None) -> list[ScannerResult]:
     that is missing, too large, not JSON or not SARIF 2.1.0. `root`: where the scanner ran,
     to make its absolute `file://` URIs relative."""
     try:
-        size = path.stat().st_size
-        if size > MAX_BYTES:
-            raise UsageError(f"--sarif-in {path}: {size:,} bytes, over the {MAX_BYTES:,} limit")
-        data = json.loads(path.read_bytes())
+        # a regular file only, read no further than the cap: a link to /dev/zero reports size
+        # 0 and never ends, a FIFO blocks for ever
+        if not stat.S_ISREG(path.stat().st_mode):
+            raise UsageError(f"--sarif-in {path}: not a regular file")
+        with path.open("rb") as file:
+            raw = file.read(MAX_BYTES + 1)
+        if len(raw) > MAX_BYTES:
+            raise UsageError(f"--sarif-in {path}: over the {MAX_BYTES:,}-byte limit")
+        data = json.loads(raw)
     except OSError as exc:
         raise UsageError(f"--sarif-in {path}: cannot read it ({exc.strerror})") from None
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -96,6 +97,18 @@ def test_a_huge_file_is_refused_before_it_is_read(tmp_path: Path) -> None:
         out.truncate(MAX_BYTES + 1)  # sparse: nothing to read, only its size
     assert "over the" in refused(path)
     assert "cannot read" in refused(tmp_path / "missing.sarif")
+
+
+def test_only_a_regular_file_is_read_and_never_past_the_cap(tmp_path: Path) -> None:
+    zero = tmp_path / "zero.sarif"
+    zero.symlink_to("/dev/zero")  # st_size 0, and it never ends
+    assert "not a regular file" in refused(zero)
+    fifo = tmp_path / "fifo.sarif"
+    os.mkfifo(fifo)  # opening it would block for ever
+    assert "not a regular file" in refused(fifo)
+    grown = tmp_path / "grown.sarif"
+    grown.write_bytes(b" " * (MAX_BYTES + 10))
+    assert "over the" in refused(grown)
 
 
 def test_too_many_results_in_all_is_an_error_not_a_cut(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from reviewbot.deadline import at_most
 from reviewbot.engine import server_metrics
 from reviewbot.engine.tokens import CHAT_TEMPLATE_KWARGS
 from reviewbot.errors import (
@@ -30,6 +31,18 @@ from reviewbot.result import Usage
 
 if TYPE_CHECKING:
     import openai
+
+# an answer's bytes: a token is rarely more than a few characters, JSON escapes may take six a
+# character, and the envelope (ids, usage, logprobs a server adds) is small beside it
+BYTES_PER_TOKEN = 64
+ENVELOPE_BYTES = 1 << 20
+
+
+def answer_bytes(max_tokens: int, n: int = 1) -> int:
+    """The most an answer of `n` choices of `max_tokens` each may take: past it, the rest of a
+    (hostile or broken) server's answer is not read, and what was read is no completion."""
+    return ENVELOPE_BYTES + BYTES_PER_TOKEN * max_tokens * max(1, n)
+
 
 _CONTEXT_MARKERS = ("context length", "maximum context", "too long", "max_model_len",
                     "maximum model length", "is longer than")
@@ -181,19 +194,20 @@ class ModelClient:
                 "type": "function", "function": {"name": name}}
         penalty = {"frequency_penalty": frequency_penalty} if frequency_penalty else {}
         try:
-            response = self._client.chat.completions.create(  # type: ignore[call-overload]
-                model=model,
-                messages=messages,  # plain dicts: the schema is ours, not openai's types
-                **asked,
-                **penalty,
-                max_tokens=max_tokens,
-                temperature=temperature,
-                n=n,
-                extra_headers={AFFINITY_HEADER: route.key} if route.key else None,
-                extra_body={"chat_template_kwargs": CHAT_TEMPLATE_KWARGS,
-                            **({"priority": route.priority} if route.priority is not None
-                               else {})},
-            )
+            with at_most(answer_bytes(max_tokens, n)):
+                response = self._client.chat.completions.create(  # type: ignore[call-overload]
+                    model=model,
+                    messages=messages,  # plain dicts: the schema is ours, not openai's types
+                    **asked,
+                    **penalty,
+                    max_tokens=max_tokens,
+                    temperature=temperature,
+                    n=n,
+                    extra_headers={AFFINITY_HEADER: route.key} if route.key else None,
+                    extra_body={"chat_template_kwargs": CHAT_TEMPLATE_KWARGS,
+                                **({"priority": route.priority} if route.priority is not None
+                                   else {})},
+                )
         except openai.BadRequestError as exc:
             text = str(exc).lower()
             if any(marker in text for marker in _CONTEXT_MARKERS):

@@ -62,6 +62,7 @@ class ForgeRun:
     payloads: list[dict[str, object]] = field(default_factory=list)  # dry run, when previewable
     dry_run: bool = False
     errors: list[str] = field(default_factory=list)
+    author_may_dismiss: bool = False  # the author's resolve closes a finding for the gate
 
     @property
     def complete(self) -> bool:
@@ -112,16 +113,19 @@ def review_change_request(
     forge: Forge, reviewer: Reviewer, *, mode: str = "incremental", dry_run: bool = False,
     cancel: threading.Event | None = None, fail_on_skipped: bool = False, force: bool = False,
     trees: Trees | None = None, project_line: str = "", linked_issues: bool = True,
+    author_may_dismiss: bool = False,
 ) -> ForgeRun:
     """Review and post. A set `cancel` (a newer push arrived) stops before anything is posted;
     a merge request a member paused is not reviewed unless `force` (the `review` command)."""
     request = forge.fetch()
     previous = summary_marker(forge.read_summary()) or SummaryMarker()
     if previous.paused and not force:  # never a clean pass: the gate did not look
-        return ForgeRun(request, _paused_result(forge, previous), RunMode.PAUSED, dry_run=dry_run)
+        return ForgeRun(request, _paused_result(forge, previous, author_may_dismiss),
+                        RunMode.PAUSED, dry_run=dry_run)
     last_sha = previous.last_reviewed_sha
     if mode == "incremental" and last_sha == request.head_sha:
-        return ForgeRun(request, _empty_result(forge, previous), RunMode.UP_TO_DATE, last_sha,
+        return ForgeRun(request, _empty_result(forge, previous, author_may_dismiss),
+                        RunMode.UP_TO_DATE, last_sha,
                         dry_run=dry_run)
     changes, used_mode, since = request.changes, RunMode.FULL, None
     if mode == "incremental" and last_sha:
@@ -138,7 +142,8 @@ def review_change_request(
         result.stats.errors += unreviewed_error([s for s in request.skipped if s.source])
     if cancel is not None and cancel.is_set():  # superseded: posting would be stale
         return ForgeRun(request, result, RunMode.SUPERSEDED, since, dry_run=dry_run)
-    run = ForgeRun(request, result, used_mode, since, dry_run=dry_run)
+    run = ForgeRun(request, result, used_mode, since, dry_run=dry_run,
+                   author_may_dismiss=author_may_dismiss)
     _plan(forge, run, changes, previous)
     _deliver(forge, run)
     run.unanchored += run.outcome.moved_to_summary
@@ -178,7 +183,7 @@ def _plan(forge: Forge, run: ForgeRun, changes: ChangeSet, previous: SummaryMark
     run.to_resolve = outdated(existing, seen, changes, run.request, since_sha=since)
     closing = {c.id for c in run.to_resolve}
     result.earlier = still_open([c for c in existing if c.id not in closing],
-                                seen - result.hidden()) + kept
+                                seen - result.hidden(), run.author_may_dismiss) + kept
 
 
 def _deliver(forge: Forge, run: ForgeRun) -> None:
@@ -225,17 +230,21 @@ def _summary_input(run: ForgeRun, previous_sha: str | None, max_chars: int) -> S
         last_reviewed_sha=run.request.head_sha if complete else previous_sha,
         max_chars=max_chars,
         waiting=run.outcome.posted if run.outcome.waiting else [],
+        author_resolved=sum(1 for c in run.existing
+                            if c.counted_though_resolved(run.author_may_dismiss)),
     )
 
 
-def _empty_result(forge: Forge, previous: SummaryMarker) -> ReviewResult:
+def _empty_result(forge: Forge, previous: SummaryMarker,
+                  author_may_dismiss: bool = False) -> ReviewResult:
     """Nothing new to review: the verdict is what is still open on the change."""
-    earlier = still_open(forge.existing(), set()) + unpack(previous.unanchored)
+    earlier = still_open(forge.existing(), set(), author_may_dismiss) + unpack(previous.unanchored)
     return ReviewResult(findings=[], summary="", stats=Stats(), earlier=earlier)
 
 
-def _paused_result(forge: Forge, previous: SummaryMarker) -> ReviewResult:
-    result = _empty_result(forge, previous)
+def _paused_result(forge: Forge, previous: SummaryMarker,
+                   author_may_dismiss: bool = False) -> ReviewResult:
+    result = _empty_result(forge, previous, author_may_dismiss)
     result.stats.errors.append("a project member paused reviews of this change (`resume` "
                                "turns them back on): not reviewed")
     result.summary = "INCOMPLETE REVIEW: paused; nothing was reviewed"

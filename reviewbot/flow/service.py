@@ -89,7 +89,8 @@ def _review(order: ReviewOrder, reviewer: Reviewer, cancel: threading.Event | No
                                 cancel=cancel, fail_on_skipped=settings.fail_on_skipped,
                                 force=force, trees=Trees.from_settings(settings),
                                 project_line=memory.line(),
-                                linked_issues=settings.linked_issues)
+                                linked_issues=settings.linked_issues,
+                                author_may_dismiss=settings.author_may_dismiss)
     if not order.dry_run:
         memory.record(run)
     return run
@@ -183,7 +184,9 @@ class Memory:
                           Outcome.OPEN)
         self.store.record(self.key, ref, [c.fingerprint for c in run.to_resolve],
                           Outcome.ACCEPTED)
-        closed = [c for c in run.existing if c.resolved_by_person and not c.dismissed]
+        # a thread only the author resolved is no verdict of the team's (it still gates)
+        closed = [c for c in run.existing if c.resolved_by_person and not c.dismissed
+                  and not c.counted_though_resolved(run.author_may_dismiss)]
         undecided = self.store.undecided(self.key, ref, [c.fingerprint for c in closed])
         changed = ChangedSince(self.forge, run.request)
         for c in closed:

@@ -100,27 +100,44 @@ class PostedComment:
     marker: FindingMarker | None = None  # what the comment says of its finding
     dismissed: bool = False  # a member withdrew it (`ignore`, 👎, a rebuttal the bot accepted)
     resolved_by_person: bool = False  # someone other than the bot resolved its thread
+    resolved_by_author: bool = False  # … and that someone wrote the change
 
     def topic(self) -> tuple[str, str, str] | None:
         return topic(self.path, self.marker.category, self.marker.title) if self.marker else None
 
-    def open_finding(self) -> Finding | None:
-        """The finding this open thread still stands for, as the gate counts it (None for a
-        resolved thread, or one written before markers carried a severity)."""
+    def counted_though_resolved(self, author_may_dismiss: bool = False) -> bool:
+        """Resolved by the change's own author only: the gate is the team's, so it still
+        counts (unless the team lets authors dismiss, or a member dismissed it)."""
+        return self.resolved and self.resolved_by_author and not author_may_dismiss \
+            and not self.dismissed
+
+    def open_finding(self, author_may_dismiss: bool = False) -> Finding | None:
+        """The finding this thread still stands for, as the gate counts it (None for a thread
+        the bot or a member other than the author resolved, or one written before markers
+        carried a severity)."""
         m = self.marker
-        if self.resolved or m is None or not m.severity:
+        counted = not self.resolved or self.counted_though_resolved(author_may_dismiss)
+        if not counted or m is None or not m.severity:
             return None
         side = Side.OLD if self.side == Side.OLD.value else Side.NEW
+        body = (AUTHOR_RESOLVED if self.resolved
+                else "Still open from an earlier review of this change.")
         return Finding(path=self.path, line=self.line, side=side,
-                       severity=Severity.parse(m.severity), title=m.title,
-                       body="Still open from an earlier review of this change.",
+                       severity=Severity.parse(m.severity), title=m.title, body=body,
                        category=m.category or "bug", fingerprint=self.fingerprint)
 
 
-def still_open(existing: list[PostedComment], shown_now: set[str]) -> list[Finding]:
-    """The findings of the bot's unresolved threads that this review did not find again: the
-    verdict keeps covering them until the code changes or a human resolves the thread."""
-    out = [c.open_finding() for c in existing if c.fingerprint not in shown_now]
+AUTHOR_RESOLVED = ("Resolved by the change's author, still counted: a member other than the "
+                   "author closes it (resolve, `ignore`, a thumbs-down).")
+
+
+def still_open(existing: list[PostedComment], shown_now: set[str],
+               author_may_dismiss: bool = False) -> list[Finding]:
+    """The findings of the bot's threads that this review did not find again and that nobody
+    but the change's author closed: the verdict keeps covering them until the code changes or
+    a member other than the author resolves or dismisses the thread."""
+    out = [c.open_finding(author_may_dismiss) for c in existing
+           if c.fingerprint not in shown_now]
     return [f for f in out if f is not None]
 
 

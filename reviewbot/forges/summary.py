@@ -39,6 +39,7 @@ class SummaryInput:
     paused: bool = False
     project_line: str = ""  # what became of the project's findings lately (service.Memory)
     waiting: list[Finding] = field(default_factory=list)  # drafts until a member's `publish`
+    author_resolved: int = 0  # threads only the change's author resolved: still counted
 
 
 PAUSED = ("> **Automatic reviews are paused**: a project member asked for it. Mention the bot "
@@ -82,6 +83,10 @@ def render_summary(s: SummaryInput) -> str:
         parts += ["", prose(s.result.summary.strip())]
     parts += issue_lines(s.result.issues)
     parts += _skipped(s)
+    if s.author_resolved:
+        parts += ["", (f"**{s.author_resolved} finding(s) resolved by the author, still counted**: "
+                  "the gate is the team's; a member other than the author closes a finding "
+                  "(resolve its thread, `ignore` after a mention of the bot, or a thumbs-down).")]
     parts += dismissed_lines(s.result.scanner_dismissed)
     parts += _findings("Findings not posted as threads" + _why(s), s.listed)
     parts += _findings("Findings not attached to a line", s.unanchored)

@@ -181,6 +181,8 @@ async def get_job(request: Request) -> Response:
     if (denied := _denied(request)) is not None:
         return denied
     queue, job_id = _parts(request).queue, cast(int, request.path_params["job_id"])
+    if not 0 < job_id < 2**63:  # no row has such an id; the database would overflow on it
+        return JSONResponse({"error": "no such job"}, status_code=404)
     try:
         record = await off_loop(lambda: queue.get(job_id))
     except (TimeoutError, DatabaseError):

@@ -7,7 +7,9 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -202,3 +204,60 @@ def test_a_base_url_without_v1_gets_a_hint() -> None:
                                                if not k.startswith("REVIEWBOT_")})
     assert proc.returncode == 3
     assert f"did you mean {root}/v1?" in proc.stderr, proc.stderr
+
+
+class _Endless(BaseHTTPRequestHandler):
+    """A model server whose answer never ends: a completion's opening, then 'a' for ever."""
+
+    sent = 0
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:  # /v1/models: one model, so the review starts
+        body = json.dumps({"object": "list", "data": [{"id": "m", "object": "model",
+                                                       "max_model_len": 8000}]}).encode()
+        self.send_response(200 if self.path.endswith("/models") else 404)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        if not self.path.endswith("/chat/completions"):
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(1 << 40))
+        self.end_headers()
+        start = b'{"id": "x", "object": "chat.completion", "choices": [{"message": {"content": "'
+        try:
+            self.wfile.write(start)
+            block = b"a" * 65536
+            for _ in range(200_000):  # 13 GB at most: bounded, whatever the client does
+                self.wfile.write(block)
+                type(self).sent += len(block)
+        except OSError:
+            pass  # the client stopped reading and closed
+
+
+def test_an_endless_answer_is_read_no_further_than_its_cap_and_is_unusable() -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Endless)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        engine = make_engine(resolve({"base_url": f"http://127.0.0.1:{server.server_port}/v1",
+                                      "max_output_tokens": 256, "verify": False, "retries": 0,
+                                      "request_timeout": 60}, env={}))
+        started = time.monotonic()
+        result = engine.review(parse(make_diff(files=1)))
+        took = time.monotonic() - started
+    finally:
+        server.shutdown()
+        server.server_close()
+    # each of the three answers was cut at its cap (about 1 MB here), not read for a minute
+    assert not result.complete and result.stats.answers_unusable == 3
+    assert took < 30 and _Endless.sent < 3 * 64 * 2**20

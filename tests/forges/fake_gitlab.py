@@ -150,12 +150,12 @@ class State:
     def statuses(self) -> list[int | None]:
         return [r.status for r in self.requests]
 
-    def resolve_by_human(self, predicate: Any) -> int:
+    def resolve_by_human(self, predicate: Any, by: dict[str, Any] = DEV_USER) -> int:
         count = 0
         for d in self.discussions:
             if d["notes"][0].get("position") and predicate(d["notes"][0]):
                 for n in d["notes"]:
-                    n["resolved"], n["resolved_by"] = True, dict(DEV_USER)
+                    n["resolved"], n["resolved_by"] = True, dict(by)
                 count += 1
         return count
 

@@ -45,6 +45,9 @@ def test_admin_endpoints_with_the_token(client: httpx.Client) -> None:
     assert [j["id"] for j in listed["jobs"]] == [job_id]
     assert client.get(f"/jobs/{job_id}", headers=auth).json()["delivery_id"].startswith("42#7@")
     assert client.get("/jobs/999", headers=auth).status_code == 404
+    # beyond the database's integers: no such job either, never a 500 with a traceback
+    huge = client.get("/jobs/99999999999999999999999999", headers=auth)
+    assert huge.status_code == 404 and "Traceback" not in huge.text
     assert client.get("/jobs?state=bogus", headers=auth).status_code == 400
     assert client.get("/jobs?state=queued&limit=5", headers=auth).status_code == 200
 

@@ -220,9 +220,10 @@ class GitHubForge:
         dismissed = {c.in_reply_to_id for c in comments if self.mine(c)
                      and (m := reply_marker(c.body)) is not None and m.dismissed}
         resolved = resolved_by(self.pull(), self.repo().full_name)
+        author = self.pull().user.login if self.pull().user is not None else ""
         out = []
         for c in comments:
-            posted = (posted_comment(c, c.id in dismissed, resolved.get(c.id), self.me())
+            posted = (posted_comment(c, c.id in dismissed, resolved.get(c.id), self.me(), author)
                       if self.mine(c) else None)
             if posted is not None:
                 self._comments[posted.id] = c

@@ -48,9 +48,10 @@ def review_comment(f: Finding, changes: ChangeSet) -> dict[str, Any] | None:
 
 
 def posted_comment(c: Any, dismissed: bool = False, resolved_by: str | None = None,
-                   me: str = "") -> PostedComment | None:
+                   me: str = "", author: str = "") -> PostedComment | None:
     """A PullRequestComment (or anything with its attributes) → PostedComment, if it is ours;
-    `resolved_by`: who resolved its review thread ("" unknown, None open)."""
+    `resolved_by`: who resolved its review thread ("" unknown, None open); `author`: the pull
+    request's author's login."""
     meta = finding_marker(c.body)
     if meta is None:
         return None
@@ -59,6 +60,8 @@ def posted_comment(c: Any, dismissed: bool = False, resolved_by: str | None = No
         id=str(c.id), fingerprint=meta.fingerprint, path=c.path or "", marker=meta,
         resolved=meta.outdated or resolved_by is not None, thread_id=str(c.id),
         resolved_by_person=bool(resolved_by) and resolved_by != me,
+        resolved_by_author=bool(resolved_by and author)
+        and (resolved_by or "").lower() == author.lower(),
         line=c.original_line, side=side, head_sha=c.original_commit_id or "", dismissed=dismissed,
     )
 

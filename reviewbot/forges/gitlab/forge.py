@@ -25,9 +25,9 @@ from reviewbot.forges.base import (
 )
 from reviewbot.forges.gitlab import diffs, issues
 from reviewbot.forges.gitlab.api import HINTS, call, call_json, client, forge_error
-from reviewbot.forges.gitlab.position import note_payload
+from reviewbot.forges.gitlab.position import note_payload, posted_comment
 from reviewbot.forges.gitlab.post import Poster, WritePolicy, resolve_threads
-from reviewbot.forges.markers import finding_marker, reply_marker, summary_marker
+from reviewbot.forges.markers import reply_marker, summary_marker
 from reviewbot.redact import redact
 from reviewbot.result import SkippedFile
 from reviewbot.tree import MAX_FILE_BYTES
@@ -231,28 +231,15 @@ class GitLabForge:
     # existing comments
     def existing(self) -> list[PostedComment]:
         found = []
+        owner = self.merge_request().attributes.get("author")
+        author = owner.get("id") if isinstance(owner, dict) else None
         for d in call(lambda: self.mr.discussions.list(get_all=True, per_page=100),
                        "listing discussions"):
             notes = d.attributes.get("notes", [])
             dismissed = any(self.mine(n) and (m := reply_marker(n.get("body"))) is not None
                             and m.dismissed for n in notes)
-            for note in notes:
-                if not self.mine(note):
-                    continue
-                meta = finding_marker(note.get("body"))
-                if meta is None:
-                    continue
-                pos = note.get("position") or {}
-                side = "new" if pos.get("new_line") is not None else "old" if pos else ""
-                found.append(PostedComment(
-                    id=str(note["id"]), fingerprint=meta.fingerprint, marker=meta,
-                    path=pos.get("new_path") or pos.get("old_path") or "",
-                    resolved=bool(note.get("resolved")), thread_id=str(d.id),
-                    line=pos.get("new_line") if side == "new" else pos.get("old_line"),
-                    side=side, head_sha=pos.get("head_sha") or "", dismissed=dismissed,
-                    resolved_by_person=bool(note.get("resolved")) and isinstance(
-                        by := note.get("resolved_by"), dict) and not self.mine({"author": by}),
-                ))
+            found += [posted for note in notes if self.mine(note) and (
+                posted := posted_comment(note, str(d.id), dismissed, self.me(), author))]
         return found
 
     # posting

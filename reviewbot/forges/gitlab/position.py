@@ -14,8 +14,8 @@ from typing import Any
 
 from reviewbot.diff import DiffLine, FileDiff, Hunk
 from reviewbot.findings import Finding
-from reviewbot.forges.base import ChangeRequest
-from reviewbot.forges.markers import FindingMarker
+from reviewbot.forges.base import ChangeRequest, PostedComment
+from reviewbot.forges.markers import FindingMarker, finding_marker
 from reviewbot.rendering import comment, suggestion_block
 
 
@@ -99,3 +99,25 @@ def body(file: FileDiff, f: Finding) -> str:
 
 def note_payload(request: ChangeRequest, file: FileDiff, f: Finding) -> dict[str, Any]:
     return {"body": body(file, f), "position": position(request, file, f)}
+
+
+def posted_comment(note: dict[str, Any], thread_id: str, dismissed: bool, me: int | None,
+                   author: int | None) -> PostedComment | None:
+    """One of the bot's notes → PostedComment, if it carries a finding's marker; `me` and
+    `author`: the bot's and the merge request author's user ids (who resolved it matters: only
+    a member other than the author closes a finding for the gate)."""
+    meta = finding_marker(note.get("body"))
+    if meta is None:
+        return None
+    pos = note.get("position") or {}
+    side = "new" if pos.get("new_line") is not None else "old" if pos else ""
+    resolved = bool(note.get("resolved"))
+    by = note.get("resolved_by")
+    by_id = by.get("id") if resolved and isinstance(by, dict) else None
+    return PostedComment(
+        id=str(note["id"]), fingerprint=meta.fingerprint, marker=meta,
+        path=pos.get("new_path") or pos.get("old_path") or "", resolved=resolved,
+        thread_id=thread_id, line=pos.get("new_line") if side == "new" else pos.get("old_line"),
+        side=side, head_sha=pos.get("head_sha") or "", dismissed=dismissed,
+        resolved_by_person=by_id is not None and by_id != me,
+        resolved_by_author=by_id is not None and by_id == author)

@@ -185,3 +185,28 @@ def test_a_review_reads_the_pull_request_and_its_comments_once(fake: FakeGitHub)
     # the pull request twice: its JSON, then its diff (another media type)
     assert (reads[pull], reads[pull + "/comments"], reads[pull.replace("pulls", "issues")
                                                           + "/comments"]) == (2, 1, 1)
+
+
+@pytest.mark.parametrize("who, may_dismiss, counted", [
+    ("author", False, True),  # one click of the author's is not the team's verdict
+    ("maria", False, False),  # a collaborator other than the author closes it
+    ("author", True, False),  # author_may_dismiss: the team lets authors close findings
+])
+def test_only_the_team_closes_a_finding_for_the_gate(fake: FakeGitHub, who: str,
+                                                     may_dismiss: bool, counted: bool) -> None:
+    fake.pulls[7].author = {"login": "Alex-Author", "id": 812, "type": "User"}
+    review_change_request(forge(fake), Reviewer(), mode="incremental")
+    root = fake.review_comments[0]
+    # resolveReviewThread as its GraphQL answer names the resolver (GitHub logins ignore case)
+    fake.resolved[root["id"]] = "alex-author" if who == "author" else who
+    fingerprint = decode(root["body"])["fingerprint"]
+    # an unrelated push: the incremental review does not look at that line again
+    fake.repo.write("src/later.py", "def later():\n    return 1\n")
+    fake.push(7, fake.repo.commit("unrelated"))
+    run = review_change_request(forge(fake), Reviewer(removed=False), mode="incremental",
+                                author_may_dismiss=may_dismiss)
+    assert run.mode == "incremental"
+    gated = {f.fingerprint for f in run.result.gating()}
+    assert (fingerprint in gated) is counted
+    summary = _summaries(fake)[0]["body"]
+    assert ("1 finding(s) resolved by the author, still counted" in summary) is counted

@@ -8,12 +8,15 @@ import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from reviewbot.diff import ChangeSet
 from reviewbot.flow.posting import review_change_request
 from reviewbot.forges.markers import decode
 from reviewbot.result import ReviewResult
-from tests.forges.fake_gitlab import Fault
+from tests.forges.fake_gitlab import AUTHOR_USER, DEV_USER, Fault
 from tests.forges.gitlab_support import APP_NEW, Env, env_fixture, make_forge, reviewer, sha_marker  # noqa: F401
 
 POSTS = ("/draft_notes", "/discussions")
@@ -80,6 +83,29 @@ def test_a_thread_a_human_resolved_is_never_raised_again(env: Env) -> None:
     run = review_change_request(make_forge(env.gitlab), reviewer, mode="full")
     assert _creates(env) == creates and run.to_resolve == []
     assert sum(n["resolved"] for n in env.gitlab.diff_notes()) == 1
+
+
+@pytest.mark.parametrize("who, may_dismiss, counted", [
+    (AUTHOR_USER, False, True),  # "Resolve thread" by the author: still the team's finding
+    (DEV_USER, False, False),  # a member other than the author closes it
+    (AUTHOR_USER, True, False),  # author_may_dismiss: the team lets authors close findings
+])
+def test_only_the_team_closes_a_finding_for_the_gate(env: Env, who: dict[str, Any],
+                                                     may_dismiss: bool, counted: bool) -> None:
+    review_change_request(make_forge(env.gitlab), reviewer)
+    assert env.gitlab.resolve_by_human(lambda n: "added line 5 changed" in n["body"], who) == 1
+    # an unrelated push: the incremental review does not look at that line again
+    env.repo.write({"src/later.py": "def later():\n    return 1\n"})
+    env.gitlab.push(env.repo.commit("unrelated push"))
+    run = review_change_request(make_forge(env.gitlab), reviewer,
+                                author_may_dismiss=may_dismiss)
+    assert run.mode == "incremental"
+    titles = [f.title for f in run.result.gating()]
+    assert ("added line 5 changed" in titles) is counted
+    summary = _summaries(env)[0]
+    assert ("1 finding(s) resolved by the author, still counted" in summary) is counted
+    # the thread is not reopened, and nothing is posted twice
+    assert all(n == 1 for n in _fingerprints(env).values())
 
 
 def test_full_rerun_resolves_the_bots_threads_whose_finding_is_gone(env: Env) -> None:
