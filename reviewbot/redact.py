@@ -42,11 +42,34 @@ _QUERY_SECRET = re.compile(
     r"[\w.-]*)=)[^&#\s]+")
 
 
+PIECE = 12  # a piece of a secret this long is a secret too (a server that echoes it cut)
+
+
 def redact(text: str) -> str:
-    # longest first: a secret that contains another is removed whole
+    # longest first: a secret that contains another is removed whole; in any case (a server
+    # may echo it upper-cased), and any PIECE or more characters of it
     for secret in sorted(_SECRETS, key=len, reverse=True):
-        text = text.replace(secret, "***")
+        text = re.sub(re.escape(secret), "***", text, flags=re.IGNORECASE)
+        if len(secret) > PIECE:
+            text = _without_pieces(text, secret.lower())
     return _QUERY_SECRET.sub(r"\1***", _USERINFO.sub(r"\1***@", text))
+
+
+def _without_pieces(text: str, secret: str) -> str:
+    """`text` with every run of PIECE or more characters that also runs in `secret` (case
+    ignored) replaced by ***."""
+    windows = {secret[i:i + PIECE] for i in range(len(secret) - PIECE + 1)}
+    low, out, i, last = text.lower(), [], 0, 0
+    while i <= len(low) - PIECE:
+        if low[i:i + PIECE] not in windows:
+            i += 1
+            continue
+        end = i + PIECE
+        while end < len(low) and low[i:end + 1] in secret:
+            end += 1
+        out += [text[last:i], "***"]
+        i = last = end
+    return "".join(out) + text[last:]
 
 
 def redacting_warnings() -> None:

@@ -11,6 +11,7 @@ import click
 from reviewbot.checks import Check, Status
 from reviewbot.commands.review import database_option, emit
 from reviewbot.modeltext import clean, one_line
+from reviewbot.redact import redact
 
 
 @click.command()
@@ -38,8 +39,9 @@ def doctor(project: str | None, repo: str | None, listener_url: str | None, db: 
     settings = Trust.for_cli({k: v for k, v in flags.items() if v is not None},
                              config_path).base()
     found = checks.run(settings, checks.Scope(project, repo, listener_url, db), os.environ)
-    if fmt == "json":
-        emit(json.dumps([c.to_dict() for c in found], indent=2, ensure_ascii=False) + "\n", None)
+    if fmt == "json":  # what servers said goes through the same redaction as the text
+        emit(redact(json.dumps([c.to_dict() for c in found], indent=2, ensure_ascii=False))
+             + "\n", None)
     else:
         emit("".join(_line(c) for c in found), None)
     raise SystemExit(1 if any(c.status is Status.FAILED for c in found) else 0)

@@ -97,6 +97,18 @@ def test_a_file_name_cannot_close_the_diff_frame_or_forge_rows() -> None:
     assert "<|im_start|>" not in user and "<|im_end|>" not in user
 
 
+def test_redact_catches_a_secret_in_any_case_and_any_long_piece_of_it() -> None:
+    from reviewbot.redact import redact, register_secret
+
+    register_secret("glpat-Echo3dBack-9f8e7d6c5b4a")
+    for echoed in ("GLPAT-ECHO3DBACK-9F8E7D6C5B4A", "glpat-echo3dback-9f8e7d6c5b4a",
+                   "token Echo3dBack-9f8e", "…7d6c5b4a and 3dBack-9f8e7d6c…"):
+        said = redact(f"the server said: {echoed}.")
+        assert "9f8e7d6c" not in said.lower() and "echo3dback-9f" not in said.lower(), said
+    # a short run the secret shares with ordinary text stays readable
+    assert redact("glpat-Echo is a prefix") == "glpat-Echo is a prefix"
+
+
 def test_redact_scrubs_query_string_credentials_and_url_passwords() -> None:
     from reviewbot.redact import redact, register_url
 

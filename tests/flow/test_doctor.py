@@ -176,3 +176,20 @@ def test_an_unreachable_database_fails_within_the_connect_timeout() -> None:
 
     (gone,) = database("postgresql://bot:pw-0123456789@127.0.0.1:9/none")
     assert gone.status == "failed" and "pw-0123456789" not in gone.detail + gone.fix
+
+
+def test_a_url_password_never_reaches_the_json_output(env: Env) -> None:
+    """The text output redacted the password of --gitlab-url; the JSON printed it."""
+    password = "Url-Pa55word-never-shown"
+    with_password = env.gitlab.url.replace("http://", f"http://oauth2:{password}@")
+    clean = {k: v for k, v in os.environ.items()
+             if not k.startswith(("CI_", "GITLAB", "GITHUB", "REVIEWBOT_"))}
+    with _model() as model:
+        for fmt in ("json", "text"):
+            proc = subprocess.run(
+                [sys.executable, "-m", "reviewbot", "doctor", "--base-url", model.base_url,
+                 "--gitlab-url", with_password, "--project", "grp/proj", "--output", fmt],
+                capture_output=True, text=True, timeout=120, cwd=ROOT, check=False,
+                env={**clean, "REVIEWBOT_GITLAB_TOKEN": TOKEN, **STRONG})
+            assert proc.stdout and password not in proc.stdout + proc.stderr, fmt
+            assert password.upper() not in proc.stdout.upper()
