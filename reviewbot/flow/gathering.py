@@ -58,7 +58,7 @@ def for_forge(forge: Forge, request: ChangeRequest, trees: Trees,
     (reviewbot.flow.headtree: the local clone, else the forge's archive)."""
     context = Context(request.intent, forge.target_file(AGENTS_MD) or "")
     if linked_issues and isinstance(forge, IssueReader) and references_issue(request.intent):
-        context = with_issues(context, forge)
+        context = with_issues(context, forge, request.intent)
     return with_tree(context, trees.at(forge, request.head_sha))
 
 
@@ -71,11 +71,23 @@ def references_issue(intent: Intent) -> bool:
 _ISSUE_REFERENCE = re.compile(r"#\d+|/issues/\d+")
 
 
-def with_issues(context: Context, forge: IssueReader) -> Context:
-    """The issues the change links, or a note why they could not be read: the review goes on
-    without them."""
+def named_issues(intent: Intent) -> set[str]:
+    """The references (`#12`) of the issues the change's own description and commits name:
+    a forge also links issues that someone mentioned in a comment, and those are not the
+    change's to bring into its review."""
+    texts = (intent.description, *intent.commits)
+    return {f"#{m.group(1) or m.group(2)}" for t in texts for m in _NAMED.finditer(t)}
+
+
+_NAMED = re.compile(r"#(\d+)\b|/issues/(\d+)\b")
+
+
+def with_issues(context: Context, forge: IssueReader, intent: Intent) -> Context:
+    """The issues the change links and names itself, or a note why they could not be read: the
+    review goes on without them."""
+    named = named_issues(intent)
     try:
-        return replace(context, issues=tuple(forge.linked_issues()))
+        return replace(context, issues=tuple(i for i in forge.linked_issues() if i.ref in named))
     except ForgeError as exc:
         log.warning("linked issues not read: %s", exc)
         note = f"the issues this change links could not be read ({exc}); reviewed without them"

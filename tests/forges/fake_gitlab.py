@@ -116,21 +116,24 @@ class State:
         }
 
     def add_issue(self, iid: int, title: str, description: str, project: str = "",
-                  project_id: int = 0) -> None:
+                  project_id: int = 0, confidential: bool = False) -> None:
         """An issue of this project, or of `project` (another one, id `project_id`)."""
         path = project or self.project_path
         self.issues[f"{path}#{iid}"] = {
             "id": 5000 + len(self.issues), "iid": iid,
             "project_id": project_id if project else self.project_id, "title": title,
-            "description": description, "state": "opened",
+            "description": description, "state": "opened", "confidential": confidential,
             "web_url": f"http://gitlab.example/{path}/-/issues/{iid}",
             "references": {"short": f"#{iid}", "full": f"{path}#{iid}"}}
 
     def linked(self, closing: bool) -> list[dict[str, Any]]:
         """The issues the description closes (GitLab's default closing pattern), or those it
-        only mentions."""
+        or anyone's comment on the merge request only mentions (as GitLab relates them); a
+        confidential issue is listed as GitLab lists it to a member who may see it."""
         found: list[dict[str, Any]] = []
-        for m in re.finditer(_REFERENCE, self.description or ""):
+        texts = [self.description or ""] + ([n.get("body") or "" for n in self.notes()]
+                                            if not closing else [])
+        for m in (m for text in texts for m in re.finditer(_REFERENCE, text)):
             issue = self.issues.get(f"{m['path'] or self.project_path}#{m['iid']}")
             if issue is not None and bool(m["keyword"]) == closing and issue not in found:
                 found.append(dict(issue))

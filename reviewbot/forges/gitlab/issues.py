@@ -1,6 +1,7 @@
 """The issues a merge request links, as GitLab lists them: those it closes on merge (`Closes
 #12`, `Fixes group/app#7` in its description and commits), then those it relates to; only its
-own project's, which GitLab names by `project_id`."""
+own project's, which GitLab names by `project_id`, and never a confidential one (its title and
+text are for those who may see the issue, not for everyone who reads the merge request)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ def linked(gl: gitlab.Gitlab, mr_path: Callable[[str], str], project_id: str) ->
         for item in items if isinstance(items, list) else []:
             iid = item.get("iid") if isinstance(item, dict) else None
             if isinstance(iid, int) and str(item.get("project_id")) == project_id \
-                    and iid not in found:
+                    and item.get("confidential") is False and iid not in found:
                 found[iid] = LinkedIssue(f"#{iid}", str(item.get("title") or ""),
                                          str(item.get("description") or ""))
     return list(found.values())[:MAX_ISSUES]

@@ -172,3 +172,27 @@ def test_the_real_vllm_judges_each_linked_issue(gitlab: State, vllm_server: Any,
     assert issue["ref"] == "#12" and issue["verdict"] in ("addressed", "partly", "not")
     (summary,) = [n["body"] for n in gitlab.notes() if not n.get("position")]
     assert "**Linked issues**" in summary and "Admin page: run a command" in summary
+
+
+def test_a_confidential_issue_or_one_named_only_in_a_comment_never_reaches_anyone(
+        gitlab: State, tmp_path: Path) -> None:
+    """`closes #2` naming a confidential issue: neither its title nor its text is read,
+    quoted or sent; an issue someone mentioned in a comment is not the change's own."""
+    gitlab.add_issue(2, "CONFIDENTIAL-TITLE: the breach", "CONFIDENTIAL-BODY: who is affected",
+                     confidential=True)
+    gitlab.add_issue(40, "COMMENTED-TITLE", "COMMENTED-BODY")
+    gitlab.description = "Closes #12 and closes #2."
+    gitlab.discussions.append({"id": "c0ffee", "individual_note": True, "notes": [{
+        "id": 9001, "body": "related to #40", "author": {"id": 3, "username": "dana"},
+        "system": False, "resolvable": False}]})
+    seen: list[dict[str, Any]] = []
+    with FakeOpenAI(_script(seen), max_model_len=16000) as server:
+        proc = _review(gitlab, server, gitlab.repo.root)
+    assert proc.returncode == 0, proc.stderr
+    prompts = "\n".join(m["content"] for b in seen for m in b["messages"])
+    out = json.loads(proc.stdout)
+    summary = "".join(n["body"] for n in gitlab.notes() if not n.get("position"))
+    for secret in ("CONFIDENTIAL-TITLE", "CONFIDENTIAL-BODY", "COMMENTED-TITLE",
+                   "COMMENTED-BODY"):
+        assert secret not in prompts and secret not in summary and secret not in proc.stdout
+    assert [i["ref"] for i in out["linked_issues"]] == ["#12"]
