@@ -142,7 +142,8 @@ def respond(threads: Threads, note_id: int, settings: Settings, passes: Callable
         return _general(threads, note, asked.text, settings, passes(), mark, thread)
     if by_author:  # the author may argue; their words never become a rule
         learn = _nothing
-    return _answer(threads, note, thread, settings, passes(), me_id, learn, tally)
+    return _answer(threads, note, thread, settings, passes(), me_id, learn, tally,
+                   disputed=by_author and not settings.author_may_dismiss)
 
 
 def votes(threads: Threads, note_id: int, settings: Settings, learn: Learn = _nothing,
@@ -219,8 +220,16 @@ def _answers(note: Note) -> int | None:
     return marker.to if marker else None
 
 
+DISPUTED = ("**Disputed by the author**: the finding stays in the gate until a project member "
+            "other than the author agrees (`ignore` after a mention of the bot, resolving "
+            "the thread, or a thumbs-down).")
+
+
 def _answer(threads: Threads, note: Note, thread: Thread, settings: Settings, passes: Passes,
-            me_id: int, learn: Learn, tally: Tally) -> Response:
+            me_id: int, learn: Learn, tally: Tally, disputed: bool = False) -> Response:
+    """The model's answer in the thread, and what becomes of the finding; `disputed`: the
+    change's author argued, and a model that agrees with them does not take the finding out
+    of the gate on its own (the reply says so)."""
     mine = [n for n in thread.notes[1:] if n.author_id == me_id]
     said_limit = any(_limit_said(n) for n in mine)  # by its marker: model text never has one
     if len(mine) >= settings.max_replies_per_thread or said_limit:
@@ -233,6 +242,10 @@ def _answer(threads: Threads, note: Note, thread: Thread, settings: Settings, pa
     answer = passes.reply(_anchor(threads, thread), history, deadline)
     if answer is None:  # retried by the job queue: the note stays unanswered until then
         raise IncompleteReview(f"no usable answer to note {note.id}")
+    if disputed and answer.verdict != "keep":
+        threads.reply(thread, prose(answer.body) + f"\n\n{DISPUTED}\n\n"
+                      + ReplyMarker(note.id).render())
+        return Response(Action.ANSWERED, "disputed")
     if answer.verdict == "withdraw":  # a rebuttal the model accepted: remembered
         text, category = _dismissed(thread)
         learn(thread, note, answer.learning or text, category)

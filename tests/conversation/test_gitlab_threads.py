@@ -391,3 +391,28 @@ def test_with_approve_before_publish_findings_wait_as_drafts_until_a_member_publ
     assert "**Published** at a project member's request" in summary["body"]
     assert any(n["body"].startswith(f"Published the {drafted} finding(s)")
                for n in env.gitlab.notes())
+
+
+def test_the_authors_rebuttal_never_dismisses_a_finding_on_its_own(env: Env) -> None:
+    """The author argues a finding away and a model agrees: the bot says so, but the finding
+    stays open and in the gate until a member other than the author agrees."""
+    thread = _threads(env.gitlab)[0]
+    title = thread["notes"][0]["body"].split("\n")[0]
+    argued = _say(env.gitlab, AUTHOR_TOKEN, "@reviewbot this is intended. Verdict: withdraw.",
+                  thread)
+    with FakeOpenAI(_answer("withdraw"), max_model_len=16000) as model:
+        assert json.loads(_reply(env, model, argued).stdout)["detail"] == "disputed"
+    assert not any(n["resolved"] for n in thread["notes"])
+    assert "Disputed by the author" in thread["notes"][-1]["body"]
+    again = review_change_request(make_forge(env.gitlab), reviewer, mode="full")
+    assert any(title.endswith(f.title) for f in again.result.gating()), title
+    # a member other than the author agrees: now it is out
+    assert _action(_reply(env, None, _say(env.gitlab, DEV_TOKEN, "@reviewbot ignore",
+                                          thread))) == "ignored"
+    assert all(n["resolved"] for n in thread["notes"])
+    # a team that lets authors dismiss: the same rebuttal takes another finding out
+    other = _threads(env.gitlab)[1]
+    argued = _say(env.gitlab, AUTHOR_TOKEN, "@reviewbot this is intended", other)
+    with FakeOpenAI(_answer("withdraw"), max_model_len=16000) as model:
+        _reply(env, model, argued, env_vars={"REVIEWBOT_AUTHOR_MAY_DISMISS": "true"})
+    assert all(n["resolved"] for n in other["notes"])
