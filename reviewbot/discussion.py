@@ -14,6 +14,9 @@ class Note:
     body: str
     system: bool = False
     bot: bool = False  # the forge marks the author as a bot account
+    # changed after it was written: its words may be someone else's than its author's (a
+    # collaborator can edit another's comment), and neither forge's REST API says whose
+    edited: bool = False
 
 
 @dataclass(frozen=True)

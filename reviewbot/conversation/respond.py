@@ -66,6 +66,7 @@ class Action(StrEnum):
     ANSWERED_BEFORE = "answered-before"
     HELP = "help"
     AUTHOR_REFUSED = "author-refused"
+    EDITED_REFUSED = "edited-refused"
     IGNORED = "ignored"
     PAUSE = "pause"
     RESUME = "resume"
@@ -108,6 +109,9 @@ def respond(threads: Threads, note_id: int, settings: Settings, passes: Callable
         threads.reply(thread, HELP + mark)
         return Response(Action.HELP)
     by_author = note.author_id == threads.change_author()
+    if note.edited and asked.kind in COMMANDS:
+        threads.reply(thread, EDITED.format(kind=asked.kind) + mark)
+        return Response(Action.EDITED_REFUSED, note.author)
     if asked.kind in ("pause", "ignore") and by_author and not settings.author_commands:
         threads.reply(thread, AUTHOR_ONLY.format(kind=asked.kind) + mark)
         return Response(Action.AUTHOR_REFUSED, note.author)
@@ -142,8 +146,9 @@ def respond(threads: Threads, note_id: int, settings: Settings, passes: Callable
         return _general(threads, note, asked.text, settings, passes(), mark, thread)
     if by_author:  # the author may argue; their words never become a rule
         learn = _nothing
+    # an edited note's words may not be its author's: at most a dispute, as the author's
     return _answer(threads, note, thread, settings, passes(), me_id, learn, tally,
-                   disputed=by_author and not settings.author_may_dismiss)
+                   disputed=(by_author and not settings.author_may_dismiss) or note.edited)
 
 
 def votes(threads: Threads, note_id: int, settings: Settings, learn: Learn = _nothing,
@@ -220,9 +225,13 @@ def _answers(note: Note) -> int | None:
     return marker.to if marker else None
 
 
-DISPUTED = ("**Disputed by the author**: the finding stays in the gate until a project member "
-            "other than the author agrees (`ignore` after a mention of the bot, resolving "
-            "the thread, or a thumbs-down).")
+COMMANDS = ("pause", "resume", "ignore", "publish", "review")
+EDITED = ("Not done: this comment was edited after it was written, and the forge does not say "
+          "by whom, so `{kind}` is obeyed only as first written. Write it in a new comment.")
+DISPUTED = ("**Disputed**: this argument comes from the change's author (or from a comment "
+            "edited since it was written), so the finding stays in the gate until a project "
+            "member other than the author agrees (`ignore` after a mention of the bot, "
+            "resolving the thread, or a thumbs-down).")
 
 
 def _answer(threads: Threads, note: Note, thread: Thread, settings: Settings, passes: Passes,

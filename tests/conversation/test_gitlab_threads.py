@@ -403,7 +403,8 @@ def test_the_authors_rebuttal_never_dismisses_a_finding_on_its_own(env: Env) -> 
     with FakeOpenAI(_answer("withdraw"), max_model_len=16000) as model:
         assert json.loads(_reply(env, model, argued).stdout)["detail"] == "disputed"
     assert not any(n["resolved"] for n in thread["notes"])
-    assert "Disputed by the author" in thread["notes"][-1]["body"]
+    assert "**Disputed**: this argument comes from the change's author" \
+        in thread["notes"][-1]["body"]
     again = review_change_request(make_forge(env.gitlab), reviewer, mode="full")
     assert any(title.endswith(f.title) for f in again.result.gating()), title
     # a member other than the author agrees: now it is out
@@ -416,3 +417,19 @@ def test_the_authors_rebuttal_never_dismisses_a_finding_on_its_own(env: Env) -> 
     with FakeOpenAI(_answer("withdraw"), max_model_len=16000) as model:
         _reply(env, model, argued, env_vars={"REVIEWBOT_AUTHOR_MAY_DISMISS": "true"})
     assert all(n["resolved"] for n in other["notes"])
+
+
+def test_a_command_edited_into_someone_elses_note_is_not_obeyed(env: Env) -> None:
+    """A Maintainer may edit anyone's note, and GitLab's API does not say who edited it: the
+    question a member asked, edited into `ignore`, is not obeyed as that member's."""
+    thread = _threads(env.gitlab)[0]
+    note = _say(env.gitlab, DEV_TOKEN, "@reviewbot why is this a problem?", thread)
+    edited = httpx.put(f"{env.gitlab.url}{MR}/notes/{note}", json={"body": "@reviewbot ignore"},
+                       headers={"PRIVATE-TOKEN": TOKEN})  # the bot's account is a Maintainer
+    assert edited.status_code == 200, edited.text
+    assert _action(_reply(env, None, note)) == "edited-refused"
+    assert not any(n["resolved"] for n in thread["notes"])
+    assert "edited after it was written" in thread["notes"][-1]["body"]
+    # written anew, the command is obeyed
+    fresh = _say(env.gitlab, DEV_TOKEN, "@reviewbot ignore", thread)
+    assert _action(_reply(env, None, fresh)) == "ignored"

@@ -336,9 +336,16 @@ def paginate(items: list[Any], query: dict[str, list[str]], max_per_page: int, u
     return items[(page - 1) * per_page: page * per_page], headers
 
 
+def stamp(state: State) -> str:
+    """A time as GitLab writes it, later at each call (an edit's `updated_at` differs)."""
+    return f"2026-12-01T10:{state.new_id() // 60 % 60:02d}:{state.new_id() % 60:02d}.000Z"
+
+
 def new_discussion(state: State, body: str, position: dict[str, Any] | None,
                    *, individual: bool = False) -> dict[str, Any]:
+    now = stamp(state)
     note = {"id": state.new_id(), "body": body, "author": dict(state.actor),
+            "created_at": now, "updated_at": now,
             "system": False, "type": "DiffNote" if position else None, "position": position,
             "resolvable": bool(position), "resolved": False}
     disc = {"id": uuid.uuid4().hex, "individual_note": individual, "notes": [note]}

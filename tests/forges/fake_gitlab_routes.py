@@ -6,7 +6,7 @@ import re
 import subprocess
 from typing import Any
 
-from tests.forges.fake_gitlab import State, new_discussion, paginate
+from tests.forges.fake_gitlab import State, new_discussion, paginate, stamp
 
 Result = tuple[int, Any, dict[str, str]]
 _MR = r"^/projects/(?P<pid>.+?)/merge_requests/(?P<iid>\d+)"
@@ -128,9 +128,11 @@ def _user(state: State, m: Any, q: Any, b: Any) -> Result:
 def _put_note(state: State, m: Any, q: Any, b: Any) -> Result:
     for n in state.notes():
         if n["id"] == int(m["nid"]):
-            if n["author"]["id"] != state.actor["id"]:  # GitLab: only the author edits a note
+            # GitLab: the author edits a note, and a Maintainer anyone's
+            if n["author"]["id"] != state.actor["id"] \
+                    and state.members.get(state.actor["id"], 0) < 40:
                 return 403, {"message": "403 Forbidden"}, {}
-            n["body"] = b["body"]
+            n["body"], n["updated_at"] = b["body"], stamp(state)
             return 200, n, {}
     return 404, {"message": "404 Not found"}, {}
 
@@ -151,7 +153,9 @@ def _discussion_note(state: State, m: Any, q: Any, b: Any) -> Result:
     if not isinstance(b, dict) or not b.get("body"):
         return 400, {"message": "400 (Bad request) \"body\" not given"}, {}
     first = d["notes"][0]
+    now = stamp(state)
     note = {"id": state.new_id(), "body": b["body"], "author": dict(state.actor),
+            "created_at": now, "updated_at": now,
             "system": False, "type": first.get("type"), "position": first.get("position"),
             "resolvable": first.get("resolvable", False), "resolved": first.get("resolved", False)}
     d["notes"].append(note)

@@ -73,8 +73,10 @@ class GitHubThreads:
         if self.forge.mine(comment):
             user_id = self.forge.me_id()
         self._logins[user_id] = login
+        created, updated = comment.created_at, comment.updated_at
         return Note(int(comment.id), user_id, login, str(comment.body or ""),
-                    bot=user is not None and user.type == "Bot")
+                    bot=user is not None and user.type == "Bot",
+                    edited=bool(created and updated and created != updated))
 
     def _thread(self, root: Any, replies: list[Any]) -> Thread:
         marker = finding_marker(root.body) if self.forge.mine(root) else None

@@ -56,9 +56,10 @@ class GitLabThreads:
     def _note(self, raw: dict[str, Any]) -> Note:
         author = raw.get("author")
         author = author if isinstance(author, dict) else {}
+        created, updated = raw.get("created_at"), raw.get("updated_at")
         return Note(int(raw["id"]), int(author.get("id") or 0), str(author.get("username") or ""),
                     str(raw.get("body") or ""), bool(raw.get("system")),
-                    bool(author.get("bot")))
+                    bool(author.get("bot")), edited=bool(created and updated and created != updated))
 
     def _thread(self, thread_id: str, notes: list[dict[str, Any]]) -> Thread:
         typed = tuple(self._note(n) for n in notes)
