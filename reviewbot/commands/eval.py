@@ -18,6 +18,13 @@ from reviewbot.evaluation import Comment, Judge
 from reviewbot.result import Usage
 
 
+def _settings(flags: dict[str, object], config_path: str | None) -> config.Settings:
+    """The one rule of reviewbot.flow.trust: in CI, no file of the change's own."""
+    from reviewbot.flow.trust import Trust
+
+    return Trust.for_local(flags, config_path).base()
+
+
 def _judge(settings: config.Settings) -> Judge:
     from reviewbot.engine.build import make_engine
 
@@ -96,7 +103,7 @@ def score(golden_dir: Path, results_dir: Path, window: int, fmt: str, output_fil
     """Score existing review results against the golden set: the cases with a complete review;
     the others are listed as not reviewed and the command exits 3."""
     cases = evaluation.load_golden(golden_dir)
-    same = _judge(config.resolve(flags, config_path=config_path)) if judge else None
+    same = _judge(_settings(flags, config_path)) if judge else None
     report = evaluation.score(cases, results_dir, window, same)
     _output([report], fmt, output_file)
     if report.not_reviewed:  # the figures are over the finished cases only
@@ -205,7 +212,7 @@ def run(golden_dir: Path, results_dir: Path | None, window: int, fmt: str,
     """Review every case with this server and model, then score, with the cost. A case whose
     review is incomplete is listed as not reviewed, never scored, and the run exits 3."""
     cases = evaluation.load_golden(golden_dir)
-    settings = config.resolve(flags, config_path=config_path)
+    settings = _settings(flags, config_path)
     config.check_paths(settings)
     results = results_dir or Path("eval-results")
     same = _judge(settings) if judge else None

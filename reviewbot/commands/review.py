@@ -204,7 +204,9 @@ def review(diff_path: str | None, git_range: str | None, mr: int | None, project
             emit(render(run.result, settings.output, color=_tty(settings)), settings.output_file)
         _tell_when_written(run.result, settings.output_file)
         raise SystemExit(code)
-    settings = config.resolve(flags, config_path=config_path)
+    from reviewbot.flow.trust import Trust
+
+    settings = Trust.for_local(flags, config_path, git_range).base()
     config.check_paths(settings)
     scanner = read_files(settings.sarif_in)
     changes = diff.parse(_read_diff(diff_path, git_range, settings.max_diff_mb))

@@ -4,7 +4,9 @@ listener) applies.
 flags > environment > the project's `.reviewbot.toml` on its target branch > the operator's
 own file > defaults. In CI the working tree is the change's own, so its `.reviewbot.toml` is
 the author's: never read; the target branch's copy is, through the forge (maintainers decided
-it). The listener reads each project's target-branch file per job, over its own file. A file
+it). A local review in CI (`--git A...B`) reads the file of the range's left side, A (the
+target, as AGENTS.md is read); `--diff`, a single revision and `eval` read none from the
+change. The listener reads each project's target-branch file per job, over its own file. A file
 never sets the keys that decide where secrets go or who commands the bot
 (`config.NOT_FROM_FILES`), wherever it comes from.
 """
@@ -17,10 +19,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from reviewbot import git
 from reviewbot.config import CONFIG_FILE, Settings, local_values, parse_text, resolve
 from reviewbot.flow.select import in_ci, open_forge, target_of
 from reviewbot.flow.service import ReviewOrder
 from reviewbot.forges.base import Target
+from reviewbot.tree import GitTree
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +45,19 @@ class Trust:
         if config_path or not in_ci(env):
             return cls(flags, env, local_values(config_path), target_branch=False)
         return cls(flags, env)
+
+    @classmethod
+    def for_local(cls, flags: Mapping[str, Any], config_path: str | None,
+                  git_range: str | None = None, env: Mapping[str, str] | None = None) -> Trust:
+        """`review --diff/--git` and `eval`: as `for_cli`; in CI without `--config`, the file
+        of a `--git` range's left side (the target), else none."""
+        env = os.environ if env is None else env
+        if config_path or not in_ci(env):
+            return cls.for_cli(flags, config_path, env)
+        base = git.range_base(git_range) if git_range else None
+        text = GitTree(base).read(CONFIG_FILE) if base else None
+        own = parse_text(text, f"{CONFIG_FILE} of {base}") if text else {}
+        return cls(flags, env, own, target_branch=False)
 
     @classmethod
     def for_listener(cls, env: Mapping[str, str], config_path: str | None = None) -> Trust:

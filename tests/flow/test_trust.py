@@ -99,3 +99,33 @@ def test_resolve_reads_every_key_from_reviewbot_variables() -> None:
     s = resolve({}, env={"REVIEWBOT_SSL_VERIFY": "false", "REVIEWBOT_REVIEW_TIMEOUT": "60"},
                 file_values={})
     assert s.ssl_verify is False and s.review_timeout == 60
+
+
+@pytest.mark.parametrize("entry", ["git", "diff", "eval"])
+def test_in_ci_a_local_review_or_eval_never_takes_the_changes_own_file(
+        tmp_path: Path, entry: str) -> None:
+    """GITLAB_CI=true reviewbot review --git A...B read the .reviewbot.toml the change added;
+    now a --git range reads its left side's (the target), --diff and eval none."""
+    from reviewbot.flow.trust import Trust
+
+    repo = GitRepo(tmp_path / "r")
+    repo.write(".reviewbot.toml", '[reviewbot]\nfail_on = "major"\n')
+    repo.write("app.py", "a = 1\n")
+    base = repo.commit("base")
+    repo.write(".reviewbot.toml", '[reviewbot]\nfail_on = "never"\nexclude = ["*"]\n')
+    repo.write("app.py", "a = 2\n")
+    head = repo.commit("the author relaxes the review")
+    ci = {"GITLAB_CI": "true"}
+    cwd = os.getcwd()
+    os.chdir(repo.path)
+    try:
+        if entry == "git":
+            settings = Trust.for_local({}, None, f"{base}...{head}", env=ci).base()
+            assert settings.fail_on == "major" and settings.exclude == ()  # the target's
+        else:  # --diff, eval: nothing from the working tree (the change's own)
+            settings = Trust.for_local({}, None, None, env=ci).base()
+            assert settings.fail_on == "never" and settings.exclude == ()
+        # outside CI the working tree is the user's own
+        assert Trust.for_local({}, None, None, env={}).base().exclude == ("*",)
+    finally:
+        os.chdir(cwd)
