@@ -3,6 +3,7 @@ find them, before anything listens."""
 
 from __future__ import annotations
 
+import math
 import re
 from urllib.parse import urlsplit
 
@@ -18,12 +19,55 @@ _PLACEHOLDER_SHAPE = re.compile(r"(.)\1*|<.*>|\$\{.*\}|\{\{.*\}\}|(your|my|some)
                                 r"(replace|change)[-_ ]?me.*|x+|\.\.\.+", re.IGNORECASE)
 
 
+MIN_BITS = 64
+# words a person reaches for; each counts as one guess among few, not as its letters
+_WORDS = ("password", "passwd", "secret", "token", "admin", "letmein", "welcome", "qwerty",
+          "asdf", "zxcv", "login", "master", "monkey", "dragon", "shadow", "sunshine", "iloveyou",
+          "trustno1", "football", "baseball", "reviewbot", "gitlab", "github", "webhook",
+          "hook", "change", "default", "example", "test", "hello", "abc", "root", "user",
+          "guest", "access", "key", "private")
+
+
+def entropy_bits(value: str) -> float:
+    """A guesser's view of `value`, in bits: one period of a repeated text, each dictionary
+    word one symbol, each character that repeats or continues a run (aaaa, abcd, 4321) free,
+    the rest worth log2 of the character classes used."""
+    text = _one_period(value)
+    low = text.lower()
+    for word in sorted(_WORDS, key=len, reverse=True):
+        low = low.replace(word, "\0")
+    classes = sum(size for pattern, size in _CLASSES if re.search(pattern, text))
+    surprising, step = 0, None
+    for prev, ch in zip(" " + low, low):
+        diff = ord(ch) - ord(prev)
+        if ch == "\0" or diff == 0 or (abs(diff) == 1 and step in (None, diff)):
+            step = diff if abs(diff) == 1 else None
+            if ch == "\0":
+                surprising += 1
+            continue
+        surprising, step = surprising + 1, None
+    return surprising * math.log2(max(2, classes))
+
+
+_CLASSES = ((r"[a-z]", 26), (r"[A-Z]", 26), (r"[0-9]", 10), (r"[^a-zA-Z0-9]", 33))
+
+
+def _one_period(value: str) -> str:
+    for size in range(1, len(value) // 2 + 1):
+        if len(value) % size == 0 and value[:size] * (len(value) // size) == value:
+            return value[:size]
+    return value
+
+
 def weakness(value: str) -> str | None:
     """Why `value` is no secret, or None."""
     if value.strip().lower() in _PLACEHOLDERS or _PLACEHOLDER_SHAPE.fullmatch(value.strip()):
         return "it is a placeholder"
     if len(value) < MIN_LENGTH:
         return f"it is shorter than {MIN_LENGTH} characters"
+    if entropy_bits(value) < MIN_BITS:
+        return (f"it is guessable (repeats, runs or common words: about "
+                f"{entropy_bits(value):.0f} of the {MIN_BITS} bits a secret needs)")
     return None
 
 

@@ -159,7 +159,9 @@ def test_the_queue_is_named_by_one_flag_and_its_password_is_secret(tmp_path: Pat
 
 
 @pytest.mark.parametrize("weak", ["replace-me", "x", "changeme-please", "<your secret>",
-                                  "s" * 20, "only-15-chars-x", "${WEBHOOK_SECRET}"])
+                                  "s" * 20, "only-15-chars-x", "${WEBHOOK_SECRET}",
+                                  # 16 characters, and guessed at once: a run, a repeated word
+                                  "1234567890123456", "passwordpassword", "abcdefghijklmnop"])
 @pytest.mark.parametrize("variable", ["REVIEWBOT_GITLAB_WEBHOOK_SECRET",
                                       "REVIEWBOT_GITHUB_WEBHOOK_SECRET", "REVIEWBOT_ADMIN_TOKEN",
                                       "REVIEWBOT_DASHBOARD_TOKEN"])
@@ -168,7 +170,8 @@ def test_placeholder_and_short_secrets_are_refused(variable: str, weak: str) -> 
     with pytest.raises(UsageError, match=f"{variable} is refused") as caught:
         resolve_settings(env)
     assert len(weak) < 3 or weak not in str(caught.value)
-    assert resolve_settings({**env, variable: "only-16-chars-ok"})
+    assert "openssl rand" in str(caught.value)  # how to make one
+    assert resolve_settings({**env, variable: "Zq3-vT8pL1xW6nR2"})
 
 
 def test_a_queue_password_on_the_command_line_is_refused() -> None:

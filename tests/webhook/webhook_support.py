@@ -26,9 +26,9 @@ from reviewbot.webhook.queue import JobQueue
 from reviewbot.webhook.serving import server_config
 from reviewbot.webhook.settings import WebhookSettings
 
-GITLAB_SECRET = "gl-test-secret-0001"
-GITHUB_SECRET = "gh-test-secret-0001"
-ADMIN_TOKEN = "admin-test-token-0001"
+GITLAB_SECRET = "gl-Kq7vX2pN9wR4tZ8mJ3"
+GITHUB_SECRET = "gh-Hb6yT1cV5nQ8rW3kP0"
+ADMIN_TOKEN = "adm-Fz4gL9sD2xM7jC5bN8"
 HERE = Path(__file__).parent
 REVIEWBOT = Path(sys.executable).parent / "reviewbot"
 
