@@ -254,7 +254,7 @@ ROUTES = [
 
 
 def create_app(settings: WebhookSettings, queue: JobQueue, runner: ReviewRunner) -> ASGIApp:
-    metrics = Metrics(queue)
+    metrics = Metrics(queue, settings.metrics_project_labels)
     limits = PoolLimits(
         workers=settings.workers,
         per_forge=settings.per_forge,

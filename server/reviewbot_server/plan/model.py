@@ -169,7 +169,8 @@ def spec_from_config(cfg: dict[str, Any], *, name: str, source: str, local: bool
         raise UsageError(f"{source}/config.json is not a JSON object")
     try:
         spec = _spec(cfg, name=name, source=source, local=local)
-    except (TypeError, ValueError, AttributeError, ZeroDivisionError) as exc:
+    except (TypeError, ValueError, AttributeError, ZeroDivisionError, OverflowError,
+            RecursionError) as exc:
         raise UsageError(f"{source}/config.json has a value the planner cannot use "
                          f"({type(exc).__name__}: {str(exc)[:120]})") from None
     _check(spec, source)
@@ -370,6 +371,18 @@ def _catalog_key(name: str) -> str | None:
     return None
 
 
+def _finite(text: str) -> float:
+    """A JSON number as a float, refused when it is none a config can mean (1e400)."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:40]} is not a finite number")
+    return value
+
+
+def _not_a_number(name: str) -> float:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
 def load_model(ref: str) -> ModelSpec:
     """A local model directory (with config.json) or a catalog name such as Qwen2.5-Coder-7B."""
     path = Path(ref).expanduser()
@@ -378,9 +391,12 @@ def load_model(ref: str) -> ModelSpec:
         if not config.is_file():
             raise UsageError(f"model directory {path} has no config.json")
         try:
-            cfg = json.loads(config.read_text(encoding="utf-8"))
+            cfg = json.loads(config.read_text(encoding="utf-8"), parse_float=_finite,
+                             parse_constant=_not_a_number)
         except (OSError, ValueError) as exc:
-            raise UsageError(f"cannot read {config}: {exc}") from exc
+            raise UsageError(f"cannot read {config}: {str(exc)[:200]}") from None
+        except RecursionError:
+            raise UsageError(f"cannot read {config}: nested too deep") from None
         resolved = str(path.resolve())
         return spec_from_config(cfg, name=path.resolve().name, source=resolved, local=True)
     key = _catalog_key(ref)
