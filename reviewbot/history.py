@@ -10,7 +10,6 @@ reader (the table, JSON, CSV).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass, fields
 from enum import StrEnum
 from pathlib import Path
@@ -145,25 +144,26 @@ class HistoryStore:
         return [_record(row) for row in rows]
 
     def usage(self, by: str, project: str | None = None, since: float = 0.0) -> list[Usage]:
-        """Sums per project or per day (UTC), over every row `recent` would give."""
+        """Sums per project or per day (UTC), over every row `recent` would give, summed by
+        the database: one row a group comes back, however many reviews there are."""
         assert by in USAGE_KEYS
-        totals: dict[str, list[float]] = {}
-        for r in self._every(project, since):
-            key = r.project if by == "project" else time.strftime(
-                "%Y-%m-%d", time.gmtime(r.started_at))
-            t = totals.setdefault(key, [0, 0, 0, 0, 0, 0.0])
-            for i, v in enumerate((1, r.outcome is ReviewOutcome.FAILED, r.prompt_tokens,
-                                   r.cached_tokens, r.completion_tokens, r.server_seconds)):
-                t[i] += v
-        return [Usage(k, int(t[0]), int(t[1]), int(t[2]), int(t[3]), int(t[4]), round(t[5], 3))
-                for k, t in sorted(totals.items())]
-
-    def _every(self, project: str | None, since: float) -> Iterator[ReviewRecord]:
         where, args = self._where(project, since)
+        # a UTC day's number; FLOOR, since PostgreSQL rounds a cast where SQLite truncates
+        day = ("CAST(started_at / 86400 AS INTEGER)" if self._db.dialect == "sqlite"
+               else "CAST(FLOOR(started_at / 86400) AS BIGINT)")
+        key = "project" if by == "project" else day
         with self._db.read() as tx:
-            for row in tx.execute(f"SELECT id, {', '.join(COLUMNS)} FROM reviews{where}",
-                                  args).fetchall():
-                yield _record(row)
+            rows = tx.execute(
+                f"SELECT {key}, COUNT(*), SUM(CASE WHEN outcome = ? THEN 1 ELSE 0 END), "
+                "SUM(prompt_tokens), SUM(cached_tokens), SUM(completion_tokens), "
+                f"SUM(server_seconds) FROM reviews{where} GROUP BY {key}",
+                (ReviewOutcome.FAILED.value, *args)).fetchall()
+        out = [Usage(str(k) if by == "project" else time.strftime(
+                         "%Y-%m-%d", time.gmtime(int(k) * 86400)),
+                     int(n), int(failed or 0), int(p or 0), int(c or 0), int(o or 0),
+                     round(float(s or 0.0), 3))
+               for k, n, failed, p, c, o, s in rows]
+        return sorted(out, key=lambda u: u.key)
 
     @staticmethod
     def _where(project: str | None, since: float) -> tuple[str, tuple[object, ...]]:

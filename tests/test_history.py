@@ -48,6 +48,11 @@ def test_rows_and_sums_on_each_database(queue_url: str) -> None:
     assert (by["grp/a"].reviews, by["grp/a"].failed, by["grp/a"].prompt_tokens) == (2, 1, 1000)
     assert (by["grp/b"].cached_tokens, by["grp/b"].server_seconds) == (1500, 3.0)
     assert sum(u.reviews for u in store.usage("day")) == 3
+    # summed by the database, a UTC day each, whatever its rounding: 0.3 s before a midnight
+    midnight = (now // day - 3) * day
+    store.add(_record("grp/c", midnight - 0.3, ReviewOutcome.COMPLETE, 10))
+    days = {u.key: u.reviews for u in store.usage("day", project="grp/c")}
+    assert days == {time.strftime("%Y-%m-%d", time.gmtime(midnight - day)): 1}
 
 
 def _reviewbot(*args: str) -> subprocess.CompletedProcess[str]:

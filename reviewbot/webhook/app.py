@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar, cast
 
 from starlette.applications import Starlette
@@ -49,6 +51,7 @@ register_url_convertor("forge", ForgeConvertor())
 # The longest a request waits on the database: inside GitLab's 10 s webhook timeout, so the
 # forge gets a 503 and redelivers instead of a dropped connection.
 DB_WAIT_S = 5.0
+BOARD_CACHE_S = 5.0  # how old a dashboard page may be: its figures are by the day
 T = TypeVar("T")
 
 
@@ -125,6 +128,28 @@ class Parts:
     pool: WorkerPool
     intake: Intake
     metrics: Metrics
+    board: BoardCache = field(default_factory=lambda: BoardCache())
+
+
+class BoardCache:
+    """The dashboard's page, built in one thread of its own (never those that take webhook
+    events), at most once every BOARD_CACHE_S seconds: loads that come while it is built or
+    fresh share it, so 30 loads at once cost one build."""
+
+    def __init__(self) -> None:
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="dashboard")
+        self._page: tuple[float, str] | None = None
+        self._building: asyncio.Future[str] | None = None
+
+    async def page(self, build: Callable[[], str]) -> str:
+        if self._page is not None and time.monotonic() - self._page[0] < BOARD_CACHE_S:
+            return self._page[1]
+        if self._building is None or self._building.done():
+            loop = asyncio.get_running_loop()
+            self._building = asyncio.ensure_future(loop.run_in_executor(self._pool, build))
+        page = await asyncio.wait_for(asyncio.shield(self._building), DB_WAIT_S)
+        self._page = (time.monotonic(), page)
+        return page
 
 
 def _parts(request: Request) -> Parts:
@@ -205,8 +230,8 @@ async def dashboard(request: Request) -> Response:
                             headers={"WWW-Authenticate": 'Basic realm="reviewbot"'})
     db = parts.queue.db
     try:
-        page = await off_loop(lambda: board.render(board.build(HistoryStore(db),
-                                                               LearningStore(db))))
+        page = await parts.board.page(
+            lambda: board.render(board.build(HistoryStore(db), LearningStore(db))))
     except (TimeoutError, DatabaseError):
         return _unavailable("dashboard not read")
     return HTMLResponse(page, headers={
