@@ -24,5 +24,11 @@ if [ ! -e "$POLICY_RC_D" ]; then  # one already there is the machine's own: left
   trap 'rm -f "$POLICY_RC_D"' EXIT
 fi
 export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+# a fresh cloud machine runs unattended-upgrades at boot: wait for its lock (bounded), not fail
+LOCK_WAIT=${REVIEWBOT_APT_LOCK_WAIT:-600}
+if fuser /var/lib/dpkg/lock-frontend /var/lib/apt/lists/lock >/dev/null 2>&1; then
+  echo "setup: another package manager holds the apt lock; waiting up to ${LOCK_WAIT}s for it"
+fi
+apt-get -o DPkg::Lock::Timeout="$LOCK_WAIT" update -qq
+apt-get -o DPkg::Lock::Timeout="$LOCK_WAIT" install -y -qq --no-install-recommends \
+  "${need[@]}" >/dev/null

@@ -24,6 +24,7 @@ from reviewbot.errors import (
     ContextTooLong,
     ModelNotServed,
     RequestFailed,
+    UsageError,
 )
 from reviewbot.headers import AFFINITY_HEADER
 from reviewbot.redact import redact
@@ -43,6 +44,8 @@ def answer_bytes(max_tokens: int, n: int = 1) -> int:
     (hostile or broken) server's answer is not read, and what was read is no completion."""
     return ENVELOPE_BYTES + BYTES_PER_TOKEN * max_tokens * max(1, n)
 
+
+_ENDPOINT = re.compile(r"/(chat/completions|completions|models|tokenize|embeddings)$")
 
 _CONTEXT_MARKERS = ("context length", "maximum context", "too long", "max_model_len",
                     "maximum model length", "is longer than")
@@ -100,6 +103,10 @@ class ModelClient:
 
         self.base_url = base_url.rstrip("/")
         self.shown_url = redact(self.base_url)  # for messages: no password of the URL
+        endpoint = _ENDPOINT.search(self.base_url)
+        if endpoint:  # an endpoint's URL, pasted from a curl line: the API root is before it
+            raise UsageError(f"--base-url {self.shown_url} names an endpoint: give the "
+                             f"server's API root, {redact(self.base_url[:endpoint.start()])}")
         self._http = http_client or httpx.Client(timeout=timeout)
         self._auth = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = openai.OpenAI(

@@ -117,6 +117,10 @@ def _verdict(result: ReviewResult) -> Text:
                     style="bold white on red")
     worst = result.worst()
     cut = f" ({result.stats.cut_note()})" if result.stats.cut_note() else ""
+    hidden = sum(1 for f in result.findings if f.fingerprint in result.hidden())
+    if worst is None and hidden:  # listed above, yet below the noise floor: say both
+        return Text(f"Review complete: no finding above the noise floor ({hidden} held back "
+                    f"below min_confidence, listed above){cut}.", style="bold yellow")
     if worst is None:
         mark = "Review complete" if cut else "✔ Review complete"  # no tick for a partial line
         return Text(f"{mark}: no findings{cut}.", style="bold yellow" if cut else "bold green")

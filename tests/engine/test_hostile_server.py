@@ -261,3 +261,17 @@ def test_an_endless_answer_is_read_no_further_than_its_cap_and_is_unusable() -> 
     # each of the three answers was cut at its cap (about 1 MB here), not read for a minute
     assert not result.complete and result.stats.answers_unusable == 3
     assert took < 30 and _Endless.sent < 3 * 64 * 2**20
+
+
+def test_an_endpoints_url_as_base_url_is_a_usage_error_naming_the_root() -> None:
+    """`--base-url http://h/v1/chat/completions` suggested ".../chat/completions/v1" and
+    exited 3."""
+    proc = subprocess.run([sys.executable, "-m", "reviewbot", "review", "--no-progress",
+                           "--base-url", "http://127.0.0.1:9/v1/chat/completions", "--diff",
+                           "-"], input=make_diff(files=1).decode(), capture_output=True,
+                          text=True, timeout=60,
+                          env={k: v for k, v in os.environ.items()
+                               if not k.startswith("REVIEWBOT_")})
+    assert proc.returncode == 2
+    assert proc.stderr.strip().endswith("give the server's API root, http://127.0.0.1:9/v1")
+    assert len(proc.stderr.strip().splitlines()) == 1

@@ -53,6 +53,16 @@ def test_clean_review(empty: ReviewResult) -> None:
     assert "coverage 3/3 changed lines" in out
 
 
+def test_the_last_line_agrees_with_findings_held_below_the_floor(result: ReviewResult) -> None:
+    """The demo listed "Findings: 1 (1 major)" and then ended "✔ Review complete: no
+    findings." because its one finding was below min_confidence."""
+    held = replace(result, findings=result.findings[:1], earlier=[])
+    held.hold_back([held.findings[0].fingerprint], "below min_confidence 0.5")
+    last = lines(render(held, "text"))[-1]
+    assert last == ("Review complete: no finding above the noise floor (1 held back below "
+                    "min_confidence, listed above).")
+
+
 def test_plain_output_has_no_escapes_and_no_trailing_blanks(result: ReviewResult) -> None:
     out = render(result, "text")
     assert "\x1b" not in out
