@@ -49,7 +49,9 @@ class Engines:
                                                 concurrency=engine.settings.concurrency))
 
     def reviewer(self, settings: Settings) -> Reviewer:
-        return self._for(settings).review
+        """Made when the review starts, inside the flow that records how it ended: a model
+        server that is down is a failed review in the history and on the dashboard."""
+        return lambda changes, context: self._for(settings).review(changes, context)
 
     def passes(self, settings: Settings) -> Passes:
         return self._for(settings).passes

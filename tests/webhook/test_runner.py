@@ -78,10 +78,14 @@ def test_a_review_that_fails_for_good_is_logged_and_said_on_the_merge_request(
 
     repo = Repo(tmp_path / "repo")
     base, head = scenario(repo)
+    from reviewbot.history import HistoryStore, ReviewOutcome
+    from reviewbot.webhook.dashboard import build
+
     with FakeGitLab(repo, base=base, head=head, token=TOKEN) as gitlab:
         review = Trust({"gitlab_token": TOKEN, "base_url": f"http://127.0.0.1:{free_port()}/v1"})
         listener = make_settings(tmp_path / "q.sqlite", max_attempts=2, retry_backoff_s=0.05,
                                  forge_urls=(gitlab.url,))
+        history = HistoryStore.open(tmp_path / "q.sqlite")
         body = json.dumps({"object_kind": "merge_request", "object_attributes": {
             "action": "open", "iid": 7, "last_commit": {"id": head}},
             "project": {"id": 42, "web_url": f"{gitlab.url}/grp/proj",
@@ -89,7 +93,7 @@ def test_a_review_that_fails_for_good_is_logged_and_said_on_the_merge_request(
         headers = {"X-Gitlab-Event": "Merge Request Hook", "X-Gitlab-Token": GITLAB_SECRET,
                    "Content-Type": "application/json"}
         with caplog.at_level(logging.INFO, logger="reviewbot.webhook"), \
-                ThreadServer(listener, ForgeRunner(review)) as srv:
+                ThreadServer(listener, ForgeRunner(review, history=history)) as srv:
             assert httpx.post(f"{srv.url}/webhook/gitlab", content=body,
                               headers=headers).status_code == 202
             wait_for(lambda: srv.queue.counts()["failed"] == 1, timeout=60)
@@ -98,4 +102,13 @@ def test_a_review_that_fails_for_good_is_logged_and_said_on_the_merge_request(
     assert "after 2 attempt(s)" in summary and "model server" in summary.lower()
     failures = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
     assert len(failures) == 1 and "failed: after 2 attempt(s)" in failures[0]
+    # the history and the dashboard say so too (they said "no reviews recorded" and
+    # "Every change's latest review completed")
+    attempts = history.recent()
+    assert [r.outcome for r in attempts] == [ReviewOutcome.FAILED] * 2
+    assert "cannot reach the model server" in attempts[0].reason
+    from reviewbot.conversation.learnings import LearningStore
+
+    board = build(history, LearningStore.open(tmp_path / "q.sqlite"))
+    assert [(r.number, r.outcome) for r in board.attention] == [(7, ReviewOutcome.FAILED)]
     assert any("attempt 1 failed, retried" in r.getMessage() for r in caplog.records)
