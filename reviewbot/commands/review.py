@@ -170,6 +170,9 @@ def review(diff_path: str | None, git_range: str | None, mr: int | None, project
     if (title is not None or description is not None) and not sources[0]:
         raise UsageError("--title and --description go with --diff or --git (a merge or pull "
                          "request brings its own)")
+    if db is not None and sources[0]:  # it would record nothing, and say nothing
+        raise UsageError("--db records reviews of merge or pull requests (--mr or --pr); a "
+                         "review of --diff or --git is not recorded")
     from reviewbot.engine.build import make_engine
     from reviewbot.report import render
     from reviewbot.report.progress import progress as make_progress

@@ -90,6 +90,8 @@ def test_model_not_served_lists_the_served_ones(diff_file: Path) -> None:
     (["review", "--diff", "-", "--base-url", "http://127.0.0.1:9/v1"], DIFF, 3, "127.0.0.1:9"),
     (["review", "--git", "no-such-ref..HEAD"], None, 2, "git diff"),
     (["review"], None, 2, "exactly one of"),
+    # recorded nothing, silently
+    (["review", "--diff", "-", "--db", "sqlite:///x.sqlite"], DIFF, 2, "--db records reviews"),
 ])
 def test_bad_input_is_one_line_with_a_documented_exit_code(args, stdin, code, needle) -> None:
     proc = run(*args, stdin=stdin)
