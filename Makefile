@@ -1,7 +1,7 @@
 # Two commands on a fresh machine: `make demo` and `make test` (`make demo-real`: a real model).
 export REVIEWBOT_VLLM_PYTHON ?= $(CURDIR)/.venv-vllm/bin/python
 
-.PHONY: setup demo demo-real test lint image
+.PHONY: setup demo demo-real test test-fast lint image
 setup:
 	./scripts/setup.sh
 
@@ -13,6 +13,10 @@ demo-real: setup
 
 test: setup
 	.venv/bin/python -m pytest -q -n 2 --dist loadgroup
+
+# every test but those of the real 1.5B model (no 1.1 GB download, no ~11 GB server)
+test-fast: setup
+	.venv/bin/python -m pytest -q -n 2 --dist loadgroup -m "not realmodel"
 
 lint: setup
 	.venv/bin/ruff check .

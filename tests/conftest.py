@@ -129,10 +129,31 @@ def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer
                        tmp_path_factory)
 
 
+REAL_MODEL_GIB = 12  # served in float32 on a CPU without AVX512-BF16: about 11 GB
+
+
+def memory_short(need_gib: float = REAL_MODEL_GIB) -> str | None:
+    """Why the real model cannot be served here now (one line), or None: the kernel's
+    MemAvailable, read before a start that would otherwise time out or be killed."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as info:
+            fields = dict(line.split(":", 1) for line in info)
+        available = int(fields["MemAvailable"].split()[0]) / 2**20
+    except (OSError, KeyError, ValueError):
+        return None  # not Linux: nothing to read, the start says how it went
+    if available >= need_gib:
+        return None
+    return (f"the real model needs about {need_gib} GiB free to be served and "
+            f"{available:.1f} GiB is available: free memory, or run `make test-fast` (every "
+            "test but the real model's)")
+
+
 @pytest.fixture(scope="session")
 def real_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
     """The real demo model (fetched and converted into the user's cache on first use)."""
     def start(models: Path) -> LaunchSpec:
+        if short := memory_short():
+            pytest.fail(short, pytrace=False)
         try:
             folder = realmodel.real_model(realmodel.default_cache(), vllm_python(), print)
         except UsageError as exc:

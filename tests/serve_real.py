@@ -12,11 +12,13 @@ from pathlib import Path
 
 from reviewbot_server import realmodel
 from reviewbot_server.process.launcher import find_vllm_python
-from tests.conftest import real_spec
+from tests.conftest import memory_short, real_spec
 from tests.serve_tiny import serve
 
 
 def main(info_path: str, state_dir: str) -> None:
+    if short := memory_short():
+        raise SystemExit(f"serve_real: {short}")
     folder = realmodel.real_model(realmodel.default_cache(), find_vllm_python(),
                                   lambda line: print(line, flush=True))
     serve(real_spec(folder), Path(info_path), Path(state_dir) / "vllm-real.log")

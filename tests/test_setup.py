@@ -9,6 +9,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -97,3 +98,19 @@ def test_a_policy_the_machine_already_has_is_left_as_it_is(tmp_path: Path) -> No
     assert done.returncode == 0, done.stderr
     assert policy.read_text() == "#!/bin/sh\n# the machine's own\nexit 0\n"
     assert "policy allows" in calls
+
+
+def test_the_real_model_is_not_started_without_the_memory_it_needs() -> None:
+    """On a busy machine `make test` timed out after 600 s per test while the real model's
+    server started; now the start is refused at once, in one line that says what to do."""
+    from tests.conftest import memory_short
+
+    assert memory_short(0) is None
+    short = memory_short(10**6)
+    assert short is not None and "make test-fast" in short and "\n" not in short
+    proc = subprocess.run([sys.executable, "-c", ("import tests.conftest as c; "
+                           "import tests.serve_real as s; "
+                           "s.memory_short = lambda: c.memory_short(10**6); "
+                           "s.main('/nonexistent/info.json', '/nonexistent')")],
+                          cwd=SCRIPT.parents[1], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and proc.stderr.strip().startswith("serve_real: the real model")
