@@ -49,52 +49,56 @@ class Passes:
             frequency_penalty=RETRY_PENALTY if again and again[0] else 0.0, schema=schema,
             free=free)
 
+    @staticmethod
+    def _until_usable(call: Callable[[], Reply], deadline: float, answer: ChunkAnswer,
+                      asked: Asked, again: list[bool],
+                      read: Callable[[Reply], tuple[list[T], str]]) -> list[T]:
+        """Ask until `read` finds something usable in a reply (up to ANSWER_ATTEMPTS), counting
+        every request and unusable answer in `asked`; once one was unusable, `again` holds True
+        (the same request at a low temperature gives the same answer: a penalty then)."""
+        for reply in attempts(deadline, call):
+            asked.requests += 1
+            if isinstance(reply, BadAnswer):
+                asked.problem, asked.unusable = str(reply), asked.unusable + 1
+                continue
+            answer.add_usage(reply)
+            found, problem = read(reply)
+            if found:
+                return found
+            again[0] = True
+            asked.problem, asked.unusable = problem, asked.unusable + 1
+        return []
+
     def _findings(self, chunk: Chunk, messages: Messages, tool_list: Tools, n: int,
                   deadline: float, route: Route, answer: ChunkAnswer, asked: Asked) -> None:
-        """The finding request asked until a usable answer comes (up to ANSWER_ATTEMPTS): the
-        usable samples' parsed calls, into `asked`."""
+        """The finding request asked until a usable answer comes: the usable samples' parsed
+        calls, into `asked`."""
         cap, categories = self.requests.cap(chunk), self.requests.settings.categories
         again = [False]
         call = self._call(messages, tool_list, tools.TOOL_NAME,
                           self.requests.output_tokens(chunk.changed_lines), route, n=n,
                           again=again)
-        for reply in attempts(deadline, call):
-            asked.requests += 1
-            if isinstance(reply, BadAnswer):
-                asked.problem, asked.unusable = str(reply), asked.unusable + 1
-                continue
-            answer.add_usage(reply)
+
+        def read(reply: Reply) -> tuple[list[answers.Parsed], str]:
             parsed = [answers.parse_calls(s.calls, chunk, cap, categories) for s in reply.samples]
             # a call cut at max_tokens may have lost findings: that sample does not count
-            asked.usable = [p for p, s in zip(parsed, reply.samples) if p.usable and not s.truncated]
-            if asked.usable:
-                break
-            again[0] = True  # the same request at a low temperature, the same answer
-            asked.problem = ("the answer was cut at max_output_tokens" if reply.truncated
-                             else parsed[0].problem)
-            asked.unusable += 1
+            usable = [p for p, s in zip(parsed, reply.samples) if p.usable and not s.truncated]
+            return usable, ("the answer was cut at max_output_tokens" if reply.truncated
+                            else parsed[0].problem)
+
+        asked.usable = self._until_usable(call, deadline, answer, asked, again, read)
 
     def _two_step(self, chunk: Chunk, messages: Messages, tool_list: Tools, deadline: float,
                   route: Route, answer: ChunkAnswer, asked: Asked) -> None:
         """findings_format two-step: a free review in words (`samples` of them, one request),
         then per review a forced call on the same prefix that turns it into anchored findings."""
-        settings = self.requests.settings
         again = [False]
         call = self._call(messages, tool_list, tools.TOOL_NAME, REASONING_TOKENS, route,
-                          n=settings.samples, again=again, free=True)
-        reviews: list[str] = []
-        for reply in attempts(deadline, call):
-            asked.requests += 1
-            if isinstance(reply, BadAnswer):
-                asked.problem, asked.unusable = str(reply), asked.unusable + 1
-                continue
-            answer.add_usage(reply)
-            # a review cut at its length still says what it found up to there
-            reviews = [s.text.strip() for s in reply.samples if s.text.strip()]
-            if reviews:
-                break
-            again[0] = True
-            asked.problem, asked.unusable = "an empty review", asked.unusable + 1
+                          n=self.requests.settings.samples, again=again, free=True)
+        # a review cut at its length still says what it found up to there
+        reviews = self._until_usable(
+            call, deadline, answer, asked, again,
+            lambda reply: ([t for s in reply.samples if (t := s.text.strip())], "an empty review"))
         found: list[answers.Parsed] = []
         for review in reviews:
             asked.usable = []
