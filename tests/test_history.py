@@ -94,9 +94,9 @@ def test_a_review_that_fails_is_a_row_saying_why(env: Env, tmp_path: Path) -> No
     clean = {k: v for k, v in os.environ.items() if not k.startswith("REVIEWBOT_")}
     proc = subprocess.run(
         [sys.executable, "-m", "reviewbot", "review", "--mr", "7", "--project", "grp/proj",
-         "--gitlab-url", env.gitlab.url, "--gitlab-token", "glpat-SECRET-t0ken-1234",
-         "--base-url", url, "--no-progress", "--db", str(db)],
-        capture_output=True, text=True, timeout=120, env=clean, cwd=ROOT, check=False)
+         "--gitlab-url", env.gitlab.url, "--base-url", url, "--no-progress", "--db", str(db)],
+        capture_output=True, text=True, timeout=120,
+        env={**clean, "REVIEWBOT_GITLAB_TOKEN": "glpat-SECRET-t0ken-1234"}, cwd=ROOT, check=False)
     assert proc.returncode == 3, proc.stderr  # the model server is gone
     text = _reviewbot("history", "--db", str(db)).stdout
     assert "failed" in text and "grp/proj!7" in text and "reach" in text

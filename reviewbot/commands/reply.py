@@ -8,7 +8,7 @@ import json
 import click
 
 from reviewbot import config
-from reviewbot.commands.review import database_option, engine_options
+from reviewbot.commands.review import database_option, engine_options, secret_option
 from reviewbot.conversation.learnings import LearningStore
 from reviewbot.engine.passes import Passes
 from reviewbot.errors import UsageError
@@ -27,9 +27,9 @@ from reviewbot.flow.trust import cli_order
 @click.option("--issue-comment", "issue_comment_id", type=click.IntRange(min=1),
               help="GitHub: the id of a comment on the pull request's conversation instead.")
 @click.option("--gitlab-url", help="GitLab URL (default: $CI_SERVER_URL or https://gitlab.com).")
-@click.option("--gitlab-token", help="GitLab token (default: $REVIEWBOT_GITLAB_TOKEN, $GITLAB_TOKEN).")
+@secret_option("--gitlab-token", "REVIEWBOT_GITLAB_TOKEN")
 @click.option("--github-url", help="GitHub API URL (default: $GITHUB_API_URL).")
-@click.option("--github-token", help="GitHub token (default: $GITHUB_TOKEN).")
+@secret_option("--github-token", "GITHUB_TOKEN")
 @click.option("--ca-file", help="A CA bundle to verify TLS with (a private CA).")
 @database_option("Keep dismissals as learnings in this database (the listener's --db or "
                  "its queue URL)")

@@ -95,12 +95,24 @@ def database_option(help: str, default: str | None = None) -> Callable[
                         callback=not_in_argv, help=f"{help} (also $REVIEWBOT_QUEUE_URL).")
 
 
+def secret_option(flag: str, variable: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """A secret's flag, kept so that using it gets a clear refusal: on a command line it is
+    visible to every user of the machine (`ps`), and in CI logs that echo commands."""
+    def refuse(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+        if value is not None:
+            raise UsageError(f"{flag} would show the secret to every user of this machine "
+                             f"(`ps`): set {variable} instead")
+
+    return click.option(flag, callback=refuse, expose_value=False, metavar="(refused)",
+                        help=f"Refused: a secret on the command line is visible; set {variable}.")
+
+
 def engine_options(command: Callable[..., None]) -> Callable[..., None]:
     """The flags of the model server and the engine, shared with `reviewbot eval run`."""
-    options = [
+    options: list[Callable[[Callable[..., None]], Callable[..., None]]] = [
         click.option("--base-url", help="OpenAI-compatible base URL (default $REVIEWBOT_BASE_URL)."),
         click.option("--model", help="Served model name (default: the first of /v1/models)."),
-        click.option("--api-key", help="API key for the model server (default $REVIEWBOT_API_KEY)."),
+        secret_option("--api-key", "REVIEWBOT_API_KEY"),
         click.option("--max-context", type=int,
                      help="Upper bound on prompt + output tokens (65536)."),
         click.option("--concurrency", type=int,
@@ -115,8 +127,9 @@ def engine_options(command: Callable[..., None]) -> Callable[..., None]:
                      help="Judge every candidate in a second pass (default: on)."),
         click.option("--samples", type=int, help="Finding passes per chunk that vote (1)."),
         click.option("--findings-format", type=click.Choice(config.FINDINGS_FORMATS),
-                     help="tool: a forced call guided by its schema (default); json: a free "
-                     "answer holding a JSON object."),
+                     help="tool: a forced call guided by its schema (default); reason: the "
+                     "same with an analysis first; two-step: a review in words, then the call; "
+                     "json: a free answer holding a JSON object."),
         click.option("--config", "config_path",
                      help="Config file (default: ./.reviewbot.toml)."),
     ]
@@ -132,11 +145,11 @@ def engine_options(command: Callable[..., None]) -> Callable[..., None]:
 @click.option("--project", help="GitLab project ID or path (default: $CI_MERGE_REQUEST_PROJECT_ID, "
               "then $CI_PROJECT_ID).")
 @click.option("--gitlab-url", help="GitLab URL (default: $CI_SERVER_URL or https://gitlab.com).")
-@click.option("--gitlab-token", help="GitLab token (default: $REVIEWBOT_GITLAB_TOKEN, $GITLAB_TOKEN).")
+@secret_option("--gitlab-token", "REVIEWBOT_GITLAB_TOKEN")
 @click.option("--pr", type=click.IntRange(min=1), help="GitHub pull request number.")
 @click.option("--repo", help="GitHub OWNER/NAME (default: $GITHUB_REPOSITORY).")
 @click.option("--github-url", help="GitHub API URL (default: $GITHUB_API_URL).")
-@click.option("--github-token", help="GitHub token (default: $GITHUB_TOKEN).")
+@secret_option("--github-token", "GITHUB_TOKEN")
 @click.option("--ca-file", help="Forges: a CA bundle to verify TLS with (a private CA).")
 @click.option("--ssl-verify/--no-ssl-verify", default=None,
               help="Forges: verify TLS certificates (default: on; off only for testing).")

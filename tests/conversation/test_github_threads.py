@@ -60,9 +60,10 @@ def _reply(fake: FakeGitHub, model: FakeOpenAI | None, *which: str
              if not k.startswith(("CI_", "GITLAB", "GITHUB", "REVIEWBOT_"))}
     base = model.base_url if model else "http://127.0.0.1:9/v1"  # nothing listens there
     args = ["reply", "--pr", "7", "--repo", fake.full_name, *which, "--github-url",
-            fake.base_url, "--github-token", fake.token, "--base-url", base]
+            fake.base_url, "--base-url", base]
     return subprocess.run([sys.executable, "-m", "reviewbot", *args], check=False,
-                          capture_output=True, text=True, timeout=300, env=clean,
+                          capture_output=True, text=True, timeout=300,
+                          env={**clean, "GITHUB_TOKEN": fake.token},
                           cwd=Path(__file__).parents[2])
 
 

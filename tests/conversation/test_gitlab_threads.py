@@ -62,7 +62,8 @@ def _reply(env: Env, model: FakeOpenAI | None, note: int,
     clean.update(env_vars or {})
     base = model.base_url if model else "http://127.0.0.1:9/v1"  # nothing listens there
     args = ["reply", "--mr", "7", "--project", "42", "--note", str(note),
-            "--gitlab-url", env.gitlab.url, "--gitlab-token", TOKEN, "--base-url", base, *extra]
+            "--gitlab-url", env.gitlab.url, "--base-url", base, *extra]
+    clean["REVIEWBOT_GITLAB_TOKEN"] = TOKEN
     return subprocess.run([sys.executable, "-m", "reviewbot", *args], check=False,
                           capture_output=True, text=True, timeout=300, env=clean,
                           cwd=Path(__file__).parents[2])

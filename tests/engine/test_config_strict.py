@@ -98,9 +98,9 @@ def test_ca_file_and_ssl_verify_have_flags(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("REVIEWBOT_")}
     proc = subprocess.run(
         [sys.executable, "-m", "reviewbot", "review", "--mr", "1", "--project", "g/p",
-         "--gitlab-token", "t0k3n-xyz", "--ca-file", str(tmp_path / "missing.pem"),
-         "--no-ssl-verify", "--config", "/dev/null"],
-        capture_output=True, text=True, timeout=60, env=env, check=False)
+         "--ca-file", str(tmp_path / "missing.pem"), "--no-ssl-verify", "--config", "/dev/null"],
+        capture_output=True, text=True, timeout=60,
+        env={**env, "REVIEWBOT_GITLAB_TOKEN": "t0k3n-xyz"}, check=False)
     assert proc.returncode == 2 and "missing.pem" in proc.stderr, proc.stderr
 
 
@@ -126,16 +126,17 @@ def test_out_of_range_values_are_usage_errors_before_any_request(flags: list[str
 
 @pytest.mark.parametrize("argv,message", [
     (["--pr", "3", "--repo", "org/app"], "no GitHub token"),
-    (["--pr", "3", "--repo", "not a repo", "--github-token", "t0k3n-abc"], "OWNER/NAME"),
-    (["--pr", "3", "--repo", "org/app/extra", "--github-token", "t0k3n-abc"], "OWNER/NAME"),
-    (["--pr", "3", "--repo", "org/..", "--github-token", "t0k3n-abc"], "OWNER/NAME"),
+    (["--pr", "3", "--repo", "not a repo"], "OWNER/NAME"),
+    (["--pr", "3", "--repo", "org/app/extra"], "OWNER/NAME"),
+    (["--pr", "3", "--repo", "org/.."], "OWNER/NAME"),
 ])
 def test_github_usage_errors_are_exit_2(argv: list[str], message: str) -> None:
     clean = {k: v for k, v in os.environ.items()
              if not k.startswith(("REVIEWBOT_", "GITHUB", "GITLAB", "CI_"))}
+    token = {} if message == "no GitHub token" else {"GITHUB_TOKEN": "t0k3n-abc"}
     proc = subprocess.run([sys.executable, "-m", "reviewbot", "review", "--config", "/dev/null",
                            "--base-url", "http://127.0.0.1:9/v1", *argv], capture_output=True,
-                          text=True, timeout=60, env=clean, check=False)
+                          text=True, timeout=60, env={**clean, **token}, check=False)
     assert proc.returncode == 2 and message in proc.stderr, proc.stderr
 
 
@@ -179,7 +180,7 @@ def test_a_context_too_small_names_the_setting_to_raise() -> None:
             engine.review(parse(make_diff(files=1)))
 
 
-def test_findings_format_is_tool_or_json() -> None:
-    with pytest.raises(UsageError, match="findings_format must be one of tool, json, not 'xml'"):
+def test_findings_format_is_one_of_the_four_modes() -> None:
+    with pytest.raises(UsageError, match="findings_format must be one of tool, reason, two-step, json, not 'xml'"):
         resolve({}, env={}, file_values=parse_text('findings_format = "xml"', ".reviewbot.toml"))
     assert resolve({"findings_format": "json"}, env={}, file_values={}).findings_format == "json"

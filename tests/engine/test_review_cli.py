@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -116,8 +117,25 @@ def test_api_key_never_appears_in_errors(diff_file: Path) -> None:
     secret = "sk-very-secret-key-123"
     with FakeOpenAI(lambda b, n: Reply(status=401, error=f"bad key {secret}")) as server:
         proc = run("review", "--diff", str(diff_file), "--base-url", server.base_url,
-                   "--api-key", secret, "--output", "json")
+                   "--output", "json", env={**{k: v for k, v in os.environ.items()
+                                               if not k.startswith("REVIEWBOT_")},
+                                            "REVIEWBOT_API_KEY": secret})
+    said = proc.stdout.decode() + proc.stderr.decode()
+    assert proc.returncode == 3 and "rejected the API key" in said
     assert secret not in proc.stdout.decode() + proc.stderr.decode()
+
+
+@pytest.mark.parametrize("flag, variable", [("--api-key", "REVIEWBOT_API_KEY"),
+                                            ("--gitlab-token", "REVIEWBOT_GITLAB_TOKEN"),
+                                            ("--github-token", "GITHUB_TOKEN")])
+def test_a_secret_on_the_command_line_is_refused_naming_its_variable(
+        diff_file: Path, flag: str, variable: str) -> None:
+    """`ps` shows every process's arguments to every user of the machine."""
+    secret = "glpat-Kq7vX2pN9wR4tZ8mJ3"
+    proc = run("review", "--diff", str(diff_file), flag, secret)
+    err = proc.stderr.decode()
+    assert proc.returncode == 2 and f"set {variable} instead" in err
+    assert secret not in err + proc.stdout.decode() and len(err.strip().splitlines()) == 1
 
 
 def test_output_file_gets_the_report_and_the_log_gets_the_summary(diff_file: Path, tmp_path: Path) -> None:

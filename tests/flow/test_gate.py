@@ -41,11 +41,12 @@ def _cli(env: Env, server: FakeOpenAI, tmp: Path, *extra: str
     clean = {k: v for k, v in os.environ.items()
              if not k.startswith(("CI_", "GITLAB", "GITHUB", "REVIEWBOT_"))}
     args = ["review", "--mr", "7", "--project", "grp/proj", "--gitlab-url", env.gitlab.url,
-            "--gitlab-token", TOKEN, "--base-url", server.base_url, "--no-progress",
+            "--base-url", server.base_url, "--no-progress",
             "--no-verify", "--mode", "incremental", "--fail-on", "major",
             "--output", "codequality", "--output-file", str(report), *extra]
     proc = subprocess.run([sys.executable, "-m", "reviewbot", *args], check=False,
-                          capture_output=True, text=True, timeout=300, env=clean,
+                          capture_output=True, text=True, timeout=300,
+                          env={**clean, "REVIEWBOT_GITLAB_TOKEN": TOKEN},
                           cwd=Path(__file__).parents[2])
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc.returncode, json.loads(report.read_text())

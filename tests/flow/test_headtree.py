@@ -168,7 +168,8 @@ def test_a_github_archive_link_off_the_forge_is_not_followed(tmp_path: Path) -> 
 
 # --- the same context as --git ------------------------------------------------------------
 
-def _review(cwd: Path, args: list[str], cache: Path) -> list[str]:
+def _review(cwd: Path, args: list[str], cache: Path,
+            secrets: dict[str, str] | None = None) -> list[str]:
     """One `reviewbot review` process against a server answering "no findings": the user
     messages of its finding requests."""
     seen: list[str] = []
@@ -179,7 +180,8 @@ def _review(cwd: Path, args: list[str], cache: Path) -> list[str]:
 
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("CI_", "GITLAB", "GITHUB", "REVIEWBOT_"))}
-    env.update(PYTHONPATH=str(Path(__file__).parents[2]), REVIEWBOT_TREE_CACHE=str(cache))
+    env.update(PYTHONPATH=str(Path(__file__).parents[2]), REVIEWBOT_TREE_CACHE=str(cache),
+               **(secrets or {}))
     with FakeOpenAI(script, max_model_len=16000) as server:
         proc = subprocess.run(
             [sys.executable, "-m", "reviewbot", "review", *args, "--base-url", server.base_url,
@@ -203,7 +205,8 @@ def test_mr_prompts_carry_the_same_context_as_git(tmp_path: Path, where: str) ->
     cwd = repo.root if where == "clone" else tmp_path
     with FakeGitLab(repo, base=base, head=head, token=TOKEN) as state:
         mr = _review(cwd, ["--mr", "7", "--project", "42", "--gitlab-url", state.url,
-                           "--gitlab-token", TOKEN, "--mode", "full", "--dry-run"], tmp_path / "c2")
+                           "--mode", "full", "--dry-run"], tmp_path / "c2",
+                     {"REVIEWBOT_GITLAB_TOKEN": TOKEN})
         archived = any("/repository/archive" in r.path for r in state.requests)
     assert archived == (where == "laptop")
     assert len(git) == len(mr) == 1
@@ -219,8 +222,8 @@ def test_pr_prompts_carry_the_same_context_as_git(tmp_path: Path) -> None:
     git = _review(fake.repo.path, ["--git", f"{base}..{head}"], tmp_path / "c1")
     with Server(fake):
         pr = _review(tmp_path, ["--pr", "7", "--repo", fake.full_name, "--github-url",
-                                fake.base_url, "--github-token", fake.token, "--mode", "full",
-                                "--dry-run"], tmp_path / "c2")
+                                fake.base_url, "--mode", "full", "--dry-run"], tmp_path / "c2",
+                     {"GITHUB_TOKEN": fake.token})
     assert fake.codeload_auth == [""]  # the head tree came from the archive
     assert len(git) == len(pr) == 1
     assert "(definition of normalize, head, not in the diff)" in git[0]

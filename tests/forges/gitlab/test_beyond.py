@@ -72,9 +72,10 @@ def _review(state: State, server: FakeOpenAI, cwd: Path, *extra: str
              if not k.startswith(("CI_", "GITLAB", "GITHUB", "REVIEWBOT_"))}
     return subprocess.run(
         [sys.executable, "-m", "reviewbot", "review", "--mr", "7", "--project", "grp/proj",
-         "--gitlab-url", state.url, "--gitlab-token", TOKEN, "--base-url", server.base_url,
+         "--gitlab-url", state.url, "--base-url", server.base_url,
          "--no-progress", "--output", "json", "--fail-on", "major", *extra],
-        capture_output=True, text=True, timeout=300, env=clean, cwd=cwd, check=False)
+        capture_output=True, text=True, timeout=300,
+        env={**clean, "REVIEWBOT_GITLAB_TOKEN": TOKEN}, cwd=cwd, check=False)
 
 
 @pytest.fixture(name="gitlab")
@@ -136,10 +137,11 @@ def test_linked_issues_off_reads_no_issue(gitlab: State, tmp_path: Path) -> None
     with FakeOpenAI(_script(seen), max_model_len=16000) as server:
         proc = subprocess.run(
             [sys.executable, "-m", "reviewbot", "review", "--mr", "7", "--project", "grp/proj",
-             "--gitlab-url", gitlab.url, "--gitlab-token", TOKEN, "--base-url",
+             "--gitlab-url", gitlab.url, "--base-url",
              server.base_url, "--no-progress", "--output", "json"],
             capture_output=True, text=True, timeout=300, check=False, cwd=tmp_path,
             env={**{k: v for k, v in os.environ.items() if not k.startswith("REVIEWBOT_")},
+                 "REVIEWBOT_GITLAB_TOKEN": TOKEN,
                  "REVIEWBOT_LINKED_ISSUES": "false"})
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["linked_issues"] == []
@@ -164,9 +166,10 @@ def test_the_real_vllm_judges_each_linked_issue(gitlab: State, vllm_server: Any,
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("CI_", "REVIEWBOT_"))}
     proc = subprocess.run(
         [sys.executable, "-m", "reviewbot", "review", "--mr", "7", "--project", "grp/proj",
-         "--gitlab-url", gitlab.url, "--gitlab-token", TOKEN, "--base-url",
+         "--gitlab-url", gitlab.url, "--base-url",
          vllm_server.base_url, "--no-progress", "--output", "json", "--no-verify"],
-        capture_output=True, text=True, timeout=600, env=clean, cwd=tmp_path, check=False)
+        capture_output=True, text=True, timeout=600,
+        env={**clean, "REVIEWBOT_GITLAB_TOKEN": TOKEN}, cwd=tmp_path, check=False)
     assert proc.returncode in (0, 3), proc.stderr
     (issue,) = json.loads(proc.stdout)["linked_issues"]
     assert issue["ref"] == "#12" and issue["verdict"] in ("addressed", "partly", "not")

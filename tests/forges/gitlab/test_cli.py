@@ -30,14 +30,16 @@ def one_finding_per_anchor(body: dict[str, Any], attempt: int) -> Reply:
     return Reply(tool_args={"summary": "reviewed", "findings": findings})
 
 
-def _cli(env: Env, server: FakeOpenAI, *extra: str) -> subprocess.CompletedProcess[str]:
+def _cli(env: Env, server: FakeOpenAI, *extra: str,
+         secrets: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items()
              if not k.startswith(("CI_", "GITLAB", "GITHUB", "REVIEWBOT_"))}
     args = ["review", "--mr", "7", "--project", "grp/proj", "--gitlab-url", env.gitlab.url,
-            "--gitlab-token", TOKEN, "--base-url", server.base_url, "--no-progress",
-            "--mode", "full", *extra]
+            "--base-url", server.base_url, "--no-progress", "--mode", "full", *extra]
     return subprocess.run([sys.executable, "-m", "reviewbot", *args], check=False, capture_output=True,
-                          text=True, timeout=300, env=clean, cwd=Path(__file__).parents[3])
+                          text=True, timeout=300,
+                          env={**clean, "REVIEWBOT_GITLAB_TOKEN": TOKEN, **(secrets or {})},
+                          cwd=Path(__file__).parents[3])
 
 
 def test_review_mr_posts_every_anchored_finding_once_with_zero_400s(env: Env) -> None:
@@ -102,7 +104,8 @@ def test_a_secret_the_model_echoes_is_never_posted(env: Env) -> None:
              "category": "bug", "severity": "critical", "confidence": 0.9}]})
 
     with FakeOpenAI(echo, max_model_len=16000) as server:
-        proc = _cli(env, server, "--output", "json", "--no-verify", "--api-key", api_key)
+        proc = _cli(env, server, "--output", "json", "--no-verify",
+                    secrets={"REVIEWBOT_API_KEY": api_key})
     assert proc.returncode == 0, proc.stderr
     written = proc.stdout + proc.stderr + json.dumps(env.gitlab.notes())
     assert "title ***" in written and "body ***" in written
@@ -133,9 +136,9 @@ def test_a_merge_request_that_is_not_there_is_a_usage_error_with_a_hint(env: Env
                  if not k.startswith(("CI_", "GITLAB", "GITHUB", "REVIEWBOT_"))}
         proc = subprocess.run(
             [sys.executable, "-m", "reviewbot", "review", "--mr", "999", "--project", "grp/proj",
-             "--gitlab-url", env.gitlab.url, "--gitlab-token", TOKEN, "--base-url",
-             server.base_url, "--no-progress"], capture_output=True, text=True, timeout=120,
-            env=clean)
+             "--gitlab-url", env.gitlab.url, "--base-url", server.base_url, "--no-progress"],
+            capture_output=True, text=True, timeout=120,
+            env={**clean, "REVIEWBOT_GITLAB_TOKEN": TOKEN})
     assert proc.returncode == 2, proc.stderr
     assert "404" in proc.stderr and "404 404" not in proc.stderr
     assert "check --project and --mr" in proc.stderr and "Traceback" not in proc.stderr
