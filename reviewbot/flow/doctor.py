@@ -86,12 +86,23 @@ def _tool_call(client: ModelClient, model: str) -> Check:
     try:
         reply = client.call_tool(model, [{"role": "user", "content": "Call report with ok."}],
                                  [TOOL], "report", 64, 0.0)
-        name, arguments = reply.calls[0] if reply.calls else ("", "")
-        if name != "report" or not isinstance(json.loads(arguments or "null"), dict):
-            return Check.failed("forced tool call", "the answer held no report call", fix)
-    except (ReviewbotError, ValueError) as exc:
+    except ReviewbotError as exc:
         return Check.failed("forced tool call", redact(str(exc))[:300], fix)
-    return Check.ok("forced tool call", "report(...) came back as JSON")
+    sample = reply.samples[0]
+    name, arguments = sample.calls[0] if sample.calls else ("", "")
+    # a call the server made (its parser's), not words of the model's read as one
+    if name != "report" or sample.text.strip():
+        return Check.failed("forced tool call", "the answer held no report call", fix)
+    try:
+        parsed = json.loads(arguments or "null", strict=False)
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict):
+        return Check.ok("forced tool call", "report(...) came back as JSON")
+    # the server forced the call, so its flags are right; the weights wrote the arguments
+    return Check.ok("forced tool call", "the server forced the report call, but its arguments "
+                    "were not a JSON object: expected from a random-weight test model (the "
+                    "demo's), not from a real one; `reviewbot server check` says more")
 
 
 def secrets(env: Mapping[str, str], scope: Scope) -> list[Check]:

@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from reviewbot.history import HistoryStore
 from tests.conftest import VllmServer
 from tests.fake_openai import FakeOpenAI, Reply
@@ -193,3 +195,20 @@ def test_a_url_password_never_reaches_the_json_output(env: Env) -> None:
                 env={**clean, "REVIEWBOT_GITLAB_TOKEN": TOKEN, **STRONG})
             assert proc.stdout and password not in proc.stdout + proc.stderr, fmt
             assert password.upper() not in proc.stdout.upper()
+
+
+@pytest.mark.parametrize("reply, status, says", [
+    (Reply(tool_name="report", tool_args='{"ok": tru'), "ok", "random-weight test model"),
+    (Reply(tool_name="report", tool_args={"ok": True}), "ok", "came back as JSON"),
+    (Reply(content="I cannot call tools.", finish_reason="stop"), "failed", "no report call"),
+])
+def test_the_forced_call_check_tells_a_random_weight_model_from_a_missing_flag(
+        reply: Reply, status: str, says: str) -> None:
+    """Against the demo's random-weight model doctor said "FAILED forced tool call: Expecting
+    value" and asked for flags the server already had."""
+    from reviewbot.engine.llm import ModelClient
+    from reviewbot.flow.doctor import _tool_call
+
+    with FakeOpenAI(lambda body, attempt: reply, model="m") as server:
+        check = _tool_call(ModelClient(server.base_url, None, 30, 0), "m")
+    assert (check.status.value, says in check.detail) == (status, True), check
