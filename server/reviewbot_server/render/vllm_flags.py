@@ -35,7 +35,10 @@ def _value(argv: list[str], flag: str) -> str | None:
 def _probe() -> None:  # runs inside vLLM's interpreter, where these imports resolve
     import vllm  # type: ignore[import-not-found]
     from vllm.engine.arg_utils import EngineArgs  # type: ignore[import-not-found]
-    from vllm.entrypoints.launchers.cli_args import make_arg_parser  # type: ignore[import-not-found]
+    try:  # vLLM 0.32 and before
+        from vllm.entrypoints.launchers.cli_args import make_arg_parser  # type: ignore[import-not-found]
+    except ImportError:  # vLLM 0.33 moved it
+        from vllm.entrypoints.common.cli_args import make_arg_parser  # type: ignore[import-not-found]
     from vllm.model_executor.layers.quantization import QUANTIZATION_METHODS  # type: ignore[import-not-found]
     from vllm.reasoning import ReasoningParserManager  # type: ignore[import-not-found]
     from vllm.tool_parsers import ToolParserManager  # type: ignore[import-not-found]
