@@ -18,7 +18,7 @@ import pytest
 SCRIPT = Path(__file__).parents[1] / "scripts" / "system-packages.sh"
 RECORDER = """#!/bin/sh
 echo "$(basename "$0") $*" >> "{log}"
-if [ "$(basename "$0")" = apt-get ] && [ "$1" = install ]; then
+if [ "$(basename "$0")" = apt-get ] && case " $* " in *" install "*) true;; *) false;; esac; then
   if "{policy}" >/dev/null 2>&1; then echo "policy allows" >> "{log}";
   else echo "policy refuses $?" >> "{log}"; fi
 fi
@@ -80,7 +80,7 @@ def test_setup_leaves_a_running_service_running(
     policy = tmp_path / "policy-rc.d"
     done, calls = _run(tmp_path, policy)
     assert done.returncode == 0, done.stderr
-    assert "apt-get install -y -qq --no-install-recommends nginx haproxy buildah debootstrap" \
+    assert "install -y -qq --no-install-recommends nginx haproxy buildah debootstrap" \
         in calls
     assert "policy refuses 101" in calls  # no daemon starts while the packages install
     assert not any(line.split()[0] in ("systemctl", "service", "invoke-rc.d", "update-rc.d")

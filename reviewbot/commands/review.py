@@ -138,6 +138,19 @@ def engine_options(command: Callable[..., None]) -> Callable[..., None]:
     return command
 
 
+def _one_source(local: bool, mr: int | None, pr: int | None, intent: bool,
+                db: str | None) -> None:
+    """Exactly one thing to review, and only the flags that go with it."""
+    if sum([local, mr is not None, pr is not None]) != 1:
+        raise UsageError("give exactly one of --diff, --git, --mr or --pr")
+    if intent and not local:
+        raise UsageError("--title and --description go with --diff or --git (a merge or pull "
+                         "request brings its own)")
+    if db is not None and local:  # it would record nothing, and say nothing
+        raise UsageError("--db records reviews of merge or pull requests (--mr or --pr); a "
+                         "review of --diff or --git is not recorded")
+
+
 @click.command()
 @click.option("--diff", "diff_path", metavar="PATH|-", help="A unified diff file, or - for stdin.")
 @click.option("--git", "git_range", metavar="RANGE", help="Review `git diff RANGE` of this repo.")
@@ -177,15 +190,8 @@ def review(diff_path: str | None, git_range: str | None, mr: int | None, project
            title: str | None, description: str | None, config_path: str | None,
            db: str | None, **flags: object) -> None:
     """Review a diff, a git range, a GitLab MR or a GitHub PR."""
-    sources = [bool(diff_path or git_range), mr is not None, pr is not None]
-    if sum(sources) != 1:
-        raise UsageError("give exactly one of --diff, --git, --mr or --pr")
-    if (title is not None or description is not None) and not sources[0]:
-        raise UsageError("--title and --description go with --diff or --git (a merge or pull "
-                         "request brings its own)")
-    if db is not None and sources[0]:  # it would record nothing, and say nothing
-        raise UsageError("--db records reviews of merge or pull requests (--mr or --pr); a "
-                         "review of --diff or --git is not recorded")
+    _one_source(bool(diff_path or git_range), mr, pr, title is not None or
+                description is not None, db)
     from reviewbot.engine.build import make_engine
     from reviewbot.report import render
     from reviewbot.report.progress import progress as make_progress

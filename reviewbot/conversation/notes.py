@@ -24,6 +24,12 @@ from reviewbot.discussion import Note, Thread
 _MAX_NOTE = 100_000  # GitLab's own limit on a note is 1,000,000 characters
 COMMANDS = ("review", "pause", "resume", "ignore", "publish", "help")
 Kind = Literal["review", "pause", "resume", "ignore", "publish", "help", "question"]
+EDITED = ("Not done: this comment was edited after it was written, and the forge does not say "
+          "by whom, so `{kind}` is obeyed only as first written. Write it in a new comment.")
+DISPUTED = ("**Disputed**: this argument comes from the change's author (or from a comment "
+            "edited since it was written), so the finding stays in the gate until a project "
+            "member other than the author agrees (`ignore` after a mention of the bot, "
+            "resolving the thread, or a thumbs-down).")
 HELP = (
     "I answer questions in my threads and take these commands from project members "
     "(Developer or above), after a mention of me:\n\n"

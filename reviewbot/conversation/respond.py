@@ -15,7 +15,7 @@ from enum import StrEnum
 
 from reviewbot.config import Settings
 from reviewbot.conversation.learnings import Outcome
-from reviewbot.conversation.notes import HELP, addressed
+from reviewbot.conversation.notes import DISPUTED, EDITED, HELP, addressed
 from reviewbot.conversation.threads import Threads
 from reviewbot.discussion import Note, Thread
 from reviewbot.engine.messages import Anchor
@@ -109,12 +109,9 @@ def respond(threads: Threads, note_id: int, settings: Settings, passes: Callable
         threads.reply(thread, HELP + mark)
         return Response(Action.HELP)
     by_author = note.author_id == threads.change_author()
-    if note.edited and asked.kind in COMMANDS:
-        threads.reply(thread, EDITED.format(kind=asked.kind) + mark)
-        return Response(Action.EDITED_REFUSED, note.author)
-    if asked.kind in ("pause", "ignore") and by_author and not settings.author_commands:
-        threads.reply(thread, AUTHOR_ONLY.format(kind=asked.kind) + mark)
-        return Response(Action.AUTHOR_REFUSED, note.author)
+    if refused := _refused(note, asked.kind, by_author, settings):
+        threads.reply(thread, refused[1].format(kind=asked.kind) + mark)
+        return Response(refused[0], note.author)
     if asked.kind == "ignore":  # the reply last: it marks the note answered (kill -9 safe)
         learn(thread, note, *_dismissed(thread))
         tally(thread, Outcome.DISMISSED)
@@ -144,11 +141,21 @@ def respond(threads: Threads, note_id: int, settings: Settings, passes: Callable
         return Response(Action.REVIEWED, outcome)
     if thread.fingerprint is None:  # a question outside its threads: about the whole change
         return _general(threads, note, asked.text, settings, passes(), mark, thread)
-    if by_author:  # the author may argue; their words never become a rule
-        learn = _nothing
-    # an edited note's words may not be its author's: at most a dispute, as the author's
-    return _answer(threads, note, thread, settings, passes(), me_id, learn, tally,
+    # the author's words never become a rule; an edited note's may not be its author's
+    return _answer(threads, note, thread, settings, passes(), me_id,
+                   _nothing if by_author else learn, tally,
                    disputed=(by_author and not settings.author_may_dismiss) or note.edited)
+
+
+def _refused(note: Note, kind: str, by_author: bool,
+             settings: Settings) -> tuple[Action, str] | None:
+    """A command not obeyed, and the reply that says why: one edited after it was written (the
+    forges do not say by whom), or the author's own `pause`/`ignore`."""
+    if note.edited and kind != "question":
+        return Action.EDITED_REFUSED, EDITED
+    if kind in ("pause", "ignore") and by_author and not settings.author_commands:
+        return Action.AUTHOR_REFUSED, AUTHOR_ONLY
+    return None
 
 
 def votes(threads: Threads, note_id: int, settings: Settings, learn: Learn = _nothing,
@@ -223,15 +230,6 @@ def _limit_said(note: Note) -> bool:
 def _answers(note: Note) -> int | None:
     marker = reply_marker(note.body)
     return marker.to if marker else None
-
-
-COMMANDS = ("pause", "resume", "ignore", "publish", "review")
-EDITED = ("Not done: this comment was edited after it was written, and the forge does not say "
-          "by whom, so `{kind}` is obeyed only as first written. Write it in a new comment.")
-DISPUTED = ("**Disputed**: this argument comes from the change's author (or from a comment "
-            "edited since it was written), so the finding stays in the gate until a project "
-            "member other than the author agrees (`ignore` after a mention of the bot, "
-            "resolving the thread, or a thumbs-down).")
 
 
 def _answer(threads: Threads, note: Note, thread: Thread, settings: Settings, passes: Passes,

@@ -33,10 +33,8 @@ from reviewbot.result import Usage
 if TYPE_CHECKING:
     import openai
 
-# an answer's bytes: a token is rarely more than a few characters, JSON escapes may take six a
-# character, and the envelope (ids, usage, logprobs a server adds) is small beside it
-BYTES_PER_TOKEN = 64
-ENVELOPE_BYTES = 1 << 20
+# a token is rarely more than a few characters, a JSON escape six; the envelope is small
+BYTES_PER_TOKEN, ENVELOPE_BYTES = 64, 1 << 20
 
 
 def answer_bytes(max_tokens: int, n: int = 1) -> int:
@@ -46,7 +44,6 @@ def answer_bytes(max_tokens: int, n: int = 1) -> int:
 
 
 _ENDPOINT = re.compile(r"/(chat/completions|completions|models|tokenize|embeddings)$")
-
 _CONTEXT_MARKERS = ("context length", "maximum context", "too long", "max_model_len",
                     "maximum model length", "is longer than")
 

@@ -375,12 +375,21 @@ def test_findings_format_json_counts_prose_without_json_as_unusable() -> None:
     assert not result.complete and result.stats.answers_unusable == 3
 
 
-def test_an_answer_with_10000_findings_keeps_at_most_the_cap() -> None:
+def test_an_answer_with_thousands_of_findings_keeps_at_most_the_cap() -> None:
+    many = Reply(tool_args={"summary": "", "findings": [finding(1)] * 3_000})  # ~0.6 MB
+    with FakeOpenAI(lambda body, n: many, max_model_len=8000) as server:
+        result = engine_for(server, max_findings_per_chunk=8).review(parse(make_diff(files=1)))
+    assert result.complete and result.stats.tool_calls_invalid >= 3_000 - 8
+    assert len(result.findings) <= 8
+
+
+def test_an_answer_longer_than_its_max_tokens_allow_is_not_read_whole() -> None:
+    """10,000 findings (2 MB) cannot come from an answer of a few thousand tokens: it is cut
+    at its byte cap (reviewbot.engine.llm.answer_bytes), unusable, and asked again."""
     many = Reply(tool_args={"summary": "", "findings": [finding(1)] * 10_000})
     with FakeOpenAI(lambda body, n: many, max_model_len=8000) as server:
         result = engine_for(server, max_findings_per_chunk=8).review(parse(make_diff(files=1)))
-    assert result.complete and result.stats.tool_calls_invalid >= 10_000 - 8
-    assert len(result.findings) <= 8
+    assert not result.complete and result.stats.answers_unusable == 3
 
 
 def test_a_change_beyond_max_diff_mb_is_refused_before_any_request() -> None:
