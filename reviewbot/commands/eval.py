@@ -7,7 +7,7 @@ import json
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -16,6 +16,9 @@ from reviewbot.commands.review import emit, engine_options
 from reviewbot.errors import BackendError, UsageError
 from reviewbot.evaluation import Comment, Judge
 from reviewbot.result import Usage
+
+if TYPE_CHECKING:
+    from reviewbot.engine.orchestrator import Engine
 
 
 def _settings(flags: dict[str, object], config_path: str | None) -> config.Settings:
@@ -115,7 +118,7 @@ VARIANTS = tuple((f"{mode}{'+verify' if verify else ''}", mode, verify)
                  for mode in config.FINDINGS_FORMATS for verify in (True, False))
 
 
-def _answering(engine: Any) -> bool:
+def _answering(engine: Engine) -> bool:
     """Whether the model server still answers GET /v1/models (asked after an incomplete case:
     when it is gone, every case left would fail alike and is left for --resume)."""
     try:
