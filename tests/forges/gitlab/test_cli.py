@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.fake_openai import FakeOpenAI, Reply, user_text
 from tests.forges.gitlab_support import TOKEN, Env, env_fixture  # noqa: F401
 
@@ -153,3 +155,38 @@ def test_a_dry_run_says_so_and_shows_the_summary_it_would_post(env: Env) -> None
     said = re.search(r"dry run, nothing was posted: (\d+) comment\(s\) would be posted", proc.stderr)
     assert said and int(said.group(1)) >= 6, proc.stderr
     assert "the summary note would read:" in proc.stderr and "Review complete" in proc.stderr
+
+
+@pytest.mark.parametrize("output", ["text", "json", "sarif", "codequality", "markdown"])
+def test_no_output_format_carries_a_secret_in_any_case_or_cut(env: Env, tmp_path: Path,
+                                                               output: str) -> None:
+    """Canaries in every secret setting (the model server's API key, the forge token, the
+    password of the model server's URL), echoed by a steered model as given, upper-cased and
+    cut to 14 characters: not one reaches stdout, stderr, the output file or the forge."""
+    api_key, password = "sk-canary-APIKEY-5521", "Canary-Pa55-word-77"
+    canaries = (api_key, TOKEN, password)
+
+    def echo(body: dict[str, Any], attempt: int) -> Reply:
+        rows = [int(m) for m in re.findall(r"^[-+](\d+) ", user_text(body), re.MULTILINE)]
+        leak = " ".join(f"{c} {c.upper()} {c[2:16]}" for c in canaries)
+        return Reply(tool_args={"summary": f"summary {leak}", "findings": [
+            {"row": rows[0], "title": f"title {leak}"[:120], "body": f"body {leak}",
+             "category": "bug", "severity": "critical", "confidence": 0.9}]})
+
+    out = tmp_path / f"report.{output}"
+    with FakeOpenAI(echo, max_model_len=16000) as server:
+        url = server.base_url.replace("http://", f"http://user:{password}@")
+        clean = {k: v for k, v in os.environ.items()
+                 if not k.startswith(("CI_", "GITLAB", "GITHUB", "REVIEWBOT_"))}
+        proc = subprocess.run(
+            [sys.executable, "-m", "reviewbot", "review", "--mr", "7", "--project", "grp/proj",
+             "--gitlab-url", env.gitlab.url, "--no-progress", "--mode", "full", "--no-verify",
+             "--output", output, "--output-file", str(out)],
+            capture_output=True, text=True, timeout=300, cwd=Path(__file__).parents[3],
+            env={**clean, "REVIEWBOT_GITLAB_TOKEN": TOKEN, "REVIEWBOT_API_KEY": api_key,
+                 "REVIEWBOT_BASE_URL": url}, check=False)
+    assert proc.returncode in (0, 1), proc.stderr
+    written = (proc.stdout + proc.stderr + out.read_text() + json.dumps(env.gitlab.notes()))
+    for canary in canaries:
+        for form in (canary, canary.upper(), canary[2:16]):
+            assert form.lower() not in written.lower(), (output, form)
