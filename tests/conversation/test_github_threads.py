@@ -263,3 +263,17 @@ def test_with_approve_before_publish_a_pending_review_waits_for_a_collaborator(
     assert len(fake.submitted()) == held
     assert any("Unchecked parse" in c["body"] for c in fake.submitted())
     assert "**Published** at a project member's request" in fake.issue_comments[0]["body"]
+
+
+def test_a_command_edited_into_someone_elses_comment_is_not_obeyed(fake: FakeGitHub) -> None:
+    """Anyone with write access may edit anyone's comment, and the REST API does not say who
+    did: maria's question, edited into `ignore`, is not obeyed as hers."""
+    root = _finding_thread(fake)
+    asked = _say(fake, MARIA_TOKEN, "@reviewbot why is this a problem?", root)
+    edited = httpx.patch(f"{fake.base_url}/repos/{fake.full_name}/pulls/comments/{asked}",
+                         json={"body": "@reviewbot ignore"},
+                         headers={"Authorization": f"token {fake.token}"})
+    assert edited.status_code == 200, edited.text
+    assert _action(_reply(fake, None, "--comment", str(asked))) == "edited-refused"
+    assert root["id"] not in fake.resolved
+    assert "edited after it was written" in fake.review_comments[-1]["body"]
