@@ -17,12 +17,14 @@ was said); with no golden comments recall is 1 (nothing was missed).
 from __future__ import annotations
 
 import json
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from reviewbot.errors import UsageError
+from reviewbot.modeltext import clean, one_line
 from reviewbot.scores import SERIOUS, CaseScore, Report, Score
 
 SIDES = ("new", "old")
@@ -55,20 +57,37 @@ class Case:
     @property
     def size(self) -> int:
         """Changed lines of the case's diff (its size bucket)."""
-        with self.diff.open("rb") as lines:
-            return sum(1 for line in lines if line[:1] in (b"+", b"-")
-                       and not line.startswith((b"+++ ", b"--- ")))
+        return sum(1 for line in bounded(self.diff).split(b"\n") if line[:1] in (b"+", b"-")
+                   and not line.startswith((b"+++ ", b"--- ")))
 
 
 # --- reading -------------------------------------------------------------------------------
 
-def _json(path: Path) -> Any:
+MAX_FILE_BYTES = 64 * 2**20  # a golden case's diff, its golden.json, a result
+
+
+def bounded(path: Path) -> bytes:
+    """A regular file's bytes, refused when it is larger than MAX_FILE_BYTES or no regular file
+    (a link to /dev/zero, a FIFO): a golden set or a results folder may come from anyone."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        if not stat.S_ISREG(path.stat().st_mode):
+            raise UsageError(f"{path} is not a regular file")
+        with path.open("rb") as file:
+            data = file.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise UsageError(f"{path} is larger than {MAX_FILE_BYTES // 2**20} MiB")
+    return data
+
+
+def _json(path: Path) -> Any:
+    try:
+        return json.loads(bounded(path).decode("utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise UsageError(f"{path} is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise UsageError(f"{path} is nested too deep") from None
 
 
 def _int(value: Any) -> bool:
@@ -97,8 +116,9 @@ def load_golden(root: Path) -> list[Case]:
     cases = []
     for folder in sorted(p for p in root.iterdir() if p.is_dir()):
         gold, diff = folder / "golden.json", folder / "change.diff"
-        if not gold.is_file() or not diff.is_file():
+        if not gold.exists() or not diff.exists():
             raise UsageError(f"golden case {folder} needs change.diff and golden.json")
+        bounded(diff)  # a regular file of a bounded size, before anything reads it
         data = _json(gold)
         if not isinstance(data, dict) or not isinstance(data.get("comments"), list):
             raise UsageError(f"{gold}: needs an object with a comments list")
@@ -146,7 +166,9 @@ def load_result(results: Path, case_id: str) -> Reviewed | None:
         value = stats.get(key, 0)
         return value if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
 
-    return Reviewed(out, complete, "" if complete else (errors[0] if errors else "incomplete"),
+    # the reason may quote a server or a model: one visible line, for any terminal or file
+    problem = one_line(clean(errors[0], 300)) if errors else "incomplete"
+    return Reviewed(out, complete, "" if complete else problem,
                     int(number("prompt_tokens") + number("completion_tokens")),
                     float(number("wall_seconds")))
 
@@ -180,7 +202,7 @@ Judge = Callable[[Comment, Comment], bool]  # do the finding and the golden comm
 def score(cases: list[Case], results: Path, window: int, judge: Judge | None = None) -> Report:
     """Score the cases whose review is in `results` and complete; every other case is listed as
     not reviewed and never scored (an unfinished review is no evidence of a clean change)."""
-    report = Report(judged=Score() if judge is not None else None, total=len(cases))
+    report = Report(judged=Score() if judge is not None else None)
     for case in cases:
         reviewed = load_result(results, case.id)
         if reviewed is None or not reviewed.complete:

@@ -100,12 +100,16 @@ class Report:
     lines: Score = field(default_factory=Score)
     judged: Score | None = None
     cases: list[CaseScore] = field(default_factory=list)
-    total: int = 0  # cases in the golden set
     not_reviewed: list[tuple[str, str]] = field(default_factory=list)  # (case, why)
 
     @property
     def reviewed(self) -> int:
         return len(self.cases)
+
+    @property
+    def total(self) -> int:
+        """Cases in the golden set: the scored and the not reviewed."""
+        return self.reviewed + len(self.not_reviewed)
 
     def intervals(self) -> dict[str, Interval]:
         return intervals([c.lines for c in self.cases])

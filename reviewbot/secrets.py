@@ -65,9 +65,9 @@ def weakness(value: str) -> str | None:
         return "it is a placeholder"
     if len(value) < MIN_LENGTH:
         return f"it is shorter than {MIN_LENGTH} characters"
-    if entropy_bits(value) < MIN_BITS:
+    if (bits := entropy_bits(value)) < MIN_BITS:
         return (f"it is guessable (repeats, runs or common words: about "
-                f"{entropy_bits(value):.0f} of the {MIN_BITS} bits a secret needs)")
+                f"{bits:.0f} of the {MIN_BITS} bits a secret needs)")
     return None
 
 

@@ -32,6 +32,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from unidiff import PatchSet
+from unidiff.errors import UnidiffParseError
 
 REAL = Path(__file__).resolve().parents[1] / "tests" / "eval" / "real"
 MIN_LINES, MAX_LINES = 20, 2000  # changed lines of a case's diff
@@ -76,7 +77,7 @@ def commit_diff(repo: Repo, sha: str) -> str:
 def changed_lines(diff: str) -> int:
     try:
         return sum(f.added + f.removed for f in PatchSet(diff))
-    except Exception:  # noqa: BLE001 - a diff unidiff cannot read is no case
+    except UnidiffParseError:  # a diff unidiff cannot read is no case
         return -1
 
 

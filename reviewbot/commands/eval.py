@@ -15,6 +15,7 @@ from reviewbot import config, diff, evaluation, scores
 from reviewbot.commands.review import emit, engine_options
 from reviewbot.errors import BackendError, UsageError
 from reviewbot.evaluation import Comment, Judge
+from reviewbot.modeltext import clean, one_line
 from reviewbot.result import Usage
 
 if TYPE_CHECKING:
@@ -157,7 +158,7 @@ def _review_all(cases: list[evaluation.Case], settings: config.Settings, results
             cost["incomplete_cases"] += 1
             continue
         started = time.monotonic()
-        result = engine.review(diff.parse(case.diff.read_bytes()))
+        result = engine.review(diff.parse(evaluation.bounded(case.diff)))
         cost["wall_seconds"] += time.monotonic() - started
         s = result.stats
         usage += s.usage
@@ -168,7 +169,8 @@ def _review_all(cases: list[evaluation.Case], settings: config.Settings, results
         gone = not result.complete and not _answering(engine)
         emit(json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n",
              str(results / f"{case.id}.json"))
-        state = "complete" if result.complete else f"INCOMPLETE ({(s.errors or ['?'])[0]})"
+        why = one_line(clean((s.errors or ["?"])[0], 300))  # may quote a server: one line
+        state = "complete" if result.complete else f"INCOMPLETE ({why})"
         click.echo(f"{where}: {len(result.findings)} finding(s), {state}, "
                    f"{time.monotonic() - started:.1f} s", err=True)
     cost["wall_seconds"] = round(cost["wall_seconds"], 3)

@@ -115,7 +115,8 @@ class Requests:
         """two-step's second request: the first request's messages (a shared prefix), the
         model's own free review as its turn, then the ask to report it through the tool."""
         text = templates.render("format.j2", self.settings.prompts_dir)
-        return [*messages, {"role": "assistant", "content": review},
+        # the model's words, steered perhaps by the diff: no special token may open a turn
+        return [*messages, {"role": "assistant", "content": defuse(review)},
                 {"role": "user", "content": text}]
 
     def verify_messages(self, chunk: Chunk, messages: Messages,

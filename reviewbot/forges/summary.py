@@ -135,7 +135,7 @@ def _scope(s: SummaryInput) -> list[str]:
         f"- Files: {st.files_reviewed} reviewed of {st.files_total}, {len(st.files_skipped)} skipped",
     ]
     if st.changed_lines:
-        skipped = f" ({st.skipped_note()})" if st.skipped_note() else ""
+        skipped = f" ({note})" if (note := st.skipped_note()) else ""
         lines.append(f"- Changed lines sent to the model: {st.changed_lines_sent} of "
                      f"{st.changed_lines}{skipped}")
     if s.project_line:

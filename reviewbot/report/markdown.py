@@ -83,7 +83,7 @@ def stats_section(result: ReviewResult) -> str:
 
 def coverage_text(stats: Stats) -> str:
     cut = f" ({stats.cut_note()})" if stats.changed_lines_cut else ""
-    skipped = f"; {stats.skipped_note()}" if stats.skipped_note() else ""
+    skipped = f"; {note}" if (note := stats.skipped_note()) else ""
     return (f"{stats.changed_lines_sent}/{stats.changed_lines} changed lines reached the "
             f"model{cut}{skipped}")
 

@@ -176,7 +176,7 @@ def coverage(stats: Stats) -> str:
     if stats.changed_lines == 0:
         return "nothing to review"
     cut = f", {stats.changed_lines_cut} cut short" if stats.changed_lines_cut else ""
-    skipped = f"; {stats.skipped_note()}" if stats.skipped_note() else ""
+    skipped = f"; {note}" if (note := stats.skipped_note()) else ""
     return f"{100 * stats.changed_lines_sent / stats.changed_lines:.1f}%{cut}{skipped}"
 
 

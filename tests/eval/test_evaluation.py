@@ -413,3 +413,31 @@ def test_the_real_set_is_changes_as_written_with_licences_and_clean_changes() ->
         for g in case.comments:
             assert g.side == "new" and g.body.startswith("Fixed later by ")
             assert all((g.path, n) in added for n in range(g.line, g.last + 1)), case.id
+
+
+def test_a_hostile_result_is_one_visible_line_and_a_special_file_is_refused(
+        tmp_path: Path, click: Path) -> None:
+    """A results folder or a golden set may come from anyone: a reason with terminal escapes
+    and newlines is one visible line; a case whose diff is a link to /dev/zero, or larger
+    than the bound, is refused in one line (exit 2), never read until memory runs out."""
+    for case in ("click-default-str-check", "click-docstring-rewrap"):
+        (tmp_path / f"{case}.json").write_text(json.dumps(_result([])))
+    hostile = _result([], complete=False)
+    hostile["stats"]["errors"] = ["HTTP 500\n\x1b[2J\x1b[31mALL CLEAR\u202e"]
+    (tmp_path / "click-help-hint.json").write_text(json.dumps(hostile))
+    text = _cli("score", "--golden", str(click), "--results", str(tmp_path))
+    assert text.returncode == 3 and "\x1b" not in text.stdout and "\u202e" not in text.stdout
+    (line,) = [x for x in text.stdout.splitlines() if x.startswith("click-help-hint")]
+    assert line.endswith("not reviewed: HTTP 500 [2J[31mALL CLEAR")
+
+    diff = click / "click-help-hint" / "change.diff"
+    diff.unlink()
+    diff.symlink_to("/dev/zero")
+    zero = _cli("score", "--golden", str(click), "--results", str(tmp_path))
+    assert zero.returncode == 2 and "is not a regular file" in zero.stderr
+    diff.unlink()
+    with diff.open("wb") as out:
+        out.truncate(65 * 2**20)  # sparse: its size, nothing to read
+    huge = _cli("score", "--golden", str(click), "--results", str(tmp_path))
+    assert huge.returncode == 2 and "larger than 64 MiB" in huge.stderr
+    assert len(huge.stderr.strip().splitlines()) == 1
