@@ -15,9 +15,10 @@ from pathlib import Path
 
 from reviewbot.history import Change, HistoryStore, ReviewOutcome, ReviewRecord
 from reviewbot.result import ReviewResult, Stats, Usage
+from tests.canaries import API_KEY, PASSWORD, assert_no_canary, echo_finding, echoed, with_password
 from tests.fake_openai import FakeOpenAI
 from tests.forges.gitlab.test_cli import _cli, one_finding_per_anchor
-from tests.forges.gitlab_support import Env, env_fixture  # noqa: F401
+from tests.forges.gitlab_support import TOKEN, Env, env_fixture  # noqa: F401
 
 ROOT = Path(__file__).parents[1]
 KV = b'vllm:cache_config_info{block_size="16",num_gpu_blocks="1000"} 1.0\n'  # 16,000 tokens
@@ -100,6 +101,32 @@ def test_a_review_that_fails_is_a_row_saying_why(env: Env, tmp_path: Path) -> No
     assert proc.returncode == 3, proc.stderr  # the model server is gone
     text = _reviewbot("history", "--db", str(db)).stdout
     assert "failed" in text and "grp/proj!7" in text and "reach" in text
+
+
+def test_no_secret_reaches_history_in_any_output_from_a_review_or_a_failure(
+        env: Env, tmp_path: Path) -> None:
+    """A model echoing the secrets, then a model server gone while its URL (with a password)
+    is in the failure's reason: history's text, JSON and CSV carry none of them."""
+    db, canaries = tmp_path / "state.sqlite", (API_KEY, TOKEN, PASSWORD)
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("REVIEWBOT_")}
+    secrets = {**clean, "REVIEWBOT_GITLAB_TOKEN": TOKEN, "REVIEWBOT_API_KEY": API_KEY}
+
+    def review(url: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "reviewbot", "review", "--mr", "7", "--project", "grp/proj",
+             "--gitlab-url", env.gitlab.url, "--no-progress", "--no-verify", "--mode", "full",
+             "--db", str(db)],
+            capture_output=True, text=True, timeout=120, cwd=ROOT, check=False,
+            env={**secrets, "REVIEWBOT_BASE_URL": with_password(url)})
+
+    with FakeOpenAI(lambda body, n: echo_finding(1, echoed(*canaries)),
+                    max_model_len=16000) as server:
+        assert review(server.base_url).returncode in (0, 1)
+    assert review(server.base_url).returncode == 3  # gone: a failure with a reason
+    shown = [_reviewbot("history", "--db", str(db), "--output", form).stdout
+             for form in ("text", "json", "csv")]
+    assert "failed" in shown[0] and "complete" in shown[0]
+    assert_no_canary("".join(shown), *canaries)
 
 
 def test_history_csv_quotes_what_a_spreadsheet_would_run_and_bad_input_is_exit_2(

@@ -17,6 +17,7 @@ import httpx
 from reviewbot.conversation.learnings import LearningStore
 from reviewbot.findings import fingerprint
 from reviewbot.flow.posting import review_change_request
+from tests.canaries import API_KEY, PASSWORD, assert_no_canary, echoed, with_password
 from tests.fake_openai import FakeOpenAI, Reply, user_text
 from tests.forges.fake_gitlab import (
     AUTHOR_TOKEN,
@@ -61,8 +62,9 @@ def _reply(env: Env, model: FakeOpenAI | None, note: int,
              if not k.startswith(("CI_", "GITLAB", "GITHUB", "REVIEWBOT_"))}
     clean.update(env_vars or {})
     base = model.base_url if model else "http://127.0.0.1:9/v1"  # nothing listens there
+    clean.setdefault("REVIEWBOT_BASE_URL", base)
     args = ["reply", "--mr", "7", "--project", "42", "--note", str(note),
-            "--gitlab-url", env.gitlab.url, "--base-url", base, *extra]
+            "--gitlab-url", env.gitlab.url, *extra]
     clean["REVIEWBOT_GITLAB_TOKEN"] = TOKEN
     return subprocess.run([sys.executable, "-m", "reviewbot", *args], check=False,
                           capture_output=True, text=True, timeout=300, env=clean,
@@ -98,6 +100,23 @@ def test_a_members_question_is_answered_in_its_thread_with_the_thread_in_the_pro
     assert answer["body"].startswith("You are right: the caller validates it.")
     assert all(n["resolved"] for n in thread["notes"])  # withdrawn: the thread is resolved
     assert (note, "eyes", 1) in env.gitlab.awards  # acknowledged
+
+
+def test_no_secret_reaches_a_reply_its_output_or_the_learnings(env: Env,
+                                                                tmp_path: Path) -> None:
+    thread, canaries = _threads(env.gitlab)[0], (API_KEY, TOKEN, PASSWORD)
+    note = _say(env.gitlab, DEV_TOKEN, "@reviewbot this is wrong, withdraw it", thread)
+    leak = echoed(*canaries)
+    with FakeOpenAI(lambda request, attempt: Reply(tool_name="reply", tool_args={
+            "body": f"Agreed. {leak}", "verdict": "withdraw", "learning": f"rule {leak}"}),
+            max_model_len=16000) as model:
+        proc = _reply(env, None, note, "--db", str(tmp_path / "db.sqlite"), env_vars={
+            "REVIEWBOT_API_KEY": API_KEY, "REVIEWBOT_BASE_URL": with_password(model.base_url)})
+        assert _action(proc) == "answered" and len(model.requests) == 1
+    learnings = LearningStore.open(tmp_path / "db.sqlite").list("42")
+    assert learnings and thread["notes"][-1]["body"].startswith("Agreed.")
+    assert_no_canary(proc.stdout + proc.stderr + json.dumps(env.gitlab.notes())
+                     + repr(learnings), *canaries)
 
 
 def test_a_redelivered_note_is_answered_once(env: Env) -> None:

@@ -18,6 +18,7 @@ import pytest
 from reviewbot.diff import Side, parse
 from reviewbot.evaluation import Comment, load_golden, match, score
 from reviewbot.scores import Score, intervals
+from tests.canaries import API_KEY, PASSWORD, assert_no_canary, echo_finding, echoed, with_password
 from tests.fake_openai import FakeOpenAI, Reply, asked
 
 GOLDEN = Path(__file__).parent / "planted"
@@ -199,6 +200,27 @@ def test_eval_run_reviews_every_case_and_scores_exactly(tmp_path: Path, click: P
     assert doc["precision"] == round(2 / 3, 4) and doc["f1"] == round(4 / 7, 4)
     # the judge agrees only with the help-hint pair ("shadowed" in both texts)
     assert doc["judged"]["matched"] == 1 and doc["judged"]["precision"] == round(1 / 3, 4)
+
+
+@pytest.mark.parametrize("output", ["text", "json"])
+def test_no_secret_reaches_evals_output_or_results_in_any_case_or_cut(
+        tmp_path: Path, click: Path, output: str) -> None:
+    def echo(body: dict[str, Any], n: int) -> Reply:
+        return echo_finding(_rows_and_code(body["messages"][1]["content"])[0][0],
+                            echoed(API_KEY, PASSWORD))
+
+    with FakeOpenAI(echo, max_model_len=16000) as server:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("REVIEWBOT_")}
+        proc = subprocess.run(
+            [sys.executable, "-m", "reviewbot", "eval", "run", "--golden", str(click),
+             "--results", str(tmp_path / "out"), "--no-verify", "--output", output,
+             "--config", "/dev/null"], capture_output=True, text=True, timeout=300, cwd=ROOT,
+            env={**env, "REVIEWBOT_API_KEY": API_KEY,
+                 "REVIEWBOT_BASE_URL": with_password(server.base_url)}, check=False)
+    assert proc.returncode == 0, proc.stderr
+    results = "".join(p.read_text() for p in (tmp_path / "out").glob("*.json"))
+    assert "title " in results  # the findings were written, scrubbed
+    assert_no_canary(proc.stdout + proc.stderr + results, API_KEY, PASSWORD)
 
 
 def test_eval_run_compare_scores_each_variant_with_intervals(tmp_path: Path,

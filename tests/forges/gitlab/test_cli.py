@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from tests.canaries import API_KEY, PASSWORD, assert_no_canary, echo_finding, echoed, with_password
 from tests.fake_openai import FakeOpenAI, Reply, user_text
 from tests.forges.gitlab_support import TOKEN, Env, env_fixture  # noqa: F401
 
@@ -163,19 +164,14 @@ def test_no_output_format_carries_a_secret_in_any_case_or_cut(env: Env, tmp_path
     """Canaries in every secret setting (the model server's API key, the forge token, the
     password of the model server's URL), echoed by a steered model as given, upper-cased and
     cut to 14 characters: not one reaches stdout, stderr, the output file or the forge."""
-    api_key, password = "sk-canary-APIKEY-5521", "Canary-Pa55-word-77"
-    canaries = (api_key, TOKEN, password)
+    canaries = (API_KEY, TOKEN, PASSWORD)
 
     def echo(body: dict[str, Any], attempt: int) -> Reply:
         rows = [int(m) for m in re.findall(r"^[-+](\d+) ", user_text(body), re.MULTILINE)]
-        leak = " ".join(f"{c} {c.upper()} {c[2:16]}" for c in canaries)
-        return Reply(tool_args={"summary": f"summary {leak}", "findings": [
-            {"row": rows[0], "title": f"title {leak}"[:120], "body": f"body {leak}",
-             "category": "bug", "severity": "critical", "confidence": 0.9}]})
+        return echo_finding(rows[0], echoed(*canaries))
 
     out = tmp_path / f"report.{output}"
     with FakeOpenAI(echo, max_model_len=16000) as server:
-        url = server.base_url.replace("http://", f"http://user:{password}@")
         clean = {k: v for k, v in os.environ.items()
                  if not k.startswith(("CI_", "GITLAB", "GITHUB", "REVIEWBOT_"))}
         proc = subprocess.run(
@@ -183,10 +179,8 @@ def test_no_output_format_carries_a_secret_in_any_case_or_cut(env: Env, tmp_path
              "--gitlab-url", env.gitlab.url, "--no-progress", "--mode", "full", "--no-verify",
              "--output", output, "--output-file", str(out)],
             capture_output=True, text=True, timeout=300, cwd=Path(__file__).parents[3],
-            env={**clean, "REVIEWBOT_GITLAB_TOKEN": TOKEN, "REVIEWBOT_API_KEY": api_key,
-                 "REVIEWBOT_BASE_URL": url}, check=False)
+            env={**clean, "REVIEWBOT_GITLAB_TOKEN": TOKEN, "REVIEWBOT_API_KEY": API_KEY,
+                 "REVIEWBOT_BASE_URL": with_password(server.base_url)}, check=False)
     assert proc.returncode in (0, 1), proc.stderr
-    written = (proc.stdout + proc.stderr + out.read_text() + json.dumps(env.gitlab.notes()))
-    for canary in canaries:
-        for form in (canary, canary.upper(), canary[2:16]):
-            assert form.lower() not in written.lower(), (output, form)
+    assert_no_canary(proc.stdout + proc.stderr + out.read_text()
+                     + json.dumps(env.gitlab.notes()), *canaries)
