@@ -43,3 +43,17 @@ def test_every_test_the_docs_name_exists() -> None:
             if not re.search(rf"^(async )?def {name}\(", source, re.MULTILINE):
                 missing.append(f"{doc.relative_to(ROOT)}: {path}::{name}")
     assert missing == []
+
+
+def test_every_table_starts_with_a_header_and_is_not_cut_by_a_paragraph() -> None:
+    """A row after a paragraph starts a table of its own with no header, which renders as
+    text: the first row of every table is followed by its |---| line."""
+    broken = []
+    for doc in [*DOCS, ROOT / "server" / "README.md"]:
+        lines = re.sub(r"^```.*?^```", lambda m: "\n" * m.group(0).count("\n"),
+                       doc.read_text(encoding="utf-8"), flags=re.MULTILINE | re.DOTALL).splitlines()
+        for i, line in enumerate(lines):
+            starts = line.startswith("|") and (i == 0 or not lines[i - 1].startswith("|"))
+            if starts and not re.match(r"^\|\s*:?-", lines[i + 1] if i + 1 < len(lines) else ""):
+                broken.append(f"{doc.relative_to(ROOT)}:{i + 1}: {line[:60]}")
+    assert broken == []
