@@ -8,6 +8,8 @@ the package registry and converted once (reviewbot_server.realmodel): a real rev
 
 from __future__ import annotations
 
+import os
+import time
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -75,16 +77,29 @@ def _demo(which: str, state_dir: Path, diff_path: str | None, output: str) -> No
     if which == "tiny":
         click.echo(NOISE, err=True)
     spec, flags = _real() if which == "real" else _tiny(state_dir)
+    log = run_log(state_dir / "logs")
     click.echo(f"Starting vLLM (CPU build) on {spec.root_url}; this takes "
                f"{'a few minutes' if which == 'real' else 'a minute or two'} "
-               f"(log: {state_dir / 'vllm.log'}) ...", err=True)
-    with VllmProcess(spec, log_path=state_dir / "vllm.log"):
+               f"(log: {log}) ...", err=True)
+    with VllmProcess(spec, log_path=log):
         settings = config.resolve({"base_url": spec.root_url + "/v1", "output": output, **flags},
                                   env={}, config_path="/dev/null")
         result = make_engine(settings, progress()).review(changes)
     click.echo(render(result, output, color=output == "text"), nl=False)
     click.echo("\n" + (SMALL if which == "real" else NOISE + "\n" + PIPELINE), err=True)
     raise SystemExit(0 if result.complete else 3)
+
+
+KEPT_LOGS = 5
+
+
+def run_log(folder: Path) -> Path:
+    """A log of this run's own (two demos at once never share one), the oldest beyond
+    KEPT_LOGS removed."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in sorted(folder.glob("vllm-*.log*"), key=lambda p: p.stat().st_mtime)[:-KEPT_LOGS]:
+        old.unlink(missing_ok=True)
+    return folder / f"vllm-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
 
 
 def _tiny(state_dir: Path) -> tuple[LaunchSpec, dict[str, object]]:
