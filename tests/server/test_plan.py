@@ -571,3 +571,18 @@ def test_a_hostile_config_json_is_one_line_not_an_internal_error(tmp_path: Path,
     with pytest.raises(UsageError, match=says) as caught:
         load_model(str(tmp_path))
     assert "\n" not in str(caught.value)
+
+
+def test_a_refusal_suggests_only_a_4_bit_format_whose_checkpoint_is_published() -> None:
+    """Qwen3.5-35B-A3B is published as GPTQ-Int4, not AWQ: the suggestion names GPTQ and its
+    nearest plan runs that checkpoint; a model published as AWQ keeps AWQ."""
+    with pytest.raises(PlanRefused) as refused:
+        plan("4xT10", load_model("Qwen3.5-35B-A3B"))
+    assert any(alt.startswith("--quantization gptq") for alt in refused.value.alternatives)
+    assert not any("awq" in alt for alt in refused.value.alternatives)
+    nearest = refused.value.nearest
+    assert nearest is not None and nearest.model.source == "Qwen/Qwen3.5-35B-A3B-GPTQ-Int4"
+    assert nearest.max_concurrent_reviews == 4
+    with pytest.raises(PlanRefused) as awq:
+        plan("4xT4", load_model("Qwen2.5-Coder-32B"))
+    assert any(alt.startswith("--quantization awq") for alt in awq.value.alternatives)

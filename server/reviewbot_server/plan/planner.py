@@ -244,8 +244,8 @@ def _plan(ask: _Ask) -> Plan:
             ask.nearest(max_model_len=limit), (f"--max-model-len {limit}",))
     if fmt.method == "fp8" and gpus.gpu.compute_capability < (8, 0):
         raise PlanRefused(f"{gpus.gpu.name} (sm_75) has no FP8 weight kernels in vLLM",
-                          ask.nearest(quantization="awq"),
-                          ("--quantization awq (an AWQ 4-bit checkpoint)",))
+                          ask.nearest(quantization=topology.four_bit(ask.model)),
+                          (f"--quantization {topology.four_bit(ask.model)} (a 4-bit checkpoint)",))
     kv_dtypes = _kv_dtypes(gpus.gpu, ask.kv_cache_dtype)
     fit = _search(gpus, model, fmt, ask.max_model_len, kv_dtypes, ask.tensor_parallel_size)
     if fit is None:
@@ -321,7 +321,7 @@ def _refusal(
         reason = (f"{model.name} ({fmt.label}) does not fit {where}{spread} with room for "
                   f"one {context:,}-token review")
     reduced: Plan | None = None
-    for quant in topology.smaller_formats(fmt, gpus.gpu):
+    for quant in topology.smaller_formats(fmt, gpus.gpu, model):
         smaller = weight_format(model, quant)
         fit = _search(gpus, model, smaller, context, kv_dtypes, ask.tensor_parallel_size)
         if fit is not None:
@@ -403,7 +403,8 @@ def _more_gpus(ask: _Ask, gpus: GpuSpec, model: ModelSpec, fmt: WeightFormat,
     format first, then in each smaller one."""
     if gpus.mixed:
         return None
-    formats = [fmt] + [weight_format(model, q) for q in topology.smaller_formats(fmt, gpus.gpu)]
+    formats = [fmt] + [weight_format(model, q)
+                       for q in topology.smaller_formats(fmt, gpus.gpu, model)]
     for count in (2, 4, 8, 16):
         if count <= gpus.count:
             continue

@@ -102,10 +102,17 @@ def needs_expert_parallel(model: ModelSpec, fmt: WeightFormat, tp: int) -> bool:
     return blockwise and (model.moe_intermediate_size // tp) % group != 0
 
 
-def smaller_formats(fmt: WeightFormat, gpu: GpuType) -> list[str]:
+def four_bit(model: ModelSpec) -> str:
+    """The 4-bit --quantization to suggest: the one its publisher ships a checkpoint in (AWQ
+    first, else GPTQ-Int4); AWQ where none is published (the plan then says to bring one)."""
+    published = PUBLISHED.get(model.source, ())
+    return "gptq" if "-AWQ" not in published and "-GPTQ-Int4" in published else "awq"
+
+
+def smaller_formats(fmt: WeightFormat, gpu: GpuType, model: ModelSpec) -> list[str]:
     if fmt.bits == 16:
-        return (["fp8"] if gpu.compute_capability >= (8, 0) else []) + ["awq"]
-    return ["awq"] if fmt.bits == 8 else []
+        return (["fp8"] if gpu.compute_capability >= (8, 0) else []) + [four_bit(model)]
+    return [four_bit(model)] if fmt.bits == 8 else []
 
 
 def vllm_quantization(plan: Plan) -> str | None:
