@@ -36,4 +36,19 @@ if [ ! -f .venv-vllm/.ready-convert ]; then
   .venv-vllm/bin/pip install -q 'gguf==0.19.0' 'accelerate==1.16.0'
   touch .venv-vllm/.ready-convert
 fi
-echo "setup: done (.venv, .venv-vllm)"
+# the GPU host's vLLM (server/constraints-gpu.txt) as source only: its own argument parser checks
+# every flag the planner emits (tests/server/test_plan.py), run by the CPU build's interpreter
+gpu_vllm=$(sed -n 's/^vllm==//p' server/constraints-gpu.txt)
+if [ ! -f ".vllm-src/$gpu_vllm/.ready" ]; then
+  rm -rf .vllm-src && mkdir -p ".vllm-src/$gpu_vllm"
+  .venv/bin/pip download -q --no-deps --only-binary=:all: --platform manylinux_2_28_x86_64 \
+    --python-version 3.12 -d .vllm-src "vllm==$gpu_vllm"
+  .venv/bin/python - ".vllm-src/vllm-$gpu_vllm-"*.whl ".vllm-src/$gpu_vllm" <<'PY'
+import sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as wheel:  # the Python files alone: no kernels are loaded
+    wheel.extractall(sys.argv[2], [n for n in wheel.namelist() if n.startswith("vllm/")
+                                   and n.endswith((".py", ".json", ".jinja"))])
+PY
+  rm -f .vllm-src/*.whl && touch ".vllm-src/$gpu_vllm/.ready"
+fi
+echo "setup: done (.venv, .venv-vllm, .vllm-src/$gpu_vllm)"

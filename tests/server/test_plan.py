@@ -301,6 +301,26 @@ def test_every_flag_exists_in_installed_vllm(vllm_interpreter: str) -> None:
     assert "qwen3" in result["reasoning_parsers"]
 
 
+GPU_VLLM = next(line.split("==")[1] for line in
+                (Path(__file__).parents[2] / "server" / "constraints-gpu.txt").read_text().splitlines()
+                if line.startswith("vllm=="))
+
+
+def test_every_flag_exists_in_the_gpu_hosts_vllm(vllm_interpreter: str,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The GPU host's pinned vLLM (server/constraints-gpu.txt), whose Python sources
+    scripts/setup.sh unpacks: its own parser, run by the CPU build's interpreter, accepts every
+    planned argv and rejects a flag it does not have."""
+    source = Path(__file__).parents[2] / ".vllm-src" / GPU_VLLM
+    assert (source / ".ready").is_file(), f"{source} is missing: run scripts/setup.sh"
+    monkeypatch.setenv("PYTHONPATH", str(source))
+    monkeypatch.setenv("VLLM_TARGET_DEVICE", "cpu")  # a GPU build: its platform, named
+    result = check_argvs(vllm_interpreter, [*_all_argvs(), ["vllm", "serve", "m", "--nope"]])
+    assert result["version"] == GPU_VLLM
+    assert result["errors"] == ["rejected by vLLM's parser: m --nope"]
+    assert {"hermes", "qwen3_coder", "qwen3_xml"} <= set(result["tool_parsers"])
+
+
 def test_flag_probe_rejects_unknown_flags_and_parsers(vllm_interpreter: str) -> None:
     VLLM_PYTHON = vllm_interpreter
     result = check_argvs(VLLM_PYTHON, [
