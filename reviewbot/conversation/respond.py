@@ -16,8 +16,7 @@ from enum import StrEnum
 from reviewbot.config import Settings
 from reviewbot.conversation.learnings import Outcome
 from reviewbot.conversation.notes import DISPUTED, EDITED, HELP, addressed
-from reviewbot.conversation.threads import Threads
-from reviewbot.discussion import Note, Thread
+from reviewbot.discussion import Note, Thread, Threads
 from reviewbot.engine.messages import Anchor
 from reviewbot.engine.passes import Passes
 from reviewbot.errors import IncompleteReview, UsageError

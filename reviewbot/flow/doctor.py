@@ -19,7 +19,7 @@ from reviewbot.engine.build import counter_for
 from reviewbot.engine.llm import ModelClient
 from reviewbot.engine.tokens import EstimateTokenCounter, LocalTokenCounter
 from reviewbot.errors import BackendUnreachable, ModelNotServed, ReviewbotError
-from reviewbot.forges.base import ForgeSettings
+from reviewbot.forges import registry
 from reviewbot.redact import redact
 from reviewbot.secrets import weakness
 
@@ -40,18 +40,19 @@ class Scope:
     listener: str | None = None
     db: str | None = None
 
+    @property
+    def projects(self) -> dict[str, str]:
+        """The project named for each forge (`--project` is GitLab's, `--repo` GitHub's)."""
+        named = {"gitlab": self.project, "github": self.repo}
+        return {forge: project for forge, project in named.items() if project}
+
 
 def run(settings: Settings, scope: Scope, env: Mapping[str, str]) -> list[Check]:
     checks = model(settings)
-    if settings.gitlab_token or scope.project:
-        from reviewbot.forges.gitlab import setup as gitlab_setup
-
-        checks += gitlab_setup.check(ForgeSettings.gitlab(settings), scope.project,
-                                     scope.listener)
-    if settings.github_token or scope.repo:
-        from reviewbot.forges.github import setup as github_setup
-
-        checks += github_setup.check(ForgeSettings.github(settings), scope.repo, scope.listener)
+    for forge in registry.kinds():  # each forge whose token is set or whose project is named
+        project = scope.projects.get(forge.name)
+        if forge.settings(settings).token or project:
+            checks += forge.check(settings, project, scope.listener)
     return checks + secrets(env, scope) + database(scope.db)
 
 

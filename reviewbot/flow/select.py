@@ -7,17 +7,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
 from reviewbot.config import Settings
 from reviewbot.errors import UsageError
-from reviewbot.forges.base import Forge, ForgeSettings, Target
-
-# GitHub's own rules: an owner of letters, digits and single hyphens; a name of those, `_`, `.`
-_OWNER_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/(?!\.\.?$)[A-Za-z0-9._-]{1,100}")
+from reviewbot.forges import registry
+from reviewbot.forges.base import Forge, Target
 
 
 def target_of(
@@ -55,23 +51,8 @@ def in_ci(env: Mapping[str, str]) -> bool:
 
 
 def open_forge(target: Target, settings: Settings) -> Forge:
-    """The adapter for `target`, with the few settings it needs."""
-    if target.forge == "gitlab":
-        from reviewbot.forges.gitlab.forge import GitLabForge
-
-        gitlab = ForgeSettings.gitlab(settings)
-        return GitLabForge.from_settings(replace(gitlab, url=target.url or gitlab.url),
-                                         target.project, target.number)
-    if target.forge != "github":
-        raise UsageError(f"unknown forge {target.forge!r}")
-    if not _OWNER_NAME.fullmatch(target.project):
-        raise UsageError("--repo must be OWNER/NAME (letters, digits, '-', '_', '.'), "
-                         f"not {target.project!r}")
-    from reviewbot.forges.github.forge import GitHubForge
-
-    github = ForgeSettings.github(settings)
-    return GitHubForge(replace(github, url=target.url or github.url), target.project,
-                       target.number)
+    """The adapter for `target`, from the forge registry, with the settings it takes."""
+    return registry.kind(target.forge).open(target, settings)
 
 
 def _int(value: str | None, name: str) -> int:

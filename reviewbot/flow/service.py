@@ -16,15 +16,15 @@ from reviewbot.config import Settings
 from reviewbot.context import Context
 from reviewbot.conversation.learnings import LearningStore, Outcome, scope, tally_line
 from reviewbot.conversation.respond import Response, respond, votes
-from reviewbot.conversation.threads import Threads
 from reviewbot.diff import ChangeSet
 from reviewbot.discussion import Note, Thread
 from reviewbot.engine.passes import Passes
-from reviewbot.errors import ForgeError, ReviewbotError, UsageError
+from reviewbot.errors import ForgeError, ReviewbotError
 from reviewbot.flow.headtree import Trees
 from reviewbot.flow.posting import ForgeRun, review_change_request
 from reviewbot.flow.select import open_forge
-from reviewbot.forges.base import ChangeRequest, Forge, Keyed, PostedComment, Target
+from reviewbot.forges import registry
+from reviewbot.forges.base import ChangeRequest, Forge, Keyed, PostedComment, Target, Voting
 from reviewbot.forges.summary import failed_summary
 from reviewbot.history import Change, HistoryStore, ReviewOutcome, ReviewRecord
 from reviewbot.redact import redact
@@ -126,10 +126,8 @@ def failed_record(order: ReviewOrder, started: float, reason: str) -> ReviewReco
 def _take_votes(order: ReviewOrder, forge: Forge, memory: Memory) -> None:
     """GitHub sends no event for a reaction: before a review, the 👍/👎 on the bot's open
     findings are read, so a member's 👎 dismisses its finding before this review posts."""
-    from reviewbot.forges.github.forge import GitHubForge
-
-    if isinstance(forge, GitHubForge):
-        threads = _threads(forge, None)
+    if isinstance(forge, Voting):
+        threads = registry.kind(forge.name).threads_of(forge, None)
         for comment_id in forge.voted():
             votes(threads, comment_id, order.settings, memory.learn, memory.tally)
 
@@ -234,7 +232,7 @@ def answer(order: ReviewOrder, note_id: int, passes: Callable[[], Passes],
     """Do what a note on the order's merge request asks of the bot (conversation.respond):
     answer it in its thread, or run the command it gives; dismissals become `learnings`."""
     forge = open_forge(order.target, order.settings)
-    threads = _threads(forge, discussion_id)
+    threads = registry.kind(forge.name).threads_of(forge, discussion_id)
 
     def full_review() -> str:
         full = replace(order, settings=replace(order.settings, mode="full"))
@@ -244,16 +242,3 @@ def answer(order: ReviewOrder, note_id: int, passes: Callable[[], Passes],
     memory = Memory(order, forge, learnings)
     return respond(threads, note_id, order.settings, passes, full_review, memory.learn,
                    memory.tally)
-
-
-def _threads(forge: Forge, discussion_id: str | None) -> Threads:
-    from reviewbot.forges.github.forge import GitHubForge
-    from reviewbot.forges.github.threads import GitHubThreads
-    from reviewbot.forges.gitlab.forge import GitLabForge
-    from reviewbot.forges.gitlab.threads import GitLabThreads
-
-    if isinstance(forge, GitLabForge):
-        return GitLabThreads(forge, discussion_id)
-    if isinstance(forge, GitHubForge):
-        return GitHubThreads(forge, discussion_id)
-    raise UsageError("answering comments needs a GitLab merge request or a GitHub pull request")

@@ -8,7 +8,7 @@ are separate small protocols, detected with isinstance() at run time.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import BinaryIO, Literal, Protocol, runtime_checkable
+from typing import BinaryIO, Protocol, runtime_checkable
 
 from reviewbot.config import Settings
 from reviewbot.context import Intent, LinkedIssue
@@ -18,7 +18,7 @@ from reviewbot.findings import Finding, Severity, topic
 from reviewbot.forges.markers import FindingMarker
 from reviewbot.result import SkippedFile
 
-ForgeName = Literal["gitlab", "github"]
+ForgeName = str  # a name in reviewbot.forges.registry
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,9 @@ class Target:
     @property
     def ref(self) -> str:
         """How the forge's own text names the change: `!12` on GitLab, `#12` on GitHub."""
-        return f"{'!' if self.forge == 'gitlab' else '#'}{self.number}"
+        from reviewbot.forges.registry import kind
+
+        return f"{kind(self.forge).ref_prefix}{self.number}"
 
 
 @dataclass(frozen=True)
@@ -66,7 +68,7 @@ class ForgeSettings:
 class ChangeRequest:
     """A merge/pull request as fetched: its diff and the SHAs positions are built from."""
 
-    forge: Literal["gitlab", "github", "local"]
+    forge: str  # a name in reviewbot.forges.registry, or "local"
     project: str  # GitLab project id/path or GitHub owner/name
     number: int
     title: str
@@ -188,6 +190,14 @@ class IssueReader(Protocol):
     would show its text to readers who may not see it."""
 
     def linked_issues(self) -> list[LinkedIssue]: ...
+
+
+@runtime_checkable
+class Voting(Protocol):
+    """Optional: a forge that sends no event for a reaction; before a review the flow reads
+    the ids of the bot's comments that carry a vote (GitHub)."""
+
+    def voted(self) -> list[int]: ...
 
 
 @runtime_checkable
