@@ -30,7 +30,9 @@ class ForgeKind:
     opener: str  # "module:function" (Target, ForgeSettings) -> Forge
     doctor: str  # "module:function" (ForgeSettings, project, listener URL) -> list[Check]
     threads: str = ""  # "module:class" (Forge, discussion id) -> conversation Threads
-    webhook: str = ""  # "module:attribute", a webhook.hooks.Hook; "" for none
+    # "module:attribute", a reviewbot.webhook.hooks.Hook (named, never imported here: the
+    # listener reads it); "" for a forge without webhooks
+    webhook: str = ""
 
     def open(self, target: Target, settings: Settings) -> Forge:
         forge: Forge = _load(self.opener)(target, self.settings(settings))
@@ -88,7 +90,7 @@ def _github(settings: Settings) -> ForgeSettings:
 
 register(ForgeKind("gitlab", "!", _gitlab, "reviewbot.forges.gitlab.connect:open_target",
                    "reviewbot.forges.gitlab.setup:check",
-                   "reviewbot.forges.gitlab.threads:GitLabThreads"))
+                   "reviewbot.forges.gitlab.threads:GitLabThreads", "reviewbot.webhook.hooks:GITLAB"))
 register(ForgeKind("github", "#", _github, "reviewbot.forges.github.connect:open_target",
                    "reviewbot.forges.github.setup:check",
-                   "reviewbot.forges.github.threads:GitHubThreads"))
+                   "reviewbot.forges.github.threads:GitHubThreads", "reviewbot.webhook.hooks:GITHUB"))

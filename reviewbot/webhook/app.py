@@ -34,9 +34,9 @@ from reviewbot.webhook.worker import PoolLimits, WorkerPool
 
 
 class ForgeConvertor(Convertor[str]):
-    """Only the two forge names match `/webhook/{forge}`: anything else is a 404, as before."""
+    """A forge's name in `/webhook/{forge}`; the intake answers 404 to one not registered."""
 
-    regex = "gitlab|github"
+    regex = "[a-z][a-z0-9-]{0,39}"
 
     def convert(self, value: str) -> str:
         return value

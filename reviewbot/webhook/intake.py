@@ -21,13 +21,8 @@ from dataclasses import dataclass, replace
 from reviewbot.db import DatabaseError
 from reviewbot.errors import MalformedPayload
 from reviewbot.forges.base import ForgeName
-from reviewbot.webhook.auth import github_signature_ok, gitlab_token_ok
-from reviewbot.webhook.events import (
-    Accepted,
-    Ignored,
-    parse_github,
-    parse_gitlab,
-)
+from reviewbot.webhook.events import Accepted, Ignored
+from reviewbot.webhook.hooks import hooks
 from reviewbot.webhook.metrics import Metrics
 from reviewbot.webhook.queue import JobQueue
 from reviewbot.webhook.ratelimit import RateLimiter
@@ -61,6 +56,7 @@ class Intake:
         self._metrics = metrics
         self._limiter = limiter
         self._notes = RateLimiter(NOTES_PER_MINUTE / 60, NOTES_BURST)
+        self._hooks = hooks()
 
     def _reject(self, forge: ForgeName, status: int, label: str, message: str) -> Answer:
         self._metrics.rejected.labels(forge, label).inc()
@@ -71,12 +67,13 @@ class Intake:
         return Answer(200, {"status": "ignored", "reason": message})
 
     def admit(self, forge: ForgeName, source: str) -> Answer | None:
-        """Checks made before the body is read: rate limit and configuration."""
+        """Checks made before the body is read: a known forge, rate limit, configuration."""
+        if forge not in self._hooks:  # before the metrics: their labels are forge names
+            return Answer(404, {"status": "rejected", "reason": "no such forge"})
         self._metrics.received.labels(forge).inc()
         if not self._limiter.allow(source):
             return self._reject(forge, 429, "rate_limited", "too many requests")
-        secret = self._settings.gitlab_secret if forge == "gitlab" else self._settings.github_secret
-        if not secret:
+        if not self._settings.secrets.get(forge):
             return self._reject(forge, 404, "not_configured", f"{forge} webhook not configured")
         return None
 
@@ -90,17 +87,11 @@ class Intake:
 
     def receive(self, forge: ForgeName, headers: Mapping[str, str], body: bytes) -> Answer:
         started = time.perf_counter()
-        if forge == "gitlab":
-            authentic = gitlab_token_ok(self._settings.gitlab_secret, headers.get("x-gitlab-token"))
-            event = headers.get("x-gitlab-event")
-        else:
-            authentic = github_signature_ok(
-                self._settings.github_secret, headers.get("x-hub-signature-256"), body
-            )
-            event = headers.get("x-github-event")
-        if not authentic:
+        hook = self._hooks[forge]
+        if not hook.authentic(self._settings.secrets.get(forge), headers, body):
             return self._reject(forge, 401, "unauthenticated", "bad or missing token/signature")
-        if forge == "github" and event == "ping":
+        event = headers.get(hook.event_header)
+        if hook.pong and event == hook.pong:
             return self._ignore(forge, "ping", "pong")
         try:
             payload = json.loads(body)
@@ -108,9 +99,8 @@ class Intake:
             # ValueError: not JSON, or an integer beyond Python's 4,300-digit conversion limit
             return self._reject(forge, 400, "malformed_json",
                                 "body is not JSON (or nested too deep, or a number too long)")
-        parse = parse_gitlab if forge == "gitlab" else parse_github
         try:
-            result = parse(event, payload)
+            result = hook.parse(event, payload)
         except MalformedPayload as exc:
             return self._reject(forge, 400, "malformed_payload", str(exc))
         if isinstance(result, Ignored):

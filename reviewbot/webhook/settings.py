@@ -28,6 +28,7 @@ from reviewbot.db import LISTENER_DB
 from reviewbot.errors import UsageError
 from reviewbot.redact import register_secret, register_url
 from reviewbot.secrets import refuse_password_in_argv, require_strong
+from reviewbot.webhook.hooks import hooks
 
 MIB = 1024 * 1024
 PUBLIC_FORGES = ("https://gitlab.com", "https://api.github.com")
@@ -46,8 +47,8 @@ class WebhookSettings:
     # The review runs against the forge URL named in the payload, with our forge token:
     # only these base URLs are accepted, so a payload cannot send the token elsewhere.
     forge_urls: tuple[str, ...] = PUBLIC_FORGES
-    gitlab_secret: str | None = field(default=None, repr=False)
-    github_secret: str | None = field(default=None, repr=False)
+    # each forge's webhook secret, by forge name (REVIEWBOT_<FORGE>_WEBHOOK_SECRET)
+    secrets: Mapping[str, str] = field(default_factory=dict, repr=False)
     admin_token: str | None = field(default=None, repr=False)
     dashboard_token: str | None = field(default=None, repr=False)  # reads /dashboard only
     backend_url: str | None = None
@@ -151,13 +152,11 @@ def _check(s: WebhookSettings, db: Path | None) -> None:
             raise UsageError(f"forge URL must start with https:// or http://, got {url!r}")
     if s.retry_backoff_s < 0:
         raise UsageError(f"--retry-backoff must not be negative, got {s.retry_backoff_s}")
-    if not (s.gitlab_secret or s.github_secret):
-        raise UsageError(
-            "no webhook secret: set REVIEWBOT_GITLAB_WEBHOOK_SECRET and/or"
-            " REVIEWBOT_GITHUB_WEBHOOK_SECRET"
-        )
-    require_strong("REVIEWBOT_GITLAB_WEBHOOK_SECRET", s.gitlab_secret)
-    require_strong("REVIEWBOT_GITHUB_WEBHOOK_SECRET", s.github_secret)
+    variables = {name: hook.secret_variable for name, hook in hooks().items()}
+    if not s.secrets:
+        raise UsageError(f"no webhook secret: set {' and/or '.join(variables.values())}")
+    for name, secret in s.secrets.items():
+        require_strong(variables[name], secret)
     require_strong("REVIEWBOT_ADMIN_TOKEN", s.admin_token)
     require_strong("REVIEWBOT_DASHBOARD_TOKEN", s.dashboard_token)
 
@@ -191,8 +190,8 @@ def resolve_settings(
         per_forge=d.per_forge if per_forge is None else per_forge,
         allow=tuple(allow) or _split(env.get("REVIEWBOT_WEBHOOK_ALLOW")),
         forge_urls=(*PUBLIC_FORGES, *_split(env.get("REVIEWBOT_WEBHOOK_FORGE_URLS")), *forge_url),
-        gitlab_secret=env.get("REVIEWBOT_GITLAB_WEBHOOK_SECRET") or None,
-        github_secret=env.get("REVIEWBOT_GITHUB_WEBHOOK_SECRET") or None,
+        secrets={name: secret for name, hook in hooks().items()
+                 if (secret := env.get(hook.secret_variable))},
         admin_token=env.get("REVIEWBOT_ADMIN_TOKEN") or None,
         dashboard_token=env.get("REVIEWBOT_DASHBOARD_TOKEN") or None,
         backend_url=(env.get("REVIEWBOT_BASE_URL") or "").rstrip("/") or None,
@@ -207,7 +206,7 @@ def resolve_settings(
         body_timeout_s=_seconds(env, "REVIEWBOT_WEBHOOK_BODY_TIMEOUT", d.body_timeout_s),
     )
     _check(s, db)
-    for secret in (s.gitlab_secret, s.github_secret, s.admin_token, s.dashboard_token):
+    for secret in (*s.secrets.values(), s.admin_token, s.dashboard_token):
         register_secret(secret)
     register_url(s.queue_url)  # its password
     return s

@@ -88,8 +88,12 @@ def github_event(
 
 
 def make_settings(db: Path, **overrides: object) -> WebhookSettings:
+    """`gitlab_secret=`/`github_secret=` (None: that hook unset) go into `secrets`."""
+    secrets = {"gitlab": GITLAB_SECRET, "github": GITHUB_SECRET}
+    for forge in ("gitlab", "github"):
+        secrets[forge] = overrides.pop(f"{forge}_secret", secrets[forge])  # type: ignore[assignment]
     base: dict[str, object] = {
-        "db_path": db, "gitlab_secret": GITLAB_SECRET, "github_secret": GITHUB_SECRET,
+        "db_path": db, "secrets": {k: v for k, v in secrets.items() if v},
         "admin_token": ADMIN_TOKEN, "retry_backoff_s": 0.05, "shutdown_grace_s": 5.0,
         "forge_urls": ("https://gitlab.example.com", "https://api.github.com"),
     }
