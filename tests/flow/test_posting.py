@@ -12,10 +12,10 @@ from reviewbot.errors import ForgeError
 from reviewbot.findings import Finding, Severity
 from reviewbot.flow.posting import outdated, review_change_request
 from reviewbot.forges.base import ChangeRequest, PostedComment, PostOutcome
-from tests.forges.local import LocalForge
 from reviewbot.forges.markers import SummaryMarker, decode
 from reviewbot.result import ReviewResult, SkippedFile, Stats
 from tests.forges.gitlab_support import sha_marker
+from tests.forges.local import LocalForge
 
 DIFF = """\
 --- a/app.py
