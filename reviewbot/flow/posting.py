@@ -63,6 +63,7 @@ class ForgeRun:
     dry_run: bool = False
     errors: list[str] = field(default_factory=list)
     author_may_dismiss: bool = False  # the author's resolve closes a finding for the gate
+    hold: bool = False  # the findings wait as drafts until a member's `publish`
 
     @property
     def complete(self) -> bool:
@@ -113,7 +114,7 @@ def review_change_request(
     forge: Forge, reviewer: Reviewer, *, mode: str = "incremental", dry_run: bool = False,
     cancel: threading.Event | None = None, fail_on_skipped: bool = False, force: bool = False,
     trees: Trees | None = None, project_line: str = "", linked_issues: bool = True,
-    author_may_dismiss: bool = False,
+    author_may_dismiss: bool = False, hold: bool = False,
 ) -> ForgeRun:
     """Review and post. A set `cancel` (a newer push arrived) stops before anything is posted;
     a merge request a member paused is not reviewed unless `force` (the `review` command)."""
@@ -143,7 +144,7 @@ def review_change_request(
     if cancel is not None and cancel.is_set():  # superseded: posting would be stale
         return ForgeRun(request, result, RunMode.SUPERSEDED, since, dry_run=dry_run)
     run = ForgeRun(request, result, used_mode, since, dry_run=dry_run,
-                   author_may_dismiss=author_may_dismiss)
+                   author_may_dismiss=author_may_dismiss, hold=hold)
     _plan(forge, run, changes, previous)
     _deliver(forge, run)
     run.unanchored += run.outcome.moved_to_summary
@@ -193,7 +194,7 @@ def _deliver(forge: Forge, run: ForgeRun) -> None:
         if isinstance(forge, Previewer):
             run.payloads = forge.preview(run.request, run.to_post)
         return
-    run.outcome = _post(forge, run.request, run.to_post)
+    run.outcome = _post(forge, run.request, run.to_post, run.hold)
     run.errors.extend(run.outcome.errors)
     if run.to_resolve and isinstance(forge, Resolver):
         try:
@@ -202,11 +203,12 @@ def _deliver(forge: Forge, run: ForgeRun) -> None:
             run.errors.append(f"resolving outdated threads failed: {exc}")
 
 
-def _post(forge: Forge, request: ChangeRequest, findings: list[Finding]) -> PostOutcome:
+def _post(forge: Forge, request: ChangeRequest, findings: list[Finding],
+          hold: bool) -> PostOutcome:
     if not findings:
         return PostOutcome()
     try:
-        return forge.post(request, findings)
+        return forge.post(request, findings, hold)
     except ForgeError as exc:
         return PostOutcome(failed=list(findings), errors=[f"posting failed: {exc}"])
 

@@ -36,10 +36,20 @@ MAX_COMPARED_HEADS = 5  # per review: one compare request each
 
 @dataclass(frozen=True)
 class ReviewOrder:
+    """A change to review, with the settings it trusts and its forge, opened once by the entry
+    point (flow.trust) and handed to every step."""
+
     target: Target
     settings: Settings
+    forge: Forge
     dry_run: bool = False
     source: str = "cli"  # who ran it, for the history: "cli" or "listener"
+
+    @classmethod
+    def opened(cls, target: Target, settings: Settings, dry_run: bool = False,
+               source: str = "cli") -> ReviewOrder:
+        """An order whose forge is opened here, with these settings."""
+        return cls(target, settings, open_forge(target, settings), dry_run, source)
 
 
 def review(order: ReviewOrder, reviewer: Reviewer, cancel: threading.Event | None = None,
@@ -59,7 +69,7 @@ def review(order: ReviewOrder, reviewer: Reviewer, cancel: threading.Event | Non
         run = _review(order, reviewer, cancel, learnings, force)
     except ReviewbotError as exc:
         if history is not None:
-            history.add(failed_record(order, started, str(exc)))
+            history.add(failed_record(order.target, order.source, started, str(exc)))
         raise
     if history is not None and run.mode not in UNRECORDED:
         history.add(run_record(order, started, run))
@@ -68,8 +78,7 @@ def review(order: ReviewOrder, reviewer: Reviewer, cancel: threading.Event | Non
 
 def _review(order: ReviewOrder, reviewer: Reviewer, cancel: threading.Event | None,
             learnings: LearningStore | None, force: bool) -> ForgeRun:
-    settings = order.settings
-    forge = open_forge(order.target, settings)
+    settings, forge = order.settings, order.forge
     memory = Memory(order, forge, learnings)
     if not order.dry_run:
         _take_votes(order, forge, memory)
@@ -90,7 +99,8 @@ def _review(order: ReviewOrder, reviewer: Reviewer, cancel: threading.Event | No
                                 force=force, trees=Trees.from_settings(settings),
                                 project_line=memory.line(),
                                 linked_issues=settings.linked_issues,
-                                author_may_dismiss=settings.author_may_dismiss)
+                                author_may_dismiss=settings.author_may_dismiss,
+                                hold=settings.approve_before_publish)
     if not order.dry_run:
         memory.record(run)
     return run
@@ -116,11 +126,10 @@ def run_record(order: ReviewOrder, started: float, run: ForgeRun) -> ReviewRecor
                            len(run.result.held))
 
 
-def failed_record(order: ReviewOrder, started: float, reason: str) -> ReviewRecord:
-    """What the history keeps of a review attempt that raised."""
-    t = order.target
+def failed_record(t: Target, source: str, started: float, reason: str) -> ReviewRecord:
+    """What the history keeps of a review attempt that raised (`source`: who ran it)."""
     return ReviewRecord.of(Change(t.forge, t.project, t.number),  # its page is not known
-                           order.source, "", started, ReviewOutcome.FAILED, redact(reason))
+                           source, "", started, ReviewOutcome.FAILED, redact(reason))
 
 
 def _take_votes(order: ReviewOrder, forge: Forge, memory: Memory) -> None:
@@ -222,7 +231,7 @@ class ChangedSince:
 def report_failure(order: ReviewOrder, reason: str) -> None:
     """After a review's last attempt: the change's summary note says it was not reviewed, and
     why, where the team looks (the bot's state in it is kept)."""
-    forge = open_forge(order.target, order.settings)
+    forge = order.forge
     forge.write_summary(forge.fetch(), failed_summary(forge.read_summary(), reason))
 
 
@@ -231,7 +240,7 @@ def answer(order: ReviewOrder, note_id: int, passes: Callable[[], Passes],
            discussion_id: str | None = None) -> Response:
     """Do what a note on the order's merge request asks of the bot (conversation.respond):
     answer it in its thread, or run the command it gives; dismissals become `learnings`."""
-    forge = open_forge(order.target, order.settings)
+    forge = order.forge
     threads = registry.kind(forge.name).threads_of(forge, discussion_id)
 
     def full_review() -> str:

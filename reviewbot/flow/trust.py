@@ -23,7 +23,7 @@ from reviewbot import git
 from reviewbot.config import CONFIG_FILE, Settings, local_values, parse_text, resolve
 from reviewbot.flow.select import in_ci, open_forge, target_of
 from reviewbot.flow.service import ReviewOrder
-from reviewbot.forges.base import Target
+from reviewbot.forges.base import Forge, Target
 from reviewbot.tree import GitTree
 
 log = logging.getLogger(__name__)
@@ -68,12 +68,17 @@ class Trust:
         """The settings before any project's file: what reaches the forge and the model."""
         return resolve(self.flags, self.env, file_values=self.own)
 
-    def settings(self, target: Target) -> Settings:
-        """The settings a review of `target` runs with."""
+    def order(self, target: Target, dry_run: bool = False, source: str = "cli") -> ReviewOrder:
+        """A review of `target` with the settings it runs with, and its forge: opened once,
+        with the settings before the project's file (they name where it is and its token; a
+        file cannot), and handed on."""
         base = self.base()
-        if not self.target_branch:
-            return base
-        text = open_forge(target, base).target_file(CONFIG_FILE)
+        forge = open_forge(target, base)
+        settings = self._with_target_file(forge, target, base) if self.target_branch else base
+        return ReviewOrder(target, settings, forge, dry_run, source)
+
+    def _with_target_file(self, forge: Forge, target: Target, base: Settings) -> Settings:
+        text = forge.target_file(CONFIG_FILE)
         values = parse_text(text, f"{CONFIG_FILE} of the target branch") if text else {}
         # louder in CI, where the working tree's copy (the author's) is ignored
         log.log(logging.WARNING if in_ci(self.env) else logging.INFO,
@@ -89,4 +94,4 @@ def cli_order(flags: Mapping[str, Any], config_path: str | None, *, mr: int | No
     settings a review of it trusts."""
     trust = Trust.for_cli(flags, config_path, env)
     target = target_of(mr=mr, pr=pr, project=project, repo=repo, env=trust.env)
-    return ReviewOrder(target, trust.settings(target), dry_run)
+    return trust.order(target, dry_run)

@@ -49,19 +49,18 @@ class ForgeSettings:
     timeout: float
     retries: int
     bot_login: str = ""  # GitHub: the login an installation token writes as
-    hold: bool = False  # findings wait as drafts until a member's `publish`
 
     @classmethod
     def gitlab(cls, settings: Settings) -> ForgeSettings:
         return cls(settings.gitlab_url, settings.gitlab_token,
                    settings.ca_file or settings.ssl_verify, settings.request_timeout,
-                   settings.retries, hold=settings.approve_before_publish)
+                   settings.retries)
 
     @classmethod
     def github(cls, settings: Settings) -> ForgeSettings:
         return cls(settings.github_url, settings.github_token,
                    settings.ca_file or settings.ssl_verify, settings.request_timeout,
-                   settings.retries, settings.github_bot_login, settings.approve_before_publish)
+                   settings.retries, settings.github_bot_login)
 
 
 @dataclass(frozen=True)
@@ -165,7 +164,10 @@ class Forge(Protocol):
         """Every comment carrying this bot's marker (all pages)."""
         ...
 
-    def post(self, request: ChangeRequest, findings: list[Finding]) -> PostOutcome: ...
+    def post(self, request: ChangeRequest, findings: list[Finding],
+             hold: bool = False) -> PostOutcome:
+        """`hold`: the findings wait as drafts until a member's `publish`."""
+        ...
 
     def read_summary(self) -> str | None: ...
 

@@ -77,13 +77,12 @@ class ForgeRunner:
         target = Target(job.forge, job.project, job.number, job.base_url)
         started = time.time()
         try:  # reads the change's target branch: an unreadable change fails here
-            settings = self._trust.settings(target)
+            order = self._trust.order(target, source="listener")
         except ReviewbotError as exc:
             if self._history is not None and job.note_id is None:
-                self._history.add(service.failed_record(service.ReviewOrder(
-                    target, self._trust.base(), source="listener"), started, str(exc)))
+                self._history.add(service.failed_record(target, "listener", started, str(exc)))
             raise
-        order = service.ReviewOrder(target, settings, source="listener")
+        settings = order.settings
         if job.note_id is not None:
             response = service.answer(
                 order, job.note_id, lambda: self._engines.passes(settings),
@@ -105,9 +104,8 @@ class ForgeRunner:
     def report_failure(self, job: Job, reason: str) -> None:
         from reviewbot.flow import service
 
-        service.report_failure(service.ReviewOrder(
-            Target(job.forge, job.project, job.number, job.base_url), self._trust.base()),
-            reason)
+        target = Target(job.forge, job.project, job.number, job.base_url)
+        service.report_failure(service.ReviewOrder.opened(target, self._trust.base()), reason)
 
 
 def load_runner(spec: str | None, trust: Trust, db: Database | None = None) -> ReviewRunner:

@@ -190,7 +190,7 @@ def test_a_collaborators_thumbs_down_is_read_by_the_next_review(fake: FakeGitHub
     _react(fake, MALLORY_TOKEN, root["id"], "-1")  # a stranger's: nothing
     _react(fake, MARIA_TOKEN, root["id"], "+1")
     found = finding("src/app.py", 5, title="Unchecked parse", fp="fp-unchecked-parse")
-    order = service.ReviewOrder(Target("github", fake.full_name, 7), settings(
+    order = service.ReviewOrder.opened(Target("github", fake.full_name, 7), settings(
         fake, mode="full", github_bot_login="reviewbot[bot]"))
     service.review(order, Reviewer(every=1000, extra=[found]))
     assert root["id"] not in fake.resolved
@@ -225,7 +225,7 @@ def test_a_thread_a_person_resolved_leaves_the_gate_and_counts_as_dismissed(
     store = LearningStore.open(tmp_path / "webhook.sqlite")
     found = replace(finding("src/app.py", 5, title="Unchecked parse", fp="fp-unchecked-parse"),
                     severity=Severity.CRITICAL)
-    order = service.ReviewOrder(Target("github", fake.full_name, 7),
+    order = service.ReviewOrder.opened(Target("github", fake.full_name, 7),
                                 settings(fake, mode="full", fail_on="major"))
     _, code = service.review(order, Reviewer(every=1000, extra=[found]), learnings=store)
     (root,) = [c for c in fake.review_comments if "Unchecked parse" in c["body"]]
@@ -241,7 +241,7 @@ def test_with_approve_before_publish_a_pending_review_waits_for_a_collaborator(
         fake: FakeGitHub) -> None:
     """One pending review, seen only by the bot, replaced by the next review (GitHub allows one
     per user); a stranger's `publish` does nothing, a collaborator's submits it."""
-    order = service.ReviewOrder(Target("github", fake.full_name, 7),
+    order = service.ReviewOrder.opened(Target("github", fake.full_name, 7),
                                 settings(fake, approve_before_publish=True))
     run, _ = service.review(order, Reviewer(every=1000, extra=[finding(
         "src/app.py", 5, title="Unchecked parse", fp="fp-unchecked-parse")]))

@@ -377,7 +377,7 @@ def test_with_approve_before_publish_findings_wait_as_drafts_until_a_member_publ
     from reviewbot.flow import service
     from reviewbot.forges.base import Target
 
-    order = service.ReviewOrder(Target("gitlab", "42", 7), resolve(
+    order = service.ReviewOrder.opened(Target("gitlab", "42", 7), resolve(
         {"gitlab_url": env.gitlab.url, "gitlab_token": TOKEN, "approve_before_publish": True,
          "fail_on": "minor"}, env={}, config_path="/dev/null"))
     run, code = service.review(order, reviewer)

@@ -34,7 +34,7 @@ def _prompts(url: str, project: str, store: LearningStore) -> list[str]:
     with FakeOpenAI(_no_findings, max_model_len=16000) as model:
         settings = resolve({"gitlab_url": url, "gitlab_token": TOKEN, "base_url": model.base_url,
                             "mode": "full", "verify": False}, env={}, config_path="/dev/null")
-        order = service.ReviewOrder(Target("gitlab", project, 7), settings)
+        order = service.ReviewOrder.opened(Target("gitlab", project, 7), settings)
         service.review(order, make_engine(settings).review, learnings=store)
         return [user_text(r) for r in model.requests]
 
@@ -161,7 +161,7 @@ def test_the_team_sees_what_became_of_its_findings(env: Env, tmp_path: Path) -> 
 
     db = tmp_path / "webhook.sqlite"
     store = LearningStore.open(db)
-    order = service.ReviewOrder(Target("gitlab", "42", 7), resolve(
+    order = service.ReviewOrder.opened(Target("gitlab", "42", 7), resolve(
         {"gitlab_url": env.gitlab.url, "gitlab_token": TOKEN, "mode": "full"}, env={},
         config_path="/dev/null"))
     run, _ = service.review(order, reviewer, learnings=store)
@@ -195,7 +195,7 @@ def test_a_thread_a_person_resolved_without_a_word_counts_by_what_the_code_did(
 
     db = tmp_path / "webhook.sqlite"
     store = LearningStore.open(db)
-    order = service.ReviewOrder(Target("gitlab", "42", 7), resolve(
+    order = service.ReviewOrder.opened(Target("gitlab", "42", 7), resolve(
         {"gitlab_url": env.gitlab.url, "gitlab_token": TOKEN, "mode": "full"}, env={},
         config_path="/dev/null"))
     service.review(order, reviewer, learnings=store)

@@ -67,7 +67,8 @@ class MemoryForge:
     def existing(self) -> list[PostedComment]:
         return list(self.comments)
 
-    def post(self, request: ChangeRequest, findings: list[Finding]) -> PostOutcome:
+    def post(self, request: ChangeRequest, findings: list[Finding],
+             hold: bool = False) -> PostOutcome:
         self.writes += 1
         if self.fail_post:
             raise ForgeError("forge down")

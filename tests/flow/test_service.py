@@ -40,7 +40,7 @@ def test_gitlab_ci_defaults_pick_the_merge_request(env: Env) -> None:
     assert target == Target("gitlab", "42", 7)
     forge = open_forge(target, _settings(ci))
     assert isinstance(forge, GitLabForge) and (forge.project_id, forge.iid) == ("42", 7)
-    run, code = service.review(service.ReviewOrder(target, _settings(ci)), reviewer)
+    run, code = service.review(service.ReviewOrder.opened(target, _settings(ci)), reviewer)
     assert code == 0 and len(env.gitlab.diff_notes()) == len(run.to_post) > 0
 
 
@@ -48,10 +48,10 @@ def test_fail_on_gives_exit_1_and_incomplete_gives_exit_3(env: Env) -> None:
     ci = _ci_env(env)
     s = _settings(ci, fail_on="major")
     target = Target("gitlab", "grp/proj", 7)
-    _, code = service.review(service.ReviewOrder(target, s, dry_run=True), reviewer)
+    _, code = service.review(service.ReviewOrder.opened(target, s, dry_run=True), reviewer)
     assert code == 1
     env.gitlab.faults.append(Fault("POST", r"/draft_notes$", 500, times=10**6))
-    run, code = service.review(service.ReviewOrder(target, s), reviewer)
+    run, code = service.review(service.ReviewOrder.opened(target, s), reviewer)
     assert code == 3 and not run.complete  # incomplete wins over findings
 
 

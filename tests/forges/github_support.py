@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -60,10 +59,10 @@ def settings(fake: FakeGitHub, **over: Any) -> Settings:
     return Settings(github_url=fake.base_url, github_token=fake.token, retries=3, **over)
 
 
-def forge(fake: FakeGitHub, number: int = 7, hold: bool = False, **client: Any) -> GitHubForge:
+def forge(fake: FakeGitHub, number: int = 7, **client: Any) -> GitHubForge:
     fast = {"seconds_between_writes": 0.0, "seconds_between_requests": 0.0, "backoff": 0.05}
-    return GitHubForge(replace(ForgeSettings.github(settings(fake)), hold=hold), fake.full_name,
-                       number, **{**fast, **client})
+    return GitHubForge(ForgeSettings.github(settings(fake)), fake.full_name, number,
+                       **{**fast, **client})
 
 
 def finding(path: str, line: int | None, side: Side = Side.NEW, *, end: int | None = None,

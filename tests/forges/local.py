@@ -43,7 +43,8 @@ class LocalForge:
     def existing(self) -> list[PostedComment]:
         return []
 
-    def post(self, request: ChangeRequest, findings: list[Finding]) -> PostOutcome:
+    def post(self, request: ChangeRequest, findings: list[Finding],
+             hold: bool = False) -> PostOutcome:
         for f in findings:
             self._out.write(format_comment(f) + "\n\n")
         return PostOutcome(posted=list(findings))

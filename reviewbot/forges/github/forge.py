@@ -1,8 +1,7 @@
 """GitHub pull requests over PyGithub: fetch the diff, post one review, keep one summary comment.
 
-- Diff: the raw `application/vnd.github.v3.diff` of the PR; when GitHub answers 406 (too
-  large: > 300 files or > 20,000 lines) the paginated `/files` list (≤ 3,000 files) instead,
-  where files without a `patch` are reported as skipped. Incremental: the compare API.
+- Diff: the raw `application/vnd.github.v3.diff` of the PR; on a 406 (> 300 files or > 20,000
+  lines) the `/files` list (≤ 3,000; a file without a `patch` is skipped). Incremental: compare.
 - Comments: reviews with `event=COMMENT`, ≤ 30 inline comments each (post.py).
 - Summary: one issue comment found by its hidden marker and edited in place.
 - Outdated findings: GitHub's REST API cannot resolve review threads, so the bot edits its own
@@ -247,9 +246,10 @@ class GitHubForge:
         return None
 
     # --- writing -----------------------------------------------------------------------------
-    def post(self, request: ChangeRequest, findings: list[Finding]) -> PostOutcome:
+    def post(self, request: ChangeRequest, findings: list[Finding],
+             hold: bool = False) -> PostOutcome:
         batches, unanchored = plan(findings, request.changes, self._batch_size)
-        if self._settings.hold:  # GitHub keeps one pending review per user: this run's
+        if hold:  # GitHub keeps one pending review per user: this run's
             drop_pending(self.pull(), self.me())
         if not batches:
             return PostOutcome(moved_to_summary=unanchored)
@@ -258,7 +258,7 @@ class GitHubForge:
         except _GH_ERRORS as exc:
             raise forge_error(f"reading commit {request.head_sha[:12]}", exc) from None
         poster = Poster(self.pull(), commit, lambda: {c.fingerprint for c in self.existing()})
-        if self._settings.hold:
+        if hold:
             poster.hold([item for batch in batches for item in batch])
         else:
             poster.run(batches)

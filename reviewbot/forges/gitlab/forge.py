@@ -40,10 +40,8 @@ class GitLabForge:
     max_comment_chars = 1_000_000
 
     def __init__(self, gl: gitlab.Gitlab, project: str | int, iid: int,
-                 policy: WritePolicy | None = None, hold: bool = False) -> None:
-        """`hold`: findings wait as draft notes until a member's `publish`."""
+                 policy: WritePolicy | None = None) -> None:
         self.gl = gl
-        self.hold = hold
         self.project_id = project
         self.iid = iid
         self.project = gl.projects.get(project, lazy=True)
@@ -92,7 +90,7 @@ class GitLabForge:
 
     @classmethod
     def from_settings(cls, settings: ForgeSettings, project: str | int, iid: int) -> GitLabForge:
-        return cls(client(settings), project, iid, hold=settings.hold)
+        return cls(client(settings), project, iid)
 
     # fetching
     def fetch(self) -> ChangeRequest:
@@ -243,8 +241,9 @@ class GitLabForge:
         return found
 
     # posting
-    def post(self, request: ChangeRequest, findings: list[Finding]) -> PostOutcome:
-        return Poster(self.mr, self.policy, self.mine, self.hold).post(request, findings)
+    def post(self, request: ChangeRequest, findings: list[Finding],
+             hold: bool = False) -> PostOutcome:
+        return Poster(self.mr, self.policy, self.mine, hold).post(request, findings)
 
     def preview(self, request: ChangeRequest, findings: list[Finding]) -> list[dict[str, object]]:
         return [note_payload(request, file, f) for f in findings

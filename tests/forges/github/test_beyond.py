@@ -26,7 +26,7 @@ class Capture:
 def _review(fake: FakeGitHub, **over: Any) -> Context:
     capture = Capture()
     target = Target("github", fake.full_name, 7)
-    service.review(service.ReviewOrder(target, settings(fake, **over), dry_run=True), capture)
+    service.review(service.ReviewOrder.opened(target, settings(fake, **over), dry_run=True), capture)
     (context,) = capture.contexts
     return context
 

@@ -21,7 +21,7 @@ def test_actions_environment_reviews_the_event_pr(fake: FakeGitHub, tmp_path: Pa
            "GITHUB_REPOSITORY": fake.full_name, "GITHUB_EVENT_PATH": str(event)}
     settings = resolve({}, env=env, config_path=None)
     target = target_of(mr=None, pr=None, project=None, repo=None, env=env)
-    run, code = service.review(service.ReviewOrder(target, settings), Reviewer(every=4))
+    run, code = service.review(service.ReviewOrder.opened(target, settings), Reviewer(every=4))
     assert code == 0 and run.request.forge == "github" and run.request.number == 7
     assert fake.review_comments and len(fake.issue_comments) == 1
     assert all(r.authorization == f"token {fake.token}" for r in fake.requests)

@@ -22,13 +22,13 @@ def test_held_for_approval_one_pending_review_and_a_422_offender_probed_out(
         fake: FakeGitHub) -> None:
     """GitHub keeps one pending review per user: after a 422 each comment is tried alone in a
     pending review deleted at once, and the others wait together in one."""
-    f = forge(fake, hold=True)
+    f = forge(fake)
     req = f.fetch()
     pr = fake.pulls[7]
     wide = parse(fake.repo.git("diff", "-U8", "-M", f"{pr.base}...{pr.head}"))
     good = [finding(APP, n) for n in (3, 5, 6)] + [finding(ADDED, 1)]
     bad = finding(APP, 12)
-    out = f.post(replace(req, changes=wide), good[:2] + [bad] + good[2:])
+    out = f.post(replace(req, changes=wide), good[:2] + [bad] + good[2:], hold=True)
     assert out.moved_to_summary == [bad] and out.waiting
     assert sorted(out.posted, key=id) == sorted(good, key=id) and not out.failed
     (pending,) = fake.reviews

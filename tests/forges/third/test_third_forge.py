@@ -37,7 +37,7 @@ def toy_forge() -> Iterator[None]:
 
 
 def test_a_review_posts_through_the_third_forge() -> None:
-    order = service.ReviewOrder(Target("toy", "team/app", 3), Settings())
+    order = service.ReviewOrder.opened(Target("toy", "team/app", 3), Settings())
     run, code = service.review(order, Reviewer(every=1))
     assert run.complete and code == 0 and order.target.ref == "~3"
     assert len(toy.STORE.comments) == len(run.outcome.posted) > 0
@@ -49,7 +49,7 @@ def test_a_review_posts_through_the_third_forge() -> None:
 
 def test_a_member_is_answered_through_the_third_forges_threads() -> None:
     toy.STORE.notes.append(Note(7, toy.MEMBER[0], toy.MEMBER[1], "@toybot help"))
-    order = service.ReviewOrder(Target("toy", "team/app", 3), Settings())
+    order = service.ReviewOrder.opened(Target("toy", "team/app", 3), Settings())
     response = service.answer(order, 7, passes=lambda: pytest.fail("no model for help"),
                               reviewer=lambda: pytest.fail("no review for help"))
     assert response.action is Action.HELP and "help" in toy.STORE.replies[0].lower()

@@ -64,7 +64,8 @@ class ToyForge:
     def existing(self) -> list[PostedComment]:
         return [c for c, _ in STORE.comments]
 
-    def post(self, request: ChangeRequest, findings: list[Finding]) -> PostOutcome:
+    def post(self, request: ChangeRequest, findings: list[Finding],
+             hold: bool = False) -> PostOutcome:
         for f in findings:
             marker = FindingMarker.of(f)
             STORE.comments.append((PostedComment(str(len(STORE.comments)), f.fingerprint,
