@@ -45,12 +45,17 @@ class Dropped:
         return {**self.finding.to_dict(), "stage": self.stage, "reason": self.reason}
 
 
+class HeldTo(StrEnum):
+    SUMMARY = "summary"  # listed in the summary note
+    NONE = "none"  # only counted there
+
+
 @dataclass(frozen=True)
 class Held:
     """A kept finding that a forge does not post as an inline thread (noise control)."""
 
     fingerprint: str
-    to: str  # "summary": listed in the summary note | "none": only counted there
+    to: HeldTo
     reason: str
 
 
@@ -239,12 +244,12 @@ class ReviewResult:
     def hold_back(self, fingerprints: list[str], reason: str) -> None:
         """These findings are counted, never shown, never gating (unless already held)."""
         held = {h.fingerprint for h in self.held}
-        self.held += [Held(fp, "none", reason) for fp in dict.fromkeys(fingerprints)
+        self.held += [Held(fp, HeldTo.NONE, reason) for fp in dict.fromkeys(fingerprints)
                       if fp not in held]
 
     def hidden(self) -> set[str]:
         """Fingerprints held back below the noise floor: counted, never shown, never gating."""
-        return {h.fingerprint for h in self.held if h.to == "none"}
+        return {h.fingerprint for h in self.held if h.to is HeldTo.NONE}
 
     def gating(self) -> list[Finding]:
         """What the verdict covers: this review's findings above the noise floor, and the open
@@ -287,9 +292,7 @@ def exit_code(complete: bool, worst: Severity | None, fail_on: str) -> int:
     return EXIT_OK
 
 
-class RunMode(StrEnum):
-    """What a run did: reviewed in full or since the last reviewed head, or not at all."""
-
+class RunMode(StrEnum):  # what a run did: reviewed all, since the last reviewed head, or not
     FULL = "full"
     INCREMENTAL = "incremental"  # the commits since the last reviewed head
     UP_TO_DATE = "up-to-date"  # nothing new since the last reviewed head

@@ -14,16 +14,30 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from enum import StrEnum
 from functools import cache
-from typing import Any, Literal
+from typing import Any
 
 from markdown_it import MarkdownIt
 
 from reviewbot.discussion import Note, Thread
 
 _MAX_NOTE = 100_000  # GitLab's own limit on a note is 1,000,000 characters
-COMMANDS = ("review", "pause", "resume", "ignore", "publish", "help")
-Kind = Literal["review", "pause", "resume", "ignore", "publish", "help", "question"]
+
+
+class Command(StrEnum):
+    """What a note asks of the bot: a command word, or a question (any other words)."""
+
+    REVIEW = "review"
+    PAUSE = "pause"
+    RESUME = "resume"
+    IGNORE = "ignore"
+    PUBLISH = "publish"
+    HELP = "help"
+    QUESTION = "question"
+
+
+COMMANDS = tuple(c.value for c in Command if c is not Command.QUESTION)
 EDITED = ("Not done: this comment was edited after it was written, and the forge does not say "
           "by whom, so `{kind}` is obeyed only as first written. Write it in a new comment.")
 DISPUTED = ("**Disputed**: this argument comes from the change's author (or from a comment "
@@ -46,7 +60,7 @@ HELP = (
 
 @dataclass(frozen=True)
 class Addressed:
-    kind: Kind
+    kind: Command
     text: str  # the note without the mention
 
 
@@ -64,12 +78,12 @@ def addressed(note: Note, me_id: int, login: str, thread: Thread | None) -> Addr
         return None
     text = (own[found.end():] if found else own).lstrip(",.:;!? \t\n").strip()
     word = text.split(None, 1)[0].lower().strip(".,:;!?") if text else ""
-    if word in COMMANDS and (word != "ignore" or in_bot_thread):
-        return Addressed(word, text)  # type: ignore[arg-type]
+    if word in COMMANDS and (word != Command.IGNORE or in_bot_thread):
+        return Addressed(Command(word), text)
     # anything said in a finding's thread is a question about it; elsewhere a sentence is a
     # question about the change, and a bare mention or one unknown word gets the commands
     asks = bool(text) if in_bot_thread else len(text.split()) > 1
-    return Addressed("question" if asks else "help", text)
+    return Addressed(Command.QUESTION if asks else Command.HELP, text)
 
 
 # GitLab's multi-line quote: a `>>>` line, the quoted lines, a closing `>>>` line

@@ -7,19 +7,18 @@ the bot's own state (which notes it answered) is read only from its own notes' m
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from enum import StrEnum
 
 from reviewbot.config import Settings
+from reviewbot.conversation.commands import DO, Asked
 from reviewbot.conversation.learnings import Outcome
-from reviewbot.conversation.notes import DISPUTED, EDITED, HELP, addressed
+from reviewbot.conversation.notes import DISPUTED, EDITED, Command, addressed
+from reviewbot.conversation.verdicts import Action, Learn, Response, Tally, dismissed
 from reviewbot.discussion import Note, Thread, Threads
 from reviewbot.engine.messages import Anchor
 from reviewbot.engine.passes import Passes
-from reviewbot.errors import IncompleteReview, UsageError
+from reviewbot.errors import IncompleteReview
 from reviewbot.forges.markers import ReplyMarker, reply_marker
 from reviewbot.modeltext import inline, prose
 
@@ -36,52 +35,12 @@ VERDICT = {"keep": "", "withdraw": "Withdrawn: I am resolving this thread.",
            "fixed": "Fixed in the current code: I am resolving this thread."}
 
 
-Learn = Callable[[Thread, Note, str, str], None]  # (thread, note, text, category)
-Tally = Callable[[Thread, Outcome], None]  # what became of the thread's finding
-_HEADING = re.compile(r"\*\*\w+\*\* \((?P<category>[\w-]+)\): (?P<title>[^\n]+)")
-
-
-def _dismissed(thread: Thread) -> tuple[str, str]:
-    """A learning's default text and category, from the heading of the bot's finding."""
-    found = _HEADING.search(thread.notes[0].body if thread.notes else "")
-    title = found["title"].strip() if found else "this finding"
-    return (f"Do not raise \"{title}\" on these files: a project member dismissed it.",
-            found["category"] if found else "")
-
-
 def _nothing(thread: Thread, note: Note, text: str, category: str) -> None:
     return None
 
 
 def _uncounted(thread: Thread, outcome: Outcome) -> None:
     return None
-
-
-class Action(StrEnum):
-    """What answering a note did."""
-
-    NOT_ADDRESSED = "not-addressed"
-    NOT_A_MEMBER = "not-a-member"
-    ANSWERED_BEFORE = "answered-before"
-    HELP = "help"
-    AUTHOR_REFUSED = "author-refused"
-    EDITED_REFUSED = "edited-refused"
-    IGNORED = "ignored"
-    PAUSE = "pause"
-    RESUME = "resume"
-    PUBLISHED = "published"
-    REVIEWED = "reviewed"
-    ANSWERED = "answered"
-    LIMIT = "limit"
-    DISMISSED = "dismissed"
-    DISMISSED_BEFORE = "dismissed-before"
-    VOTED = "voted"
-
-
-@dataclass(frozen=True)
-class Response:
-    action: Action
-    detail: str = ""
 
 
 def respond(threads: Threads, note_id: int, settings: Settings, passes: Callable[[], Passes],
@@ -104,40 +63,13 @@ def respond(threads: Threads, note_id: int, settings: Settings, passes: Callable
         return Response(Action.ANSWERED_BEFORE)  # a redelivered event: the answer is there
     threads.acknowledge(note)
     mark = "\n\n" + ReplyMarker(note.id).render()
-    if asked.kind == "help":
-        threads.reply(thread, HELP + mark)
-        return Response(Action.HELP)
     by_author = note.author_id == threads.change_author()
-    if refused := _refused(note, asked.kind, by_author, settings):
+    if asked.kind is not Command.HELP and (
+            refused := _refused(note, asked.kind, by_author, settings)):
         threads.reply(thread, refused[1].format(kind=asked.kind) + mark)
         return Response(refused[0], note.author)
-    if asked.kind == "ignore":  # the reply last: it marks the note answered (kill -9 safe)
-        learn(thread, note, *_dismissed(thread))
-        tally(thread, Outcome.DISMISSED)
-        threads.resolve(thread)
-        threads.reply(thread, "Withdrawn at a member's request: I will not raise this finding "
-                      "again on this merge request.\n\n"
-                      + ReplyMarker(note.id, dismissed=True).render())
-        return Response(Action.IGNORED, thread.fingerprint or "")
-    if asked.kind in ("pause", "resume"):
-        threads.set_paused(asked.kind == "pause")
-        threads.reply(thread, ("Paused: I will not review this merge request on new pushes "
-                               "until a member says `resume`." if asked.kind == "pause" else
-                               "Resumed: I will review new pushes again.") + mark)
-        return Response(Action(asked.kind))
-    if asked.kind == "publish":
-        try:
-            count = threads.publish()
-        except UsageError as exc:  # not for a retry: the member has something to do first
-            threads.reply(thread, f"Not published: {inline(exc.message)}" + mark)
-            return Response(Action.PUBLISHED, "refused")
-        threads.reply(thread, (f"Published the {count} finding(s) that waited for approval."
-                               if count else "Nothing waits to be published.") + mark)
-        return Response(Action.PUBLISHED, str(count))
-    if asked.kind == "review":
-        outcome = review()
-        threads.reply(thread, f"Reviewed the current head in full: {outcome}" + mark)
-        return Response(Action.REVIEWED, outcome)
+    if (do := DO.get(asked.kind)) is not None:
+        return do(Asked(threads, note, thread, mark, review, learn, tally))
     if thread.fingerprint is None:  # a question outside its threads: about the whole change
         return _general(threads, note, asked.text, settings, passes(), mark, thread)
     # the author's words never become a rule; an edited note's may not be its author's
@@ -146,13 +78,13 @@ def respond(threads: Threads, note_id: int, settings: Settings, passes: Callable
                    disputed=(by_author and not settings.author_may_dismiss) or note.edited)
 
 
-def _refused(note: Note, kind: str, by_author: bool,
+def _refused(note: Note, kind: Command, by_author: bool,
              settings: Settings) -> tuple[Action, str] | None:
     """A command not obeyed, and the reply that says why: one edited after it was written (the
     forges do not say by whom), or the author's own `pause`/`ignore`."""
-    if note.edited and kind != "question":
+    if note.edited and kind is not Command.QUESTION:
         return Action.EDITED_REFUSED, EDITED
-    if kind in ("pause", "ignore") and by_author and not settings.author_commands:
+    if kind in (Command.PAUSE, Command.IGNORE) and by_author and not settings.author_commands:
         return Action.AUTHOR_REFUSED, AUTHOR_ONLY
     return None
 
@@ -191,7 +123,7 @@ def _voted(threads: Threads, thread: Thread, settings: Settings, me_id: int,
         if name == "+1":
             ups += 1
         elif user != author or settings.author_commands:
-            text, category = _dismissed(thread)
+            text, category = dismissed(thread)
             said = [n.body for n in thread.notes[1:] if n.author_id == user]
             reason = f" Their reason: {said[-1][:MAX_REASON]}" if said else ""
             learn(thread, Note(0, user, who, "👎"), text + reason, category)
@@ -253,7 +185,7 @@ def _answer(threads: Threads, note: Note, thread: Thread, settings: Settings, pa
                       + ReplyMarker(note.id).render())
         return Response(Action.ANSWERED, "disputed")
     if answer.verdict == "withdraw":  # a rebuttal the model accepted: remembered
-        text, category = _dismissed(thread)
+        text, category = dismissed(thread)
         learn(thread, note, answer.learning or text, category)
     if answer.verdict != "keep":
         tally(thread, Outcome.DISMISSED if answer.verdict == "withdraw" else Outcome.ACCEPTED)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reviewbot.findings import Finding, Severity
-from reviewbot.result import Held
+from reviewbot.result import Held, HeldTo
 
 
 @dataclass(frozen=True)
@@ -30,16 +30,16 @@ def triage(findings: list[Finding], floor: Floor) -> list[Held]:
     inline: list[Finding] = []
     for f in findings:
         if f.confidence is not None and f.confidence < floor.min_confidence:
-            held.append(Held(f.fingerprint, "none",
+            held.append(Held(f.fingerprint, HeldTo.NONE,
                              f"confidence {f.confidence:.2f} below min_confidence "
                              f"{floor.min_confidence:g}"))
         elif f.severity < floor.inline_min_severity:
-            held.append(Held(f.fingerprint, "summary",
+            held.append(Held(f.fingerprint, HeldTo.SUMMARY,
                              f"below inline_min_severity {floor.inline_min_severity.label}"))
         else:
             inline.append(f)
     ranked = sorted(inline, key=lambda f: (-weight(f), f.path, f.line or 0))
-    held += [Held(f.fingerprint, "summary",
+    held += [Held(f.fingerprint, HeldTo.SUMMARY,
                   f"beyond max_inline_comments {floor.max_inline_comments}")
              for f in ranked[floor.max_inline_comments:]]
     return held

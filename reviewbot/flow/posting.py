@@ -32,6 +32,7 @@ from reviewbot.forges.markers import SummaryMarker, summary_marker
 from reviewbot.forges.summary import MAX_BODY, SummaryInput, carried, render_summary, unpack
 from reviewbot.result import (
     DISMISSED,
+    HeldTo,
     Reviewer,
     ReviewResult,
     RunMode,
@@ -172,8 +173,8 @@ def _plan(forge: Forge, run: ForgeRun, changes: ChangeSet, previous: SummaryMark
     anchored, refused = anchoring.split(current, run.request.changes,
                                         new_side_only=since is not None)
     held = {h.fingerprint: h.to for h in result.held}  # noise control (reviewbot.engine.noise)
-    run.unanchored = [f for f in refused if held.get(f.fingerprint) != "none"]
-    run.listed = [f for f in anchored if held.get(f.fingerprint) == "summary"]
+    run.unanchored = [f for f in refused if held.get(f.fingerprint) is not HeldTo.NONE]
+    run.listed = [f for f in anchored if held.get(f.fingerprint) is HeldTo.SUMMARY]
     # what earlier reviews could not anchor, on code not reviewed again
     kept = carried(previous.unanchored, changes, current + run.unanchored) if since else []
     run.unanchored += kept

@@ -15,7 +15,8 @@ from functools import cached_property
 from reviewbot.config import Settings
 from reviewbot.context import Context
 from reviewbot.conversation.learnings import LearningStore, Outcome, scope, tally_line
-from reviewbot.conversation.respond import Response, respond, votes
+from reviewbot.conversation.respond import respond, votes
+from reviewbot.conversation.verdicts import Response
 from reviewbot.diff import ChangeSet
 from reviewbot.discussion import Note, Thread
 from reviewbot.engine.passes import Passes

@@ -12,7 +12,7 @@ from reviewbot.forges.base import ChangeRequest
 from reviewbot.forges.markers import SummaryMarker, summary_marker, without_marker
 from reviewbot.modeltext import code, inline, prose
 from reviewbot.rendering import dismissed_lines, issue_lines, list_item
-from reviewbot.result import DISMISSED, ReviewResult
+from reviewbot.result import DISMISSED, HeldTo, ReviewResult
 
 TITLE = "### reviewbot review"
 _MAX_ITEMS = 200  # beyond this the list is cut, and says so
@@ -170,7 +170,7 @@ def _held_back(result: ReviewResult) -> list[str]:
     """What the floor and the verifier kept out of the note, counted (the CLI's JSON output
     lists each one with its reason)."""
     dismissed = sum(1 for h in result.held if h.reason == DISMISSED)
-    low = sum(1 for h in result.held if h.to == "none") - dismissed
+    low = sum(1 for h in result.held if h.to is HeldTo.NONE) - dismissed
     by_stage = Counter(d.stage for d in result.dropped)
     parts = [f"{low} below min_confidence"] if low else []
     if dismissed:

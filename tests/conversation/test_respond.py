@@ -13,7 +13,8 @@ import pytest
 from reviewbot import config
 from reviewbot.config import Settings
 from reviewbot.conversation.learnings import Outcome
-from reviewbot.conversation.respond import Action, Response, respond, votes
+from reviewbot.conversation.respond import respond, votes
+from reviewbot.conversation.verdicts import Action, Response
 from reviewbot.diff import ChangeSet
 from reviewbot.discussion import Note, Thread
 from reviewbot.errors import UsageError

@@ -110,10 +110,10 @@ def test_prose_never_leaves_a_fence_open(text: str) -> None:
 
 
 def test_held_back_and_dropped_findings_are_marked(result: ReviewResult) -> None:
-    from reviewbot.result import Dropped, Held
+    from reviewbot.result import Dropped, Held, HeldTo
 
     first = result.findings[0]
-    marked = replace(result, held=[Held(first.fingerprint, "summary", "below inline_min_severity major")],
+    marked = replace(result, held=[Held(first.fingerprint, HeldTo.SUMMARY, "below inline_min_severity major")],
                      dropped=[Dropped(result.findings[1], "verify", "not <b>real</b> | @x")])
     out = render(marked, "markdown")
     assert "*(not inline: below inline\\_min\\_severity major)*" in out

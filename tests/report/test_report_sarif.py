@@ -109,11 +109,11 @@ def test_run_properties_carry_summary_and_stats(result: ReviewResult) -> None:
 def test_confidence_and_held_back_are_properties(result: ReviewResult) -> None:
     from dataclasses import replace
 
-    from reviewbot.result import Held
+    from reviewbot.result import Held, HeldTo
 
     first = replace(result.findings[0], confidence=0.4)
     marked = replace(result, findings=[first, *result.findings[1:]],
-                     held=[Held(first.fingerprint, "none", "confidence 0.40 below min_confidence 0.5")])
+                     held=[Held(first.fingerprint, HeldTo.NONE, "confidence 0.40 below min_confidence 0.5")])
     hit = by_title(sarif(marked), first.title)
     assert hit["properties"]["confidence"] == 0.4
     assert hit["properties"]["held_back"] == "confidence 0.40 below min_confidence 0.5"

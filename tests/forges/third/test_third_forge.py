@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from reviewbot.config import Settings
-from reviewbot.conversation.respond import Action
+from reviewbot.conversation.verdicts import Action
 from reviewbot.discussion import Note
 from reviewbot.flow import doctor, service
 from reviewbot.forges import registry
