@@ -5,19 +5,37 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from reviewbot.conversation.learnings import LearningStore, Outcome, scope, tally_line
 from reviewbot.discussion import Note, Thread
 from reviewbot.errors import ForgeError
-from reviewbot.forges.base import ChangeRequest, Forge, Keyed, PostedComment
+from reviewbot.forges.base import ChangeRequest, Forge, Keyed, PostedComment, PostOutcome
 from reviewbot.rules import Rule
 
 if TYPE_CHECKING:
-    from reviewbot.flow.posting import ForgeRun
     from reviewbot.flow.service import ReviewOrder
 
 MAX_COMPARED_HEADS = 5  # per review: one compare request each
+
+
+class Ran(Protocol):
+    """What `Memory.record` reads of a run (reviewbot.flow.posting.ForgeRun)."""
+
+    @property
+    def request(self) -> ChangeRequest: ...
+
+    @property
+    def outcome(self) -> PostOutcome: ...
+
+    @property
+    def to_resolve(self) -> list[PostedComment]: ...
+
+    @property
+    def existing(self) -> list[PostedComment]: ...
+
+    @property
+    def author_may_dismiss(self) -> bool: ...
 
 
 @dataclass
@@ -59,7 +77,7 @@ class Memory:
         if self.store and self.key and thread.fingerprint:
             self.store.record(self.key, self.order.target.ref, [thread.fingerprint], outcome)
 
-    def record(self, run: ForgeRun) -> None:
+    def record(self, run: Ran) -> None:
         """Posted findings are open; those the bot resolved because the code changed and the
         model did not raise them again are accepted (fixed by a later push); a thread a person
         resolved without a word is accepted when its file changed since, else dismissed."""
