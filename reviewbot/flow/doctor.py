@@ -1,7 +1,7 @@
 """`reviewbot doctor`: a set-up checked end to end, each check with the one line that fixes it.
 
 The model server (answers, serves the model, counts tokens, completes a forced tool call), each
-forge whose token is set (reviewbot.forges.*.setup), the webhook secrets and the listener's
+forge whose token is set (reviewbot.forges.*.doctor), the webhook secrets and the listener's
 database. Nothing here writes anything anywhere; no check's text holds a secret.
 """
 

@@ -89,8 +89,8 @@ def _github(settings: Settings) -> ForgeSettings:
 
 
 register(ForgeKind("gitlab", "!", _gitlab, "reviewbot.forges.gitlab.connect:open_target",
-                   "reviewbot.forges.gitlab.setup:check",
+                   "reviewbot.forges.gitlab.doctor:check",
                    "reviewbot.forges.gitlab.threads:GitLabThreads", "reviewbot.webhook.hooks:GITLAB"))
 register(ForgeKind("github", "#", _github, "reviewbot.forges.github.connect:open_target",
-                   "reviewbot.forges.github.setup:check",
+                   "reviewbot.forges.github.doctor:check",
                    "reviewbot.forges.github.threads:GitHubThreads", "reviewbot.webhook.hooks:GITHUB"))

@@ -26,16 +26,16 @@ from reviewbot.diff import ChangeSet, parse
 from reviewbot.errors import ForgeError
 from reviewbot.findings import Finding
 from reviewbot.forges.base import ChangeRequest, ForgeSettings, PostedComment, PostOutcome
-from reviewbot.forges.github.client import change_error, download_archive, forge_error, make_client
+from reviewbot.forges.github.api import change_error, download_archive, forge_error, make_client
 from reviewbot.forges.github.graphql import closing_issues, resolved_by
-from reviewbot.forges.github.map import (
+from reviewbot.forges.github.pending import drop_pending
+from reviewbot.forges.github.positions import (
     file_entry,
     files_to_diff,
     fit_comment,
     outdated_body,
     posted_comment,
 )
-from reviewbot.forges.github.pending import drop_pending
 from reviewbot.forges.github.post import BATCH_SIZE, Poster, plan, review_body
 from reviewbot.forges.markers import reply_marker, summary_marker
 from reviewbot.result import SkippedFile

@@ -13,7 +13,7 @@ from requests import RequestException
 
 from reviewbot.context import MAX_ISSUES, LinkedIssue
 from reviewbot.errors import ForgeError
-from reviewbot.forges.github.client import forge_error
+from reviewbot.forges.github.api import forge_error
 
 log = logging.getLogger(__name__)
 

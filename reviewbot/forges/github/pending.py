@@ -8,7 +8,7 @@ from github.PullRequest import PullRequest
 from github.PullRequestReview import PullRequestReview
 from requests import RequestException
 
-from reviewbot.forges.github.client import forge_error
+from reviewbot.forges.github.api import forge_error
 
 
 def _pending(pull: PullRequest, me: str) -> list[PullRequestReview]:

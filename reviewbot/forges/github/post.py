@@ -1,7 +1,7 @@
 """Posting inline comments as GitHub reviews, without losing the good ones to one bad one.
 
 A review is all-or-nothing: one comment GitHub cannot anchor rejects it with 422 and does not
-say which. Positions are validated against the ChangeSet first (map.review_comment);
+say which. Positions are validated against the ChangeSet first (positions.review_comment);
 if GitHub still answers 422 about a position, the batch is bisected until the offender is
 alone, and that one goes to the summary. At most `batch_size` comments per review request
 (reviewdog uses 30). After a 5xx on the POST (never retried blindly: it may have landed), the
@@ -24,8 +24,8 @@ from requests import RequestException
 from reviewbot.diff import ChangeSet
 from reviewbot.findings import Finding
 from reviewbot.forges.base import PostOutcome
-from reviewbot.forges.github.client import error_text, forge_error
-from reviewbot.forges.github.map import review_comment
+from reviewbot.forges.github.api import error_text, forge_error
+from reviewbot.forges.github.positions import review_comment
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from requests import RequestException
 from reviewbot.diff import ChangeSet
 from reviewbot.discussion import Note, Thread
 from reviewbot.errors import ForgeError, UsageError
-from reviewbot.forges.github.client import forge_error
+from reviewbot.forges.github.api import forge_error
 from reviewbot.forges.github.forge import GitHubForge
 from reviewbot.forges.github.graphql import resolve_thread, review_threads
 from reviewbot.forges.github.pending import publish_pending

@@ -25,7 +25,7 @@ from reviewbot.forges.base import (
 )
 from reviewbot.forges.gitlab import diffs, issues
 from reviewbot.forges.gitlab.api import HINTS, call, call_json, client, forge_error
-from reviewbot.forges.gitlab.position import note_payload, posted_comment
+from reviewbot.forges.gitlab.positions import note_payload, posted_comment
 from reviewbot.forges.gitlab.post import Poster, WritePolicy, resolve_threads
 from reviewbot.forges.markers import reply_marker, summary_marker
 from reviewbot.redact import redact

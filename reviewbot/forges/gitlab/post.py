@@ -23,7 +23,7 @@ from gitlab.exceptions import GitlabError
 from reviewbot.errors import ForgeError, Refused, Unavailable, UsageError
 from reviewbot.findings import Finding
 from reviewbot.forges.base import ChangeRequest, PostedComment, PostOutcome
-from reviewbot.forges.gitlab.position import note_payload
+from reviewbot.forges.gitlab.positions import note_payload
 from reviewbot.forges.markers import finding_marker
 from reviewbot.redact import redact
 

@@ -9,7 +9,7 @@ import pytest
 from reviewbot.diff import Side
 from reviewbot.errors import ForgeError
 from reviewbot.forges.base import ForgeSettings
-from reviewbot.forges.github.client import api_url
+from reviewbot.forges.github.api import api_url
 from reviewbot.forges.github.forge import GitHubForge
 from tests.forges.fake_github import FakeGitHub
 from tests.forges.github_support import fake_github, forge, settings  # noqa: F401 - fixture "fake"

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reviewbot.diff import Side, parse
-from reviewbot.forges.github.map import (
+from reviewbot.forges.github.positions import (
     MAX_COMMENT,
     FileEntry,
     files_to_diff,

@@ -13,7 +13,7 @@ from reviewbot.checks import Check, settings_file
 from reviewbot.config import CONFIG_FILE
 from reviewbot.errors import UsageError
 from reviewbot.forges.base import ForgeSettings
-from reviewbot.forges.github.client import make_client
+from reviewbot.forges.github.api import make_client
 
 EVENTS = {"pull_request", "issue_comment", "pull_request_review_comment"}
 TOKEN_FIX = ("use a token with Pull requests: write and Contents: read (or an App "
