@@ -291,9 +291,9 @@ def outdated(
 
 
 def _anchor_changed(comment: PostedComment, changes: ChangeSet, since_sha: str) -> bool:
-    if comment.line is None or not comment.side:
+    if comment.line is None or comment.side is None:
         return True  # anchor unknown: the file was touched, which is all we can tell
-    if comment.side != Side.NEW.value or comment.head_sha != since_sha:
+    if comment.side is not Side.NEW or comment.head_sha != since_sha:
         return False  # its line numbers do not refer to the old side of this diff: leave it
     file = changes.file(comment.path)
     hit = file.line_at(Side.OLD, comment.line) if file is not None else None

@@ -96,7 +96,7 @@ class PostedComment:
     thread_id: str = ""
     # where it was anchored, when the forge tells: line on `side` ("new"/"old") at `head_sha`
     line: int | None = None
-    side: str = ""
+    side: Side | None = None  # None: the forge did not say
     head_sha: str = ""
     marker: FindingMarker | None = None  # what the comment says of its finding
     dismissed: bool = False  # a member withdrew it (`ignore`, 👎, a rebuttal the bot accepted)
@@ -120,7 +120,7 @@ class PostedComment:
         counted = not self.resolved or self.counted_though_resolved(author_may_dismiss)
         if not counted or m is None or not m.severity:
             return None
-        side = Side.OLD if self.side == Side.OLD.value else Side.NEW
+        side = self.side or Side.NEW
         body = (AUTHOR_RESOLVED if self.resolved
                 else "Still open from an earlier review of this change.")
         return Finding(path=self.path, line=self.line, side=side,

@@ -126,9 +126,9 @@ def test_outdated_in_full_mode_covers_reviewed_files_only() -> None:
 def test_outdated_in_incremental_mode_only_where_the_new_commits_changed_the_line() -> None:
     req = MemoryForge().fetch()
     comments = [
-        PostedComment("changed", "a", "app.py", line=2, side="new", head_sha="h1"),
-        PostedComment("untouched", "b", "app.py", line=4, side="new", head_sha="h1"),
-        PostedComment("older head", "c", "app.py", line=2, side="new", head_sha="h0"),
+        PostedComment("changed", "a", "app.py", line=2, side=Side.NEW, head_sha="h1"),
+        PostedComment("untouched", "b", "app.py", line=4, side=Side.NEW, head_sha="h1"),
+        PostedComment("older head", "c", "app.py", line=2, side=Side.NEW, head_sha="h0"),
         PostedComment("unknown anchor", "d", "app.py"),
         PostedComment("resolved", "e", "app.py", resolved=True),
     ]

@@ -55,7 +55,7 @@ def posted_comment(c: Any, dismissed: bool = False, resolved_by: str | None = No
     meta = finding_marker(c.body)
     if meta is None:
         return None
-    side = {"RIGHT": Side.NEW.value, "LEFT": Side.OLD.value}.get(c.side or "", "")
+    side = {"RIGHT": Side.NEW, "LEFT": Side.OLD}.get(c.side or "")
     return PostedComment(
         id=str(c.id), fingerprint=meta.fingerprint, path=c.path or "", marker=meta,
         resolved=meta.outdated or resolved_by is not None, thread_id=str(c.id),

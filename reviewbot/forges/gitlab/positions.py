@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from reviewbot.diff import DiffLine, FileDiff, Hunk
+from reviewbot.diff import DiffLine, FileDiff, Hunk, Side
 from reviewbot.findings import Finding
 from reviewbot.forges.base import ChangeRequest, PostedComment
 from reviewbot.forges.markers import FindingMarker, finding_marker
@@ -110,14 +110,14 @@ def posted_comment(note: dict[str, Any], thread_id: str, dismissed: bool, me: in
     if meta is None:
         return None
     pos = note.get("position") or {}
-    side = "new" if pos.get("new_line") is not None else "old" if pos else ""
+    side = Side.NEW if pos.get("new_line") is not None else Side.OLD if pos else None
     resolved = bool(note.get("resolved"))
     by = note.get("resolved_by")
     by_id = by.get("id") if resolved and isinstance(by, dict) else None
     return PostedComment(
         id=str(note["id"]), fingerprint=meta.fingerprint, marker=meta,
         path=pos.get("new_path") or pos.get("old_path") or "", resolved=resolved,
-        thread_id=thread_id, line=pos.get("new_line") if side == "new" else pos.get("old_line"),
+        thread_id=thread_id, line=pos.get("new_line") if side is Side.NEW else pos.get("old_line"),
         side=side, head_sha=pos.get("head_sha") or "", dismissed=dismissed,
         resolved_by_person=by_id is not None and by_id != me,
         resolved_by_author=by_id is not None and by_id == author)
