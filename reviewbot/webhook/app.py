@@ -189,9 +189,10 @@ async def list_jobs(request: Request) -> Response:
     if (denied := _denied(request)) is not None:
         return denied
     queue = _parts(request).queue
-    state = request.query_params.get("state")
+    asked = request.query_params.get("state")
     limit = request.query_params.get("limit", "100")
-    if (state is not None and state not in STATES) or not limit.isdigit():
+    state = next((s for s in STATES if s == asked), None)
+    if (asked is not None and state is None) or not limit.isdigit():
         return JSONResponse({"error": "state must be one of " + ", ".join(STATES)
                              + "; limit a positive integer"}, status_code=400)
     try:

@@ -12,12 +12,23 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Literal, Protocol, runtime_checkable
 
 from reviewbot.forges.base import ForgeName
 
-State = Literal["queued", "running", "done", "failed", "superseded"]
-STATES: tuple[State, ...] = ("queued", "running", "done", "failed", "superseded")
+
+class State(StrEnum):
+    """A job's state (reviewbot.webhook.queue draws the machine)."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    SUPERSEDED = "superseded"
+
+
+STATES = tuple(State)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from prometheus_client.registry import Collector
 
 from reviewbot.conversation.learnings import TALLY_DAYS, LearningStore
 from reviewbot.db import DatabaseError
+from reviewbot.webhook.jobs import State
 from reviewbot.webhook.queue import JobQueue
 
 _ACK_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
@@ -44,7 +45,7 @@ class _QueueDepth(Collector):
         depth = GaugeMetricFamily(
             "reviewbot_webhook_queue_depth", "Jobs waiting or running (queued + running)"
         )
-        depth.add_metric([], counts["queued"] + counts["running"])
+        depth.add_metric([], counts[State.QUEUED] + counts[State.RUNNING])
         yield depth
 
 

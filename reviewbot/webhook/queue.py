@@ -74,7 +74,7 @@ def _record(row: Sequence[object]) -> JobRecord:
     )
     return JobRecord(
         job=job,
-        state=cast(State, row[8]),
+        state=State(str(row[8])),
         attempts=cast(int, row[9]),
         reason=cast(str, row[10]),
         superseded_by=cast("int | None", row[11]),
@@ -128,11 +128,11 @@ class JobQueue:
             if req.note_id is None:  # a push supersedes the older reviews, never the notes
                 older = [(int(i), str(s)) for i, s in tx.execute(
                     "SELECT id, state FROM jobs WHERE forge = ? AND project = ? AND number = ?"
-                    " AND state IN ('queued', 'running') AND note_id IS NULL",
+                    f" AND state IN ('{State.QUEUED}', '{State.RUNNING}') AND note_id IS NULL",
                     (req.forge, req.project, req.number)).fetchall()]
             ids = [i for i, _ in older]
             if ids:  # before the insert: the partial unique index allows one waiting review
-                tx.execute(f"UPDATE jobs SET state = 'superseded', finished_at = ?,"
+                tx.execute(f"UPDATE jobs SET state = '{State.SUPERSEDED}', finished_at = ?,"
                            f" reason = 'a newer push was received' WHERE id IN {in_clause(ids)}",
                            (now, *ids))
             new_id = int(tx.execute(
@@ -144,12 +144,12 @@ class JobQueue:
             if ids:
                 tx.execute(f"UPDATE jobs SET superseded_by = ? WHERE id IN {in_clause(ids)}",
                            (new_id, *ids))
-            running = tuple(i for i, s in older if s == "running")
+            running = tuple(i for i, s in older if s == State.RUNNING)
             self.db.notify(tx, WAKE)
             for job_id in running:  # its worker may be another replica
                 self.db.notify(tx, CANCEL, str(job_id))
         return Enqueued(job_id=new_id, created=True, superseded_running=running,
-                        superseded_queued=tuple(i for i, s in older if s == "queued"))
+                        superseded_queued=tuple(i for i, s in older if s == State.QUEUED))
 
     # -- worker side ---------------------------------------------------------------------
 
@@ -167,14 +167,14 @@ class JobQueue:
         stamp = time.time() if now == float("inf") else now
         with self.db.tx() as tx:
             failed = tx.execute(
-                "UPDATE jobs SET state = 'failed', finished_at = ?, lease_until = NULL,"
+                f"UPDATE jobs SET state = '{State.FAILED}', finished_at = ?, lease_until = NULL,"
                 " reason = 'interrupted (its process died) on its last attempt'"
-                " WHERE state = 'running' AND (lease_until IS NULL OR lease_until < ?)"
+                f" WHERE state = '{State.RUNNING}' AND (lease_until IS NULL OR lease_until < ?)"
                 " AND attempts >= ?", (stamp, now, max_attempts)).rowcount
             requeued = tx.execute(
-                "UPDATE jobs SET state = 'queued', started_at = NULL, lease_until = NULL,"
+                f"UPDATE jobs SET state = '{State.QUEUED}', started_at = NULL, lease_until = NULL,"
                 " reason = 'requeued: its process stopped renewing the lease'"
-                " WHERE state = 'running' AND (lease_until IS NULL OR lease_until < ?)",
+                f" WHERE state = '{State.RUNNING}' AND (lease_until IS NULL OR lease_until < ?)",
                 (now,)).rowcount
             # a superseded review whose process died holds its change no longer
             tx.execute("UPDATE jobs SET lease_until = NULL WHERE lease_until < ?", (now,))
@@ -190,9 +190,9 @@ class JobQueue:
         forge_filter = f" AND j.forge NOT IN {in_clause(skip)}" if skip else ""
         with self.db.tx() as tx:
             row = tx.execute(
-                "UPDATE jobs SET state = 'running', attempts = attempts + 1, started_at = ?,"
+                f"UPDATE jobs SET state = '{State.RUNNING}', attempts = attempts + 1, started_at = ?,"
                 " worker = ?, lease_until = ? WHERE id = (SELECT j.id FROM jobs j"
-                " WHERE j.state = 'queued' AND j.not_before <= ?" + forge_filter +
+                f" WHERE j.state = '{State.QUEUED}' AND j.not_before <= ?" + forge_filter +
                 " AND (j.note_id IS NOT NULL OR NOT EXISTS (SELECT 1 FROM jobs r"
                 " WHERE r.forge = j.forge AND r.project = j.project AND r.number = j.number"
                 " AND r.note_id IS NULL AND r.lease_until IS NOT NULL))"
@@ -209,11 +209,11 @@ class JobQueue:
         now = time.time() if now is None else now
         with self.db.tx() as tx:
             kept = {int(r[0]) for r in tx.execute(
-                f"UPDATE jobs SET lease_until = ? WHERE worker = ? AND state = 'running'"
+                f"UPDATE jobs SET lease_until = ? WHERE worker = ? AND state = '{State.RUNNING}'"
                 f" AND id IN {in_clause(job_ids)} RETURNING id",
                 (now + self.lease_s, self.worker, *job_ids)).fetchall()}
             # a superseded review keeps holding its change until it has stopped
-            tx.execute(f"UPDATE jobs SET lease_until = ? WHERE worker = ? AND state <> 'running'"
+            tx.execute(f"UPDATE jobs SET lease_until = ? WHERE worker = ? AND state <> '{State.RUNNING}'"
                        f" AND lease_until IS NOT NULL AND id IN {in_clause(job_ids)}",
                        (now + self.lease_s, self.worker, *job_ids))
         return tuple(i for i in job_ids if i not in kept)
@@ -222,7 +222,7 @@ class JobQueue:
         """The review has stopped: its change may be claimed again (whatever its state)."""
         with self.db.tx() as tx:
             if tx.execute("UPDATE jobs SET lease_until = NULL WHERE id = ? AND worker = ?"
-                          " AND state <> 'running' AND lease_until IS NOT NULL",
+                          f" AND state <> '{State.RUNNING}' AND lease_until IS NOT NULL",
                           (job_id, self.worker)).rowcount:
                 self.db.notify(tx, WAKE)
 
@@ -232,15 +232,15 @@ class JobQueue:
         with self.db.tx() as tx:
             return tx.execute(
                 "UPDATE jobs SET state = ?, reason = ?, finished_at = ?, lease_until = NULL"
-                " WHERE id = ? AND state = 'running' AND worker = ?",
+                f" WHERE id = ? AND state = '{State.RUNNING}' AND worker = ?",
                 (state, reason, now, job_id, self.worker)).rowcount == 1
 
     def requeue(self, job_id: int, not_before: float, reason: str, count_attempt: bool = True) -> bool:
         """Put this worker's running job back in the queue (retry later, or after a shutdown)."""
         with self.db.tx() as tx:
             moved = tx.execute(
-                "UPDATE jobs SET state = 'queued', not_before = ?, reason = ?, started_at = NULL,"
-                " lease_until = NULL, attempts = attempts - ? WHERE id = ? AND state = 'running'"
+                f"UPDATE jobs SET state = '{State.QUEUED}', not_before = ?, reason = ?, started_at = NULL,"
+                f" lease_until = NULL, attempts = attempts - ? WHERE id = ? AND state = '{State.RUNNING}'"
                 " AND worker = ?",
                 (not_before, reason, 0 if count_attempt else 1, job_id, self.worker)).rowcount
             if moved:
@@ -258,7 +258,7 @@ class JobQueue:
     def next_due(self) -> float | None:
         """When the earliest queued job becomes due (None if nothing is queued)."""
         with self.db.read() as tx:
-            row = tx.execute("SELECT MIN(not_before) FROM jobs WHERE state = 'queued'").fetchone()
+            row = tx.execute(f"SELECT MIN(not_before) FROM jobs WHERE state = '{State.QUEUED}'").fetchone()
         return None if row is None or row[0] is None else float(row[0])
 
     def watch(self, wake: Callable[[], None], cancel: Callable[[tuple[int, ...]], None],

@@ -25,7 +25,7 @@ from functools import partial
 from reviewbot.db import DatabaseError
 from reviewbot.errors import BackendError, ForgeError, IncompleteReview, ReviewbotError
 from reviewbot.redact import redact
-from reviewbot.webhook.jobs import FailureReporter, Job, Outcome, ReviewRunner
+from reviewbot.webhook.jobs import FailureReporter, Job, Outcome, ReviewRunner, State
 from reviewbot.webhook.metrics import Metrics
 from reviewbot.webhook.queue import JobQueue
 
@@ -224,7 +224,7 @@ class WorkerPool:
     def _settle_outcome(self, job: Job, outcome: Outcome, cancel: threading.Event) -> None:
         now = self._clock()
         if outcome.status == "done":
-            if self._queue.finish(job.id, "done", outcome.detail, now=now):
+            if self._queue.finish(job.id, State.DONE, outcome.detail, now=now):
                 log.info("job %d %s done: %s", job.id, _what(job), outcome.detail or "ok")
                 self._metrics.reviews.labels("done").inc()
                 self._metrics.job_latency.labels("done").observe(now - job.received_at)
@@ -255,7 +255,7 @@ class WorkerPool:
         self._fail(job, f"after {attempts} attempt(s): {reason}", now)
 
     def _fail(self, job: Job, reason: str, now: float) -> None:
-        if self._queue.finish(job.id, "failed", reason, now=now):
+        if self._queue.finish(job.id, State.FAILED, reason, now=now):
             log.error("job %d %s failed: %s", job.id, _what(job), reason)
             self._metrics.reviews.labels("failed").inc()
             self._metrics.job_latency.labels("failed").observe(now - job.received_at)
