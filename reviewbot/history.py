@@ -99,7 +99,7 @@ USAGE_KEYS = ("project", "day")
 
 
 @dataclass(frozen=True)
-class Usage:
+class ProjectUsage:
     """One line of `reviewbot usage`: what the reviews of a project (or a day) cost."""
 
     key: str
@@ -143,7 +143,7 @@ class HistoryStore:
                               (*args, limit)).fetchall()
         return [_record(row) for row in rows]
 
-    def usage(self, by: str, project: str | None = None, since: float = 0.0) -> list[Usage]:
+    def usage(self, by: str, project: str | None = None, since: float = 0.0) -> list[ProjectUsage]:
         """Sums per project or per day (UTC), over every row `recent` would give, summed by
         the database: one row a group comes back, however many reviews there are."""
         assert by in USAGE_KEYS
@@ -158,7 +158,7 @@ class HistoryStore:
                 "SUM(prompt_tokens), SUM(cached_tokens), SUM(completion_tokens), "
                 f"SUM(server_seconds) FROM reviews{where} GROUP BY {key}",
                 (ReviewOutcome.FAILED.value, *args)).fetchall()
-        out = [Usage(str(k) if by == "project" else time.strftime(
+        out = [ProjectUsage(str(k) if by == "project" else time.strftime(
                          "%Y-%m-%d", time.gmtime(int(k) * 86400)),
                      int(n), int(failed or 0), int(p or 0), int(c or 0), int(o or 0),
                      round(float(s or 0.0), 3))

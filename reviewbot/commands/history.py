@@ -15,7 +15,7 @@ import click
 from reviewbot.commands.review import database_option, emit
 from reviewbot.db import LISTENER_DB, open_existing
 from reviewbot.errors import UsageError
-from reviewbot.history import USAGE_KEYS, HistoryStore, ReviewRecord, Usage
+from reviewbot.history import USAGE_KEYS, HistoryStore, ProjectUsage, ReviewRecord
 
 _UNITS = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 # a spreadsheet runs a cell that starts with one of these as a formula (CSV injection)
@@ -116,7 +116,7 @@ def _line(r: ReviewRecord) -> str:
             f"{r.server_seconds:7.1f} server-s  {what}{reason}")
 
 
-def _usage_table(by: str, sums: list[Usage]) -> str:
+def _usage_table(by: str, sums: list[ProjectUsage]) -> str:
     if not sums:
         return "no reviews recorded\n"
     head = (f"{by:<32} {'reviews':>8} {'failed':>7} {'prompt':>13} {'cached':>13} "

@@ -13,9 +13,9 @@ from reviewbot.commands.review import database_option, emit
 from reviewbot.config import CONFIG_FILE
 from reviewbot.conversation.learnings import (
     TALLY_DAYS,
+    FindingOutcome,
     Learning,
     LearningStore,
-    Outcome,
     export_toml,
     tally_line,
 )
@@ -78,10 +78,10 @@ def stats(project: str, db: str, days: float, fmt: str) -> None:
     """What became of the findings the bot posted on the project: accepted (fixed by a later
     push, `fixed`, 👍), dismissed (`ignore`, withdrawn, 👎) and still open."""
     store, key = _store(db, project)
-    counts = store.tally(key, days).get(key, {o: 0 for o in Outcome})
+    counts = store.tally(key, days).get(key, {o: 0 for o in FindingOutcome})
     if fmt == "json":
         emit(json.dumps({"project": key, "days": days,
-                         **{o.value: counts[o] for o in Outcome}}) + "\n", None)
+                         **{o.value: counts[o] for o in FindingOutcome}}) + "\n", None)
     else:
         emit(f"{_named(project, key)}: "
              f"{tally_line(counts, days) or f'no findings in {days:g} days'}\n", None)

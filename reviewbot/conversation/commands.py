@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from reviewbot.conversation.learnings import Outcome
+from reviewbot.conversation.learnings import FindingOutcome
 from reviewbot.conversation.notes import HELP, Command
 from reviewbot.conversation.verdicts import Action, Learn, Response, Tally, dismissed
 from reviewbot.discussion import Note, Thread, Threads
@@ -35,7 +35,7 @@ def _help(a: Asked) -> Response:
 
 def _ignore(a: Asked) -> Response:  # the reply last: it marks the note answered (kill -9 safe)
     a.learn(a.thread, a.note, *dismissed(a.thread))
-    a.tally(a.thread, Outcome.DISMISSED)
+    a.tally(a.thread, FindingOutcome.DISMISSED)
     a.threads.resolve(a.thread)
     a.threads.reply(a.thread, "Withdrawn at a member's request: I will not raise this finding "
                     "again on this merge request.\n\n"

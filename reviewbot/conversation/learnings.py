@@ -55,7 +55,7 @@ def scope(path: str) -> tuple[str, ...]:
     return (glob.escape(path),) if path else ()
 
 
-class Outcome(enum.Enum):
+class FindingOutcome(enum.Enum):
     """What became of a finding the bot posted."""
 
     OPEN = "open"
@@ -66,12 +66,12 @@ class Outcome(enum.Enum):
 TALLY_DAYS = 30
 
 
-def tally_line(counts: dict[Outcome, int], days: float = TALLY_DAYS) -> str:
+def tally_line(counts: dict[FindingOutcome, int], days: float = TALLY_DAYS) -> str:
     """`41 findings accepted, 9 dismissed, 3 open in 30 days` ("" with none)."""
     if not any(counts.values()):
         return ""
-    return (f"{counts[Outcome.ACCEPTED]} findings accepted, {counts[Outcome.DISMISSED]} "
-            f"dismissed, {counts[Outcome.OPEN]} open in {days:g} days")
+    return (f"{counts[FindingOutcome.ACCEPTED]} findings accepted, {counts[FindingOutcome.DISMISSED]} "
+            f"dismissed, {counts[FindingOutcome.OPEN]} open in {days:g} days")
 
 
 class LearningStore:
@@ -119,7 +119,7 @@ class LearningStore:
         return str(row[0]) if row else name
 
     def record(self, project: str, change: str, fingerprints: list[str],
-               outcome: Outcome) -> None:
+               outcome: FindingOutcome) -> None:
         """What became of these posted findings of `change` (`!7`, `#7`): the latest word."""
         now = time.time()
         with self._db.tx() as tx:
@@ -134,21 +134,21 @@ class LearningStore:
         with self._db.read() as tx:
             decided = {str(r[0]) for r in tx.execute(
                 "SELECT fingerprint FROM finding_outcomes WHERE project = ? AND change = ?"
-                " AND outcome <> ?", (project, change, Outcome.OPEN.value)).fetchall()}
+                " AND outcome <> ?", (project, change, FindingOutcome.OPEN.value)).fetchall()}
         return {f for f in fingerprints if f and f not in decided}
 
     def tally(self, project: str | None = None, days: float = TALLY_DAYS
-              ) -> dict[str, dict[Outcome, int]]:
+              ) -> dict[str, dict[FindingOutcome, int]]:
         """Per project, the findings whose latest word came in the last `days`, by outcome."""
         where, args = ("AND project = ?", (project,)) if project is not None else ("", ())
         with self._db.read() as tx:
             rows = tx.execute(f"SELECT project, outcome, COUNT(*) FROM finding_outcomes"
                               f" WHERE at >= ? {where} GROUP BY project, outcome",
                               (time.time() - days * 86400, *args)).fetchall()
-        out: dict[str, dict[Outcome, int]] = {}
+        out: dict[str, dict[FindingOutcome, int]] = {}
         for name, outcome, count in rows:
-            if outcome in {o.value for o in Outcome}:
-                out.setdefault(str(name), {o: 0 for o in Outcome})[Outcome(outcome)] = int(count)
+            if outcome in {o.value for o in FindingOutcome}:
+                out.setdefault(str(name), {o: 0 for o in FindingOutcome})[FindingOutcome(outcome)] = int(count)
         return out
 
     def list(self, project: str) -> list[Learning]:

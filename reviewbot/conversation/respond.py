@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from reviewbot.config import Settings
 from reviewbot.conversation.commands import DO, Asked
-from reviewbot.conversation.learnings import Outcome
+from reviewbot.conversation.learnings import FindingOutcome
 from reviewbot.conversation.notes import DISPUTED, EDITED, Command, addressed
 from reviewbot.conversation.verdicts import Action, Learn, Response, Tally, dismissed
 from reviewbot.discussion import Note, Thread, Threads
@@ -39,7 +39,7 @@ def _nothing(thread: Thread, note: Note, text: str, category: str) -> None:
     return None
 
 
-def _uncounted(thread: Thread, outcome: Outcome) -> None:
+def _uncounted(thread: Thread, outcome: FindingOutcome) -> None:
     return None
 
 
@@ -127,14 +127,14 @@ def _voted(threads: Threads, thread: Thread, settings: Settings, me_id: int,
             said = [n.body for n in thread.notes[1:] if n.author_id == user]
             reason = f" Their reason: {said[-1][:MAX_REASON]}" if said else ""
             learn(thread, Note(0, user, who, "👎"), text + reason, category)
-            tally(thread, Outcome.DISMISSED)
+            tally(thread, FindingOutcome.DISMISSED)
             threads.resolve(thread)
             threads.reply(thread, f"Dismissed after a 👎 from {inline(who)}: I will not raise "
                           "this finding again on this merge request.\n\n"
                           + ReplyMarker(finding.id, dismissed=True).render())
             return Response(Action.DISMISSED, thread.fingerprint or "")
     if ups:
-        tally(thread, Outcome.ACCEPTED)
+        tally(thread, FindingOutcome.ACCEPTED)
     return Response(Action.VOTED, f"{ups} 👍")
 
 
@@ -188,7 +188,7 @@ def _answer(threads: Threads, note: Note, thread: Thread, settings: Settings, pa
         text, category = dismissed(thread)
         learn(thread, note, answer.learning or text, category)
     if answer.verdict != "keep":
-        tally(thread, Outcome.DISMISSED if answer.verdict == "withdraw" else Outcome.ACCEPTED)
+        tally(thread, FindingOutcome.DISMISSED if answer.verdict == "withdraw" else FindingOutcome.ACCEPTED)
         threads.resolve(thread)
     verdict = VERDICT[answer.verdict]  # the reply last, as above
     mark = "\n\n" + ReplyMarker(note.id, dismissed=answer.verdict == "withdraw").render()

@@ -7,11 +7,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
-from reviewbot.conversation.learnings import Outcome
+from reviewbot.conversation.learnings import FindingOutcome
 from reviewbot.discussion import Note, Thread
 
 Learn = Callable[[Thread, Note, str, str], None]  # (thread, note, text, category)
-Tally = Callable[[Thread, Outcome], None]  # what became of the thread's finding
+Tally = Callable[[Thread, FindingOutcome], None]  # what became of the thread's finding
 HEADING = re.compile(r"\*\*\w+\*\* \((?P<category>[\w-]+)\): (?P<title>[^\n]+)")
 
 

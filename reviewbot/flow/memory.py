@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Protocol
 
-from reviewbot.conversation.learnings import LearningStore, Outcome, scope, tally_line
+from reviewbot.conversation.learnings import FindingOutcome, LearningStore, scope, tally_line
 from reviewbot.discussion import Note, Thread
 from reviewbot.errors import ForgeError
 from reviewbot.forges.base import ChangeRequest, Forge, Keyed, PostedComment, PostOutcome
@@ -65,7 +65,7 @@ class Memory:
         key = self.key
         if not (self.store and key):
             return ""
-        return tally_line(self.store.tally(key).get(key, {o: 0 for o in Outcome}))
+        return tally_line(self.store.tally(key).get(key, {o: 0 for o in FindingOutcome}))
 
     def learn(self, thread: Thread, note: Note, text: str, category: str) -> None:
         if self.store and self.key:
@@ -73,7 +73,7 @@ class Memory:
                            f"{self.order.target.ref} thread {thread.id}",
                            approved=not self.order.settings.learnings_need_approval)
 
-    def tally(self, thread: Thread, outcome: Outcome) -> None:
+    def tally(self, thread: Thread, outcome: FindingOutcome) -> None:
         if self.store and self.key and thread.fingerprint:
             self.store.record(self.key, self.order.target.ref, [thread.fingerprint], outcome)
 
@@ -85,9 +85,9 @@ class Memory:
             return
         ref = self.order.target.ref
         self.store.record(self.key, ref, [f.fingerprint for f in run.outcome.posted],
-                          Outcome.OPEN)
+                          FindingOutcome.OPEN)
         self.store.record(self.key, ref, [c.fingerprint for c in run.to_resolve],
-                          Outcome.ACCEPTED)
+                          FindingOutcome.ACCEPTED)
         # a thread only the author resolved is no verdict of the team's (it still gates)
         closed = [c for c in run.existing if c.resolved_by_person and not c.dismissed
                   and not c.counted_though_resolved(run.author_may_dismiss)]
@@ -96,7 +96,7 @@ class Memory:
         for c in closed:
             if c.fingerprint in undecided and (touched := changed(c)) is not None:
                 self.store.record(self.key, ref, [c.fingerprint],
-                                  Outcome.ACCEPTED if touched else Outcome.DISMISSED)
+                                  FindingOutcome.ACCEPTED if touched else FindingOutcome.DISMISSED)
 
 
 @dataclass

@@ -16,7 +16,7 @@ from importlib import resources
 
 import jinja2
 
-from reviewbot.conversation.learnings import LearningStore, Outcome
+from reviewbot.conversation.learnings import FindingOutcome, LearningStore
 from reviewbot.history import HistoryStore, ReviewOutcome, ReviewRecord
 
 DAYS = 14
@@ -93,8 +93,8 @@ def _projects(history: HistoryStore, learnings: LearningStore, now: float) -> li
     sums = history.usage("project", since=now - DAYS * 86400)
     top = max((u.server_seconds for u in sums), default=0.0) or 1.0
     return [ProjectRow(u.key, u.reviews, u.failed, u.prompt_tokens + u.completion_tokens,
-                       u.server_seconds, tally.get(u.key, {}).get(Outcome.ACCEPTED, 0),
-                       tally.get(u.key, {}).get(Outcome.DISMISSED, 0), u.server_seconds / top)
+                       u.server_seconds, tally.get(u.key, {}).get(FindingOutcome.ACCEPTED, 0),
+                       tally.get(u.key, {}).get(FindingOutcome.DISMISSED, 0), u.server_seconds / top)
             for u in sorted(sums, key=lambda u: -u.server_seconds)]
 
 

@@ -1,8 +1,8 @@
-"""The seam between the listener and the review engine: a `Job`, an `Outcome`, a `ReviewRunner`.
+"""The seam between the listener and the review engine: a `Job`, a `JobOutcome`, a `ReviewRunner`.
 
-A runner is any callable `(job, cancel) -> Outcome`. It is called on a worker thread, may
+A runner is any callable `(job, cancel) -> JobOutcome`. It is called on a worker thread, may
 block (forge + vLLM calls), should poll `cancel` between steps and return
-`Outcome.cancelled()` soon after it is set. It reports failures by raising a
+`JobOutcome.cancelled()` soon after it is set. It reports failures by raising a
 `reviewbot.errors.ReviewbotError`: `BackendError`, `IncompleteReview`, `ForgeError` with
 no status, 429 or 5xx (and `OSError`) are retried with backoff; any other error fails the
 job at once.
@@ -60,21 +60,21 @@ class Job:
 
 
 @dataclass(frozen=True)
-class Outcome:
+class JobOutcome:
     status: Literal["done", "cancelled"]
     detail: str = ""
 
     @classmethod
-    def done(cls, detail: str = "") -> Outcome:
+    def done(cls, detail: str = "") -> JobOutcome:
         return cls("done", detail)
 
     @classmethod
-    def cancelled(cls, detail: str = "") -> Outcome:
+    def cancelled(cls, detail: str = "") -> JobOutcome:
         return cls("cancelled", detail)
 
 
 class ReviewRunner(Protocol):
-    def __call__(self, job: Job, cancel: threading.Event) -> Outcome: ...
+    def __call__(self, job: Job, cancel: threading.Event) -> JobOutcome: ...
 
 
 @runtime_checkable

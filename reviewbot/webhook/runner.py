@@ -19,7 +19,7 @@ from reviewbot.errors import IncompleteReview, ReviewbotError, UsageError
 from reviewbot.flow.trust import Trust
 from reviewbot.forges.base import Target
 from reviewbot.result import Reviewer, RunMode
-from reviewbot.webhook.jobs import Job, Outcome, ReviewRunner
+from reviewbot.webhook.jobs import Job, JobOutcome, ReviewRunner
 
 if TYPE_CHECKING:
     from reviewbot.conversation.learnings import LearningStore
@@ -68,9 +68,9 @@ class ForgeRunner:
         self._learnings = learnings
         self._history = history
 
-    def __call__(self, job: Job, cancel: threading.Event) -> Outcome:
+    def __call__(self, job: Job, cancel: threading.Event) -> JobOutcome:
         if cancel.is_set():
-            return Outcome.cancelled()
+            return JobOutcome.cancelled()
         from reviewbot.flow import service
 
         # the job names its forge's URL (checked against the allowed forge URLs at intake)
@@ -87,19 +87,19 @@ class ForgeRunner:
             response = service.answer(
                 order, job.note_id, lambda: self._engines.passes(settings),
                 lambda: self._engines.reviewer(settings), self._learnings, job.discussion_id)
-            return Outcome.done(f"note {job.note_id}: {response.action}")
+            return JobOutcome.done(f"note {job.note_id}: {response.action}")
         run, code = service.review(order, self._engines.reviewer(settings), cancel,
                                    self._learnings, history=self._history)
         if run.mode is RunMode.PAUSED:
-            return Outcome.done("paused by a member: not reviewed")
+            return JobOutcome.done("paused by a member: not reviewed")
         if run.mode is RunMode.SUPERSEDED:
-            return Outcome.cancelled("a newer push arrived during the review; nothing was posted")
+            return JobOutcome.cancelled("a newer push arrived during the review; nothing was posted")
         if not run.complete:
             reason = "; ".join(run.errors + run.result.stats.errors) \
                 or "the review did not cover the whole change"
             raise IncompleteReview(f"{job.forge} {job.project} #{job.number} at "
                                    f"{run.request.head_sha[:12]}: incomplete: {reason}")
-        return Outcome.done(f"review exit code {code}")
+        return JobOutcome.done(f"review exit code {code}")
 
     def report_failure(self, job: Job, reason: str) -> None:
         from reviewbot.flow import service

@@ -25,7 +25,7 @@ from functools import partial
 from reviewbot.db import DatabaseError
 from reviewbot.errors import BackendError, ForgeError, IncompleteReview, ReviewbotError
 from reviewbot.redact import redact
-from reviewbot.webhook.jobs import FailureReporter, Job, Outcome, ReviewRunner, State
+from reviewbot.webhook.jobs import FailureReporter, Job, JobOutcome, ReviewRunner, State
 from reviewbot.webhook.metrics import Metrics
 from reviewbot.webhook.queue import JobQueue
 
@@ -70,7 +70,7 @@ class WorkerPool:
         self._settled = threading.Condition(self._lock)  # notified when a job leaves _running
         self._wake = threading.Event()
         self._stopping = threading.Event()
-        self._running: dict[int, tuple[Job, threading.Event, Future[Outcome]]] = {}
+        self._running: dict[int, tuple[Job, threading.Event, Future[JobOutcome]]] = {}
         self._executor: ThreadPoolExecutor | None = None
         self._dispatcher: threading.Thread | None = None
         self._watcher: threading.Thread | None = None
@@ -191,7 +191,7 @@ class WorkerPool:
         due = self._queue.next_due()
         return 1.0 if due is None else min(1.0, max(0.01, due - self._clock()))
 
-    def _launch(self, job: Job) -> Future[Outcome]:
+    def _launch(self, job: Job) -> Future[JobOutcome]:
         """Called with `_lock` held."""
         assert self._executor is not None
         cancel = threading.Event()
@@ -201,7 +201,7 @@ class WorkerPool:
 
     # -- outcomes ------------------------------------------------------------------------
 
-    def _settle(self, job: Job, future: Future[Outcome]) -> None:
+    def _settle(self, job: Job, future: Future[JobOutcome]) -> None:
         with self._lock:
             _, cancel, _ = self._running[job.id]
         try:
@@ -221,7 +221,7 @@ class WorkerPool:
                 self._settled.notify_all()
             self._wake.set()
 
-    def _settle_outcome(self, job: Job, outcome: Outcome, cancel: threading.Event) -> None:
+    def _settle_outcome(self, job: Job, outcome: JobOutcome, cancel: threading.Event) -> None:
         now = self._clock()
         if outcome.status == "done":
             if self._queue.finish(job.id, State.DONE, outcome.detail, now=now):

@@ -220,7 +220,7 @@ def test_a_thread_a_person_resolved_leaves_the_gate_and_counts_as_dismissed(
         fake: FakeGitHub, tmp_path: Path) -> None:
     """REST does not say who resolved a review thread: GraphQL does. Resolved by a person, the
     finding no longer holds the gate, and with no code change since it counts as dismissed."""
-    from reviewbot.conversation.learnings import LearningStore, Outcome
+    from reviewbot.conversation.learnings import FindingOutcome, LearningStore
 
     store = LearningStore.open(tmp_path / "webhook.sqlite")
     found = replace(finding("src/app.py", 5, title="Unchecked parse", fp="fp-unchecked-parse"),
@@ -234,7 +234,7 @@ def test_a_thread_a_person_resolved_leaves_the_gate_and_counts_as_dismissed(
     run, code = service.review(order, Reviewer(every=1000), learnings=store)
     (mine,) = [c for c in run.existing if c.fingerprint == "fp-unchecked-parse"]
     assert mine.resolved and mine.resolved_by_person and code == 0
-    assert store.tally(fake.full_name)[fake.full_name][Outcome.DISMISSED] == 1
+    assert store.tally(fake.full_name)[fake.full_name][FindingOutcome.DISMISSED] == 1
 
 
 def test_with_approve_before_publish_a_pending_review_waits_for_a_collaborator(

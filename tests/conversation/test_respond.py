@@ -12,7 +12,7 @@ import pytest
 
 from reviewbot import config
 from reviewbot.config import Settings
-from reviewbot.conversation.learnings import Outcome
+from reviewbot.conversation.learnings import FindingOutcome
 from reviewbot.conversation.respond import respond, votes
 from reviewbot.conversation.verdicts import Action, Response
 from reviewbot.diff import ChangeSet
@@ -145,13 +145,13 @@ def test_the_author_cannot_switch_off_the_review_of_their_own_change(command: st
 def test_ignore_learns_tallies_and_resolves_before_the_reply_that_marks_it_done() -> None:
     threads = MemoryThreads(_bot_thread(_note(MEMBER, "@reviewbot ignore")))
     learned: list[tuple[str, str]] = []
-    tallied: list[Outcome] = []
+    tallied: list[FindingOutcome] = []
     response = _respond(threads, learn=lambda t, n, text, category: learned.append((text, category)),
                         tally=lambda t, outcome: tallied.append(outcome))
     assert (response.action, response.detail) == (Action.IGNORED, "f" * 16)
     text = 'Do not raise "the loop never ends" on these files: a project member dismissed it.'
     assert learned == [(text, "bug")]
-    assert tallied == [Outcome.DISMISSED]
+    assert tallied == [FindingOutcome.DISMISSED]
     assert [kind for kind, _ in threads.writes] == ["acknowledge", "resolve", "reply"]
     marker = reply_marker(threads.writes[-1][1])
     assert marker is not None and marker.dismissed
@@ -192,9 +192,9 @@ def test_a_members_thumbs_down_dismisses_once_with_their_words_as_the_reason() -
 
 
 def test_thumbs_up_are_counted_and_a_guests_votes_are_not() -> None:
-    tallied: list[Outcome] = []
+    tallied: list[FindingOutcome] = []
     threads = MemoryThreads(_bot_thread(), reactions_on=[(MEMBER, "bob", "+1"),
                                                          (GUEST, "eve", "-1"), (BOT, "me", "-1")])
     response = votes(threads, FINDING.id, _settings(), tally=lambda t, o: tallied.append(o))
     assert (response.action, response.detail) == (Action.VOTED, "1 👍")
-    assert tallied == [Outcome.ACCEPTED] and threads.writes == []
+    assert tallied == [FindingOutcome.ACCEPTED] and threads.writes == []

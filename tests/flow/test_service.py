@@ -17,7 +17,7 @@ from reviewbot.forges.base import Target
 from reviewbot.forges.gitlab.forge import GitLabForge
 from reviewbot.history import HistoryStore, ReviewOutcome
 from reviewbot.result import Reviewer
-from reviewbot.webhook.jobs import Job, Outcome
+from reviewbot.webhook.jobs import Job, JobOutcome
 from reviewbot.webhook.runner import Engines, ForgeRunner
 from tests.forges.fake_gitlab import Fault
 from tests.forges.gitlab_support import TOKEN, Env, env_fixture, reviewer  # noqa: F401
@@ -92,7 +92,7 @@ def test_the_listeners_runner_posts_and_raises_when_incomplete(env: Env, tmp_pat
     runner = ForgeRunner(Trust({"gitlab_token": TOKEN}), engines,  # the job names the URL
                          history=history)
     job = Job(1, "gitlab", "42", 7, env.head, env.gitlab.url, "d1", 0.0)
-    assert runner(job, threading.Event()) == Outcome.done("review exit code 0")
+    assert runner(job, threading.Event()) == JobOutcome.done("review exit code 0")
     assert [n for n in env.gitlab.diff_notes()]  # posted
     env.repo.write({"src/app.py": "rewritten\n"})
     env.gitlab.push(env.repo.commit("push"))
@@ -133,7 +133,7 @@ def test_one_listener_applies_each_projects_own_target_branch_settings(tmp_path:
     lenient, strict = engines.made
     assert (lenient.fail_on, lenient.exclude) == ("never", ("docs/*",))
     assert (strict.fail_on, strict.exclude) == ("minor", ())
-    assert outcomes == [Outcome.done("review exit code 0"), Outcome.done("review exit code 1")]
+    assert outcomes == [JobOutcome.done("review exit code 0"), JobOutcome.done("review exit code 1")]
 
 
 def test_a_projects_file_cannot_point_the_listener_at_another_server(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from reviewbot.webhook.jobs import Job, Outcome
+from reviewbot.webhook.jobs import Job, JobOutcome
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
@@ -55,7 +55,7 @@ def recorded(db: Path, kind: str = "review") -> list[tuple[int, str, str, int, s
         conn.close()
 
 
-def run(job: Job, cancel: threading.Event) -> Outcome:
+def run(job: Job, cancel: threading.Event) -> JobOutcome:
     """The subprocess runner: start → (gate/delay, cancellable) → review recorded."""
     db = Path(os.environ["RECORDING_DB"])
     record(db, "start", job)
@@ -64,15 +64,15 @@ def run(job: Job, cancel: threading.Event) -> Outcome:
     deadline = time.monotonic() + 60
     while gate and not Path(gate).exists() and time.monotonic() < deadline:
         if cancel.wait(0.02):
-            return Outcome.cancelled()
+            return JobOutcome.cancelled()
     if cancel.wait(delay):
-        return Outcome.cancelled()
+        return JobOutcome.cancelled()
     record(db, "review", job)
-    return Outcome.done()
+    return JobOutcome.done()
 
 
-def noop(job: Job, cancel: threading.Event) -> Outcome:
-    return Outcome.done()
+def noop(job: Job, cancel: threading.Event) -> JobOutcome:
+    return JobOutcome.done()
 
 
 class RecordingRunner:
@@ -94,7 +94,7 @@ class RecordingRunner:
         self._active_by_forge: dict[str, int] = {}
         self._lock = threading.Lock()
 
-    def __call__(self, job: Job, cancel: threading.Event) -> Outcome:
+    def __call__(self, job: Job, cancel: threading.Event) -> JobOutcome:
         with self._lock:
             self.calls.append(job.id)
             attempt = self.calls.count(job.id)
@@ -107,11 +107,11 @@ class RecordingRunner:
             record(self.db, "start", job)
             delay = self.delay(job) if callable(self.delay) else self.delay
             if cancel.wait(delay):
-                return Outcome.cancelled()
+                return JobOutcome.cancelled()
             if self.behave is not None:
                 self.behave(job, attempt)
             record(self.db, "review", job)
-            return Outcome.done()
+            return JobOutcome.done()
         finally:
             with self._lock:
                 self._active_by_forge[job.forge] -= 1

@@ -99,7 +99,7 @@ def test_only_http_links_are_links(url: str) -> None:
 def test_the_board_puts_a_change_whose_latest_attempt_failed_first(tmp_path: Path) -> None:
     """Without a listener: a change retried to success leaves the list; one whose last try failed
     stays; the times' median and p95 count complete reviews only."""
-    from reviewbot.conversation.learnings import LearningStore, Outcome
+    from reviewbot.conversation.learnings import FindingOutcome, LearningStore
     from reviewbot.history import Change, HistoryStore, ReviewOutcome, ReviewRecord
     from reviewbot.webhook.dashboard import build
 
@@ -117,8 +117,8 @@ def test_the_board_puts_a_change_whose_latest_attempt_failed_first(tmp_path: Pat
     for i in range(3, 21):
         add(i, now - 50, ReviewOutcome.COMPLETE, float(i))
     learnings = LearningStore.open(tmp_path / "h.sqlite")
-    learnings.record("grp/a", "!1", ["f1", "f2"], Outcome.ACCEPTED)
-    learnings.record("grp/a", "!2", ["f3"], Outcome.DISMISSED)
+    learnings.record("grp/a", "!1", ["f1", "f2"], FindingOutcome.ACCEPTED)
+    learnings.record("grp/a", "!2", ["f3"], FindingOutcome.DISMISSED)
     board = build(store, learnings, now)
     assert [(r.number, r.outcome) for r in board.attention] == [(2, ReviewOutcome.INCOMPLETE)]
     assert board.median_s == 11.5 and 19 < board.p95_s <= 20  # 3..20, 10 and 20

@@ -10,7 +10,7 @@ import pytest
 
 from reviewbot.errors import ReviewbotError, UsageError
 from reviewbot.flow.trust import Trust
-from reviewbot.webhook.jobs import Job, Outcome
+from reviewbot.webhook.jobs import Job, JobOutcome
 from reviewbot.webhook.runner import ForgeRunner, load_runner
 from reviewbot.webhook.worker import is_retryable
 from tests.webhook.webhook_support import free_port
@@ -21,12 +21,12 @@ JOB = Job(1, "gitlab", "42", 7, "c" * 40, "https://gitlab.example.com", "d1", 0.
 def test_run_review_does_nothing_once_cancelled() -> None:
     cancel = threading.Event()
     cancel.set()
-    assert ForgeRunner(Trust())(JOB, cancel) == Outcome.cancelled()
+    assert ForgeRunner(Trust())(JOB, cancel) == JobOutcome.cancelled()
 
 
 def test_load_runner() -> None:
     assert isinstance(load_runner(None, Trust()), ForgeRunner)
-    assert load_runner("tests.webhook.recording_runner:noop", Trust())(JOB, threading.Event()) == Outcome.done()
+    assert load_runner("tests.webhook.recording_runner:noop", Trust())(JOB, threading.Event()) == JobOutcome.done()
     for bad in ("nocolon", "no_such_module_xyz:run", "tests.webhook.recording_runner:missing", ":x"):
         with pytest.raises(UsageError):
             load_runner(bad, Trust())
