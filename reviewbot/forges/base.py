@@ -1,8 +1,9 @@
 """What the engine and the posting logic need from a forge, and nothing more.
 
-Host modules (gitlab.py, github.py, local.py) map (path, side, line) findings onto their own
-position formats; nothing outside them does host-specific line arithmetic. Optional abilities
-are separate small protocols, detected with isinstance() at run time.
+Each forge's folder (gitlab/, github/; reviewbot.forges.registry names them) maps (path, side,
+line) findings onto its own position format in its `positions` module; nothing outside it does
+host-specific line arithmetic. Optional abilities are separate small protocols, detected with
+isinstance() at run time.
 """
 
 from __future__ import annotations
