@@ -9,7 +9,7 @@ import os
 import click
 
 from reviewbot.checks import Check, Status
-from reviewbot.commands.review import database_option, emit
+from reviewbot.commands.options import database_option, emit
 from reviewbot.modeltext import clean, one_line
 from reviewbot.redact import redact
 

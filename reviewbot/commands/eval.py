@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from reviewbot import config, diff, evaluation, scores
-from reviewbot.commands.review import emit, engine_options
+from reviewbot.commands.options import emit, engine_options
 from reviewbot.errors import BackendError, UsageError
 from reviewbot.evaluation import Comment, Judge
 from reviewbot.modeltext import clean, one_line

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 
 import click
 
-from reviewbot.commands.review import database_option, emit
+from reviewbot.commands.options import database_option, emit
 from reviewbot.db import LISTENER_DB, open_existing
 from reviewbot.errors import UsageError
 from reviewbot.history import USAGE_KEYS, HistoryStore, ProjectUsage, ReviewRecord

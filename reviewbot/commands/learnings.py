@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from reviewbot.commands.review import database_option, emit
+from reviewbot.commands.options import database_option, emit
 from reviewbot.config import CONFIG_FILE
 from reviewbot.conversation.learnings import (
     TALLY_DAYS,

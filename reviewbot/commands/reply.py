@@ -8,7 +8,7 @@ import json
 import click
 
 from reviewbot import config
-from reviewbot.commands.review import database_option, engine_options, secret_option
+from reviewbot.commands.options import database_option, engine_options, secret_option
 from reviewbot.conversation.learnings import LearningStore
 from reviewbot.engine.passes import Passes
 from reviewbot.errors import UsageError

@@ -6,20 +6,19 @@ import json
 import sys
 from collections.abc import Callable
 from dataclasses import replace
-from pathlib import Path
 from typing import TypeVar
 
 import click
-from click.core import ParameterSource
 
 from reviewbot import config, diff, git
+from reviewbot.commands.options import database_option, emit, engine_options, secret_option
 from reviewbot.context import Context
 from reviewbot.diff import ChangeSet
+from reviewbot.engine.progress import ChunkProgress
 from reviewbot.errors import BackendError, DiffError, UsageError
 from reviewbot.flow import gathering
 from reviewbot.result import ReviewResult, exit_code
 from reviewbot.scanners import read_files
-from reviewbot.secrets import refuse_password_in_argv
 
 
 def _read_diff(path: str | None, git_range: str | None, max_mb: float) -> bytes:
@@ -68,74 +67,6 @@ def _tell_when_written(result: ReviewResult, output_file: str | None) -> None:
 
 def _tty(settings: config.Settings) -> bool:
     return settings.output_file is None and sys.stdout.isatty()
-
-
-def emit(text: str, output_file: str | None) -> None:
-    if output_file:
-        try:
-            Path(output_file).write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise UsageError(f"cannot write {output_file}: {exc.strerror}") from None
-    else:
-        click.echo(text, nl=not text.endswith("\n"))
-
-
-def database_option(help: str, default: str | None = None) -> Callable[
-        [Callable[..., None]], Callable[..., None]]:
-    """`--db`: the listener's database, its SQLite file or its postgresql:// URL (also
-    $REVIEWBOT_QUEUE_URL, the only way to pass a URL that carries a password)."""
-
-    def not_in_argv(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-        if ctx.get_parameter_source(param.name or "") is ParameterSource.COMMANDLINE:
-            refuse_password_in_argv("--db", value)
-        return value
-
-    return click.option("--db", metavar="PATH|URL", default=default,
-                        show_default=default is not None, envvar="REVIEWBOT_QUEUE_URL",
-                        callback=not_in_argv, help=f"{help} (also $REVIEWBOT_QUEUE_URL).")
-
-
-def secret_option(flag: str, variable: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
-    """A secret's flag, kept so that using it gets a clear refusal: on a command line it is
-    visible to every user of the machine (`ps`), and in CI logs that echo commands."""
-    def refuse(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
-        if value is not None:
-            raise UsageError(f"{flag} would show the secret to every user of this machine "
-                             f"(`ps`): set {variable} instead")
-
-    return click.option(flag, callback=refuse, expose_value=False, metavar="(refused)",
-                        help=f"Refused: a secret on the command line is visible; set {variable}.")
-
-
-def engine_options(command: Callable[..., None]) -> Callable[..., None]:
-    """The flags of the model server and the engine, shared with `reviewbot eval run`."""
-    options: list[Callable[[Callable[..., None]], Callable[..., None]]] = [
-        click.option("--base-url", help="OpenAI-compatible base URL (default $REVIEWBOT_BASE_URL)."),
-        click.option("--model", help="Served model name (default: the first of /v1/models)."),
-        secret_option("--api-key", "REVIEWBOT_API_KEY"),
-        click.option("--max-context", type=int,
-                     help="Upper bound on prompt + output tokens (65536)."),
-        click.option("--concurrency", type=int,
-                     help="Chunks in flight at once (0: as many as the server's KV cache holds)."),
-        click.option("--chunk-tokens", type=int,
-                     help="Target prompt tokens per review unit (0: fill the context)."),
-        click.option("--tokenizer",
-                     help="tokenizer.json to count with when the server has no /tokenize."),
-        click.option("--exclude", multiple=True, help="Glob of files to skip (repeatable)."),
-        click.option("--temperature", type=float, help="Sampling temperature (0.1)."),
-        click.option("--verify/--no-verify", default=None,
-                     help="Judge every candidate in a second pass (default: on)."),
-        click.option("--samples", type=int, help="Finding passes per chunk that vote (1)."),
-        click.option("--findings-format", type=click.Choice(config.FINDINGS_FORMATS),
-                     help="tool: a forced call guided by its schema (default); reason: the "
-                     "same with an analysis first; two-step: a review in words, then the call; "
-                     "json: a free answer holding a JSON object."),
-        click.option("--config", "config_path",
-                     help="Config file (default: ./.reviewbot.toml)."),
-    ]
-    for option in reversed(options):
-        command = option(command)
-    return command
 
 
 def _one_source(local: bool, mr: int | None, pr: int | None, intent: bool,
@@ -192,41 +123,57 @@ def review(diff_path: str | None, git_range: str | None, mr: int | None, project
     """Review a diff, a git range, a GitLab MR or a GitHub PR."""
     _one_source(bool(diff_path or git_range), mr, pr, title is not None or
                 description is not None, db)
-    from reviewbot.engine.build import make_engine
-    from reviewbot.report import render
     from reviewbot.report.progress import progress as make_progress
 
     progress = make_progress(enabled=not no_progress)
     if mr is not None or pr is not None:
-        from reviewbot.flow import service
-        from reviewbot.flow.trust import cli_order
+        _review_change(flags, config_path, mr, pr, project, repo, dry_run, db, progress)
+    else:
+        _review_local(flags, config_path, diff_path, git_range, title, description, progress)
 
-        order = cli_order(flags, config_path, mr=mr, pr=pr, project=project, repo=repo,
-                            dry_run=dry_run)
-        settings = order.settings
-        config.check_paths(settings)
-        scanner = read_files(settings.sarif_in)
 
-        def reviewer(changes: ChangeSet, context: Context | None = None) -> ReviewResult:
-            # made when the review starts: a forge usage error (no token, a bad --repo) is
-            # reported before the model server is asked anything
-            return make_engine(settings, progress).review(
-                changes, replace(context or Context(), scanner=scanner))
+def _review_change(flags: dict[str, object], config_path: str | None, mr: int | None,
+                   pr: int | None, project: str | None, repo: str | None, dry_run: bool,
+                   db: str | None, progress: ChunkProgress) -> None:
+    """A GitLab MR or a GitHub PR, through the flow's service; exits with its code."""
+    from reviewbot.engine.build import make_engine
+    from reviewbot.flow import service
+    from reviewbot.flow.trust import cli_order
+    from reviewbot.history import HistoryStore
+    from reviewbot.report import render
 
-        from reviewbot.history import HistoryStore
+    order = cli_order(flags, config_path, mr=mr, pr=pr, project=project, repo=repo,
+                      dry_run=dry_run)
+    settings = order.settings
+    config.check_paths(settings)
+    scanner = read_files(settings.sarif_in)
 
-        history = HistoryStore.open(db) if db else None
-        run, code = _or_report(lambda: service.review(order, reviewer, history=history),
-                               ChangeSet(), settings)
-        if run.notice:
-            click.echo(f"reviewbot: {run.notice}", err=True)
-        if dry_run and settings.output == "json":  # exactly what would be posted
-            emit(json.dumps(run.to_dict(), indent=2, ensure_ascii=False) + "\n", settings.output_file)
-        else:
-            emit(render(run.result, settings.output, color=_tty(settings)), settings.output_file)
-        _tell_when_written(run.result, settings.output_file)
-        raise SystemExit(code)
+    def reviewer(changes: ChangeSet, context: Context | None = None) -> ReviewResult:
+        # made when the review starts: a forge usage error (no token, a bad --repo) is
+        # reported before the model server is asked anything
+        return make_engine(settings, progress).review(
+            changes, replace(context or Context(), scanner=scanner))
+
+    history = HistoryStore.open(db) if db else None
+    run, code = _or_report(lambda: service.review(order, reviewer, history=history),
+                           ChangeSet(), settings)
+    if run.notice:
+        click.echo(f"reviewbot: {run.notice}", err=True)
+    if dry_run and settings.output == "json":  # exactly what would be posted
+        emit(json.dumps(run.to_dict(), indent=2, ensure_ascii=False) + "\n", settings.output_file)
+    else:
+        emit(render(run.result, settings.output, color=_tty(settings)), settings.output_file)
+    _tell_when_written(run.result, settings.output_file)
+    raise SystemExit(code)
+
+
+def _review_local(flags: dict[str, object], config_path: str | None, diff_path: str | None,
+                  git_range: str | None, title: str | None, description: str | None,
+                  progress: ChunkProgress) -> None:
+    """A diff file or a git range of this repository; exits with the review's code."""
+    from reviewbot.engine.build import make_engine
     from reviewbot.flow.trust import Trust
+    from reviewbot.report import render
 
     settings = Trust.for_local(flags, config_path, git_range).base()
     config.check_paths(settings)
@@ -239,4 +186,3 @@ def review(diff_path: str | None, git_range: str | None, mr: int | None, project
     emit(render(result, settings.output, color=_tty(settings)), settings.output_file)
     _tell_when_written(result, settings.output_file)
     raise SystemExit(exit_code(result.complete, result.worst(), settings.fail_on))
-
