@@ -28,11 +28,6 @@ _GENERATED_MARK = re.compile(r"@generated\b|^\s*// Code generated .* DO NOT EDIT
 MAX_LINE_CHARS = 20_000
 
 
-def skip_reason(file: FileDiff, exclude: Iterable[str] = ()) -> str | None:
-    skipped = skip(file, exclude)
-    return skipped.reason if skipped else None
-
-
 def skip(file: FileDiff, exclude: Iterable[str] = (),
          lock_files: bool = False) -> SkippedFile | None:
     """Why `file` is not sent to the model, or None when it is; `lock_files`: review a lock

@@ -75,10 +75,6 @@ class WebhookSettings:
         wanted = base_url.rstrip("/").lower()
         return any(wanted == u.rstrip("/").lower() for u in self.forge_urls)
 
-    def allows(self, *names: str) -> bool:
-        """True if the allow-list is empty or a pattern matches one of the project's names."""
-        return self.allowed_name(*names) is not None
-
     def allowed_name(self, *names: str) -> str | None:
         """The first of `names` the allow-list admits (the first name when it is empty). Only
         normal project paths are matched: a glob like `group/*` must not admit

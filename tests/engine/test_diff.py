@@ -187,7 +187,7 @@ def test_binary_files_have_no_hunks_and_do_not_disturb_the_next_file(
         file = only(changes, path)
         assert file.binary and file.hunks == () and file.commentable == frozenset()
         assert file.status == status
-        assert filters.skip_reason(file) == "binary file"
+        assert _reason(file) == "binary file"
     text = only(changes, "b_after.txt")
     assert not text.binary
     assert text.commentable == {(NEW, n) for n in range(2, 9)} | {(OLD, n) for n in range(2, 9)}
@@ -248,7 +248,7 @@ def test_empty_files_added_and_deleted(git_repo: GitRepo) -> None:
     assert (deleted.old_mode, deleted.new_mode) == ("100644", None)
     for file in (added, deleted):
         assert file.hunks == () and file.commentable == frozenset() and file.changed_lines == 0
-        assert filters.skip_reason(file) == "no changed lines (empty file)"
+        assert _reason(file) == "no changed lines (empty file)"
 
 
 def test_existing_empty_file_that_gets_content_is_modified_not_added(git_repo: GitRepo) -> None:
@@ -453,14 +453,14 @@ def test_submodule_added_and_updated(make_repo: Callable[[str], GitRepo]) -> Non
     sub = only(changes, "deps/lib")
     assert sub.submodule and sub.status == "added" and sub.new_mode == "160000"
     assert sub.hunks[0].lines == (DiffLine("+", None, 1, f"Subproject commit {first}"),)
-    assert filters.skip_reason(sub) == "submodule"
+    assert _reason(sub) == "submodule"
     assert not only(changes, ".gitmodules").submodule
 
     bump = only(diff.parse(app.diff(added, updated)), "deps/lib")
     assert bump.submodule and bump.status == "modified"
     assert [l.text for l in bump.hunks[0].lines] == [
         f"Subproject commit {first}", f"Subproject commit {second}"]
-    assert filters.skip_reason(bump) == "submodule"
+    assert _reason(bump) == "submodule"
 
 
 # -- size ------------------------------------------------------------------------------------
@@ -479,7 +479,7 @@ def test_a_single_900_kb_line_parses_and_is_reported_as_minified(git_repo: GitRe
     bundle = only(changes, "dist/bundle.js")
     assert bundle.hunks[0].lines == (DiffLine("+", None, 1, line),)
     assert bundle.commentable == {(NEW, 1)}
-    reason = filters.skip_reason(bundle)
+    reason = _reason(bundle)
     assert reason is not None and "minified" in reason and "900,000" in reason
     reviewed, skipped = filters.split(changes)
     assert [f.path for f in reviewed.files] == ["small.py"]
@@ -727,3 +727,8 @@ def test_git_diff_subprocess_sanity(git_repo: GitRepo) -> None:
     out = subprocess.run(["git", "diff", base, head], cwd=git_repo.root, capture_output=True,
                          check=True).stdout
     assert out == git_repo.diff(base, head) and b"+2\n" in out
+
+
+def _reason(file: FileDiff, exclude: tuple[str, ...] = ()) -> str | None:
+    skipped = filters.skip(file, exclude)
+    return skipped.reason if skipped else None

@@ -108,8 +108,8 @@ def test_settings_resolution_and_secrets() -> None:
     assert resolve_settings(env, allow=["x/y"]).allow == ("x/y",)
     assert "gh-settings-secret" not in repr(s)
     assert redact("token gh-settings-secret") == "token ***"
-    assert s.allows("C/D") and not s.allows("a/c")
-    assert WebhookSettings().allows("anything")
+    assert s.allowed_name("C/D") is not None and s.allowed_name("a/c") is None
+    assert WebhookSettings().allowed_name("anything") is not None
     assert s.forge_allowed("https://gitlab.com/") and s.forge_allowed("https://API.github.com")
     assert not s.forge_allowed("https://gitlab.example.com")
     extra = resolve_settings({**env, "REVIEWBOT_WEBHOOK_FORGE_URLS": "https://git.corp"},
