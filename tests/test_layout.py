@@ -188,3 +188,8 @@ def test_every_new_module_has_a_test_at_its_mirrored_path() -> None:
     missing = {m for m in modules if not _mirrored_test(m).is_file()}
     assert sorted(missing - listed) == []  # a new module without its test
     assert sorted(listed - missing) == []  # mirrored now (or gone): take it off the list
+
+
+def test_the_servers_planner_imports_no_renderer() -> None:
+    """render/ reads plans; the `plan` command (plan_command.py) joins the two."""
+    assert _offenders("reviewbot_server.plan", ("reviewbot_server.render",)) == []

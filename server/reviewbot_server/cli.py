@@ -11,7 +11,7 @@ import click
 from reviewbot_server.errors import ServerError
 
 COMMANDS = {
-    "plan": "reviewbot_server.plan.cli:plan",
+    "plan": "reviewbot_server.plan_command:plan",
     "check": "reviewbot_server.probe.check:check",
     "pin": "reviewbot_server.probe.integrity:pin",
     "bench": "reviewbot_server.probe.bench:bench",

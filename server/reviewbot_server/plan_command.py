@@ -1,4 +1,7 @@
-"""`reviewbot server plan`: GPUs + model → explained vLLM settings and deploy configs."""
+"""`reviewbot server plan`: GPUs + model → explained vLLM settings and deploy configs.
+
+Outside `plan/`, which `render/` reads: the command joins the two, so neither imports the other's
+command."""
 
 from __future__ import annotations
 
