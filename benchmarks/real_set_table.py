@@ -1,8 +1,8 @@
 """The table of docs/precision.md's real-set section: every variant scored on the same cases.
 
     python benchmarks/real_set_table.py --golden tests/eval/real \
-        --results benchmarks/results/real-set-cpu/results \
-        --results benchmarks/results/real-set-cpu-b/results [--window 3] [--out FILE.json]
+        --results benchmarks/results/real-set-cpu-24/results \
+        [--results MORE] [--window 3] [--out FILE.json]
 
 Each --results folder holds one folder per variant (`tool`, `reason`, ...) of `eval run`
 results; several folders are merged (runs that split the cases between them). Only the cases
