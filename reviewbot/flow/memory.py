@@ -5,16 +5,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from reviewbot.conversation.learnings import FindingOutcome, LearningStore, scope, tally_line
 from reviewbot.discussion import Note, Thread
 from reviewbot.errors import ForgeError
-from reviewbot.forges.base import ChangeRequest, Forge, Keyed, PostedComment, PostOutcome
+from reviewbot.forges import registry
+from reviewbot.forges.base import ChangeRequest, Forge, Keyed, PostedComment, PostOutcome, Target
 from reviewbot.rules import Rule
-
-if TYPE_CHECKING:
-    from reviewbot.flow.service import ReviewOrder
 
 MAX_COMPARED_HEADS = 5  # per review: one compare request each
 
@@ -40,11 +38,12 @@ class Ran(Protocol):
 
 @dataclass
 class Memory:
-    """What a project's database keeps of one order's change: the learnings its members'
+    """What a project's database keeps of one change: the learnings its members'
     dismissals make, and what became of each finding the bot posted (docs/conversation.md).
     Without a database (CI), nothing."""
 
-    order: ReviewOrder
+    target: Target
+    approval: bool  # the team approves a learning before it applies (learnings_need_approval)
     forge: Forge
     store: LearningStore | None
 
@@ -70,12 +69,12 @@ class Memory:
     def learn(self, thread: Thread, note: Note, text: str, category: str) -> None:
         if self.store and self.key:
             self.store.add(self.key, text, scope(thread.path), category, note.author,
-                           f"{self.order.target.ref} thread {thread.id}",
-                           approved=not self.order.settings.learnings_need_approval)
+                           f"{registry.ref(self.target)} thread {thread.id}",
+                           approved=not self.approval)
 
     def tally(self, thread: Thread, outcome: FindingOutcome) -> None:
         if self.store and self.key and thread.fingerprint:
-            self.store.record(self.key, self.order.target.ref, [thread.fingerprint], outcome)
+            self.store.record(self.key, registry.ref(self.target), [thread.fingerprint], outcome)
 
     def record(self, run: Ran) -> None:
         """Posted findings are open; those the bot resolved because the code changed and the
@@ -83,7 +82,7 @@ class Memory:
         resolved without a word is accepted when its file changed since, else dismissed."""
         if not (self.store and self.key):
             return
-        ref = self.order.target.ref
+        ref = registry.ref(self.target)
         self.store.record(self.key, ref, [f.fingerprint for f in run.outcome.posted],
                           FindingOutcome.OPEN)
         self.store.record(self.key, ref, [c.fingerprint for c in run.to_resolve],

@@ -77,7 +77,7 @@ def review(order: ReviewOrder, reviewer: Reviewer, cancel: threading.Event | Non
 def _review(order: ReviewOrder, reviewer: Reviewer, cancel: threading.Event | None,
             learnings: LearningStore | None, force: bool) -> ForgeRun:
     settings, forge = order.settings, order.forge
-    memory = Memory(order, forge, learnings)
+    memory = Memory(order.target, order.settings.learnings_need_approval, forge, learnings)
     if not order.dry_run:
         _take_votes(order, forge, memory)
     guided = reviewer
@@ -159,6 +159,6 @@ def answer(order: ReviewOrder, note_id: int, passes: Callable[[], Passes],
         run, code = review(full, reviewer(), learnings=learnings, force=True)
         return run.summary.split("\n", 1)[0][:300] if code != 3 else "incomplete (see the summary)"
 
-    memory = Memory(order, forge, learnings)
+    memory = Memory(order.target, order.settings.learnings_need_approval, forge, learnings)
     return respond(threads, note_id, order.settings, passes, full_review, memory.learn,
                    memory.tally)

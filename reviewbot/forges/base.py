@@ -32,12 +32,6 @@ class Target:
     number: int
     url: str | None = None
 
-    @property
-    def ref(self) -> str:
-        """How the forge's own text names the change: `!12` on GitLab, `#12` on GitHub."""
-        from reviewbot.forges.registry import kind
-
-        return f"{kind(self.forge).ref_prefix}{self.number}"
 
 
 @dataclass(frozen=True)

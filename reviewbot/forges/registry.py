@@ -72,6 +72,11 @@ def kind(name: str) -> ForgeKind:
         raise UsageError(f"unknown forge {name!r} (known: {', '.join(_FORGES)})") from None
 
 
+def ref(target: Target) -> str:
+    """How the forge's own text names the change: `!12` on GitLab, `#12` on GitHub."""
+    return f"{kind(target.forge).ref_prefix}{target.number}"
+
+
 def kinds() -> tuple[ForgeKind, ...]:
     return tuple(_FORGES.values())
 

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import secrets
+
 import pytest
 
 from reviewbot.errors import UsageError
 from reviewbot.forges.base import ForgeSettings, Target
 from reviewbot.forges.github.connect import open_target
 
-SETTINGS = ForgeSettings("https://api.github.com", "ghp_" + "x" * 36, True, 5, 0)
+SETTINGS = ForgeSettings("https://api.github.com", "ghp_" + secrets.token_hex(18), True, 5, 0)
 
 
 @pytest.mark.parametrize("repo", ["../etc", "o/..", "-o/r", "o/r/x", "o", "o/r?x=1"])

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import secrets
+
 from reviewbot.forges.base import ForgeSettings, Target
 from reviewbot.forges.gitlab.connect import open_target
 
-SETTINGS = ForgeSettings("https://gitlab.example.com", "glpat-" + "x" * 20, True, 5, 0)
+SETTINGS = ForgeSettings("https://gitlab.example.com", "glpat-" + secrets.token_hex(10), True, 5, 0)
 
 
 def test_the_targets_url_and_numbers_are_what_the_forge_talks_to() -> None:

@@ -39,7 +39,7 @@ def toy_forge() -> Iterator[None]:
 def test_a_review_posts_through_the_third_forge() -> None:
     order = service.ReviewOrder.opened(Target("toy", "team/app", 3), Settings())
     run, code = service.review(order, Reviewer(every=1))
-    assert run.complete and code == 0 and order.target.ref == "~3"
+    assert run.complete and code == 0 and registry.ref(order.target) == "~3"
     assert len(toy.STORE.comments) == len(run.outcome.posted) > 0
     assert toy.STORE.summary is not None and "Review complete" in toy.STORE.summary
     full = replace(order, settings=replace(order.settings, mode="full"))
