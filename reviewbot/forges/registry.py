@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from reviewbot.errors import UsageError
+from reviewbot.forges.base import Forge, ForgeSettings, Target
 
 if TYPE_CHECKING:
     from reviewbot.checks import Check
     from reviewbot.config import Settings
     from reviewbot.discussion import Threads
-    from reviewbot.forges.base import Forge, ForgeSettings, Target
 
 
 @dataclass(frozen=True)
@@ -81,21 +81,9 @@ def kinds() -> tuple[ForgeKind, ...]:
     return tuple(_FORGES.values())
 
 
-def _gitlab(settings: Settings) -> ForgeSettings:
-    from reviewbot.forges.base import ForgeSettings
-
-    return ForgeSettings.gitlab(settings)
-
-
-def _github(settings: Settings) -> ForgeSettings:
-    from reviewbot.forges.base import ForgeSettings
-
-    return ForgeSettings.github(settings)
-
-
-register(ForgeKind("gitlab", "!", _gitlab, "reviewbot.forges.gitlab.connect:open_target",
+register(ForgeKind("gitlab", "!", ForgeSettings.gitlab, "reviewbot.forges.gitlab.connect:open_target",
                    "reviewbot.forges.gitlab.doctor:check",
                    "reviewbot.forges.gitlab.threads:GitLabThreads", "reviewbot.webhook.hooks:GITLAB"))
-register(ForgeKind("github", "#", _github, "reviewbot.forges.github.connect:open_target",
+register(ForgeKind("github", "#", ForgeSettings.github, "reviewbot.forges.github.connect:open_target",
                    "reviewbot.forges.github.doctor:check",
                    "reviewbot.forges.github.threads:GitHubThreads", "reviewbot.webhook.hooks:GITHUB"))
