@@ -237,6 +237,11 @@ def test_unconfigured_forge_is_404(tmp_path: Path, runner: RecordingRunner) -> N
     with ThreadServer(settings, runner) as srv, httpx.Client(base_url=srv.url) as c:
         headers, body = gitlab_event(token="")
         assert c.post("/webhook/gitlab", content=body, headers=headers).status_code == 404
+        # a name no forge registered: 404, and no metric label is made of it
+        for name in ("gitea", "x" * 40, "GitLab"):
+            assert c.post(f"/webhook/{name}", content=body, headers=headers).status_code == 404
+        metrics = c.get("/metrics").text
+        assert "gitea" not in metrics and "x" * 40 not in metrics
 
 
 def test_random_forgeries_never_create_a_job(tmp_path: Path, runner: RecordingRunner) -> None:
