@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from reviewbot.rules import Rule
 from reviewbot.scanners import ScannerResult
@@ -25,6 +25,7 @@ MAX_COMMITS_TOTAL = 3000
 MAX_AGENTS_MD = 6000
 AGENTS_MD = "AGENTS.md"
 MAX_ISSUES = 5
+MAX_UNREAD_NAMED = 5  # files named in the note on context the forge could not give
 MAX_ISSUE_BODY = 3000
 CUT = " … (cut)"
 
@@ -71,6 +72,15 @@ class LinkedIssue:
 
 # a file's text at the head of the change (None when it has none): for the code around a hunk
 HeadFiles = Callable[[str], "str | None"]
+
+
+@runtime_checkable
+class PartialFiles(Protocol):
+    """Head files read one by one (the forge's): which of those asked for could not be read."""
+
+    def unread(self) -> list[str]: ...
+
+
 # definitions of names in the head tree: (names, a reader of head files' lines) -> definitions
 Finder = Callable[[list[str], Callable[[str], "list[str] | None"]], list[Any]]
 
@@ -85,6 +95,19 @@ class Context:
     notes: tuple[str, ...] = ()  # for the summary: context that could not be gathered, and why
     issues: tuple[LinkedIssue, ...] = ()  # the issues the change closes, of its own project
     scanner: tuple[ScannerResult, ...] = ()  # the team's scanners' results (--sarif-in)
+
+    def notes_after(self) -> tuple[str, ...]:
+        """The notes, with the head files the review asked for and could not have (known only
+        once it ran)."""
+        unread = self.files.unread() if isinstance(self.files, PartialFiles) else []
+        if not unread:
+            return self.notes
+        over = len(unread) - MAX_UNREAD_NAMED
+        more = f" and {over} more" if over > 0 else ""
+        named = ", ".join(unread[:MAX_UNREAD_NAMED])
+        note = (f"the code around {len(unread)} file(s) could not be read from the forge "
+                f"({named}{more}): their diff was reviewed without it")
+        return (*self.notes, note)
 
     def capped(self) -> Context:
         return replace(self, intent=self.intent.capped(),

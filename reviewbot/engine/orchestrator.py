@@ -104,7 +104,7 @@ class Engine:
                    for a in answers for d in a.dropped]
         stats.dropped = len(dropped)
         summaries = [a.summary for a in answers if a.summary]
-        stats.notes += context.notes
+        stats.notes += context.notes_after()
         if stats.cut_note():
             stats.notes.append(stats.cut_note())
             if self.settings.fail_on_skipped:  # not fully reviewed: as strict as a skipped file

@@ -140,19 +140,33 @@ def fetch_commit(sha: str, cwd: str | None = None) -> bool:
     return has_commit(sha, cwd)
 
 
-def forge_files(forge: Forge, sha: str) -> HeadFiles | None:
-    """The forge's files at `sha`, one request each, for the code around each hunk; a file that
-    cannot be read is simply not shown (the diff is reviewed all the same)."""
+def forge_files(forge: Forge, sha: str) -> ForgeFiles | None:
+    """The forge's files at `sha`, one request each, for the code around each hunk."""
     if not isinstance(forge, FileReader) or not sha:
         return None
-    reader = forge
+    return ForgeFiles(forge, sha)
 
-    def read(path: str) -> str | None:
+
+class ForgeFiles:
+    """A file that cannot be read is not shown (the diff is reviewed all the same) and is
+    remembered, so that the report's notes name it (reviewbot.context.PartialFiles)."""
+
+    def __init__(self, forge: FileReader, sha: str) -> None:
+        self.forge, self.sha = forge, sha
+        self._unread: dict[str, None] = {}  # ordered, once each
+
+    def __call__(self, path: str) -> str | None:
         try:
-            text = reader.file_at(path, sha)
+            text = self.forge.file_at(path, self.sha)
         except ForgeError as exc:
             log.warning("not showing the code around %s: %s", path, exc)
+            self._unread[path] = None
             return None
         # the forge's answer is untrusted as the tree is: the same cap as reviewbot.tree
-        return text if text is None or len(text) <= MAX_FILE_BYTES else None
-    return read
+        if text is not None and len(text) > MAX_FILE_BYTES:
+            self._unread[path] = None
+            return None
+        return text
+
+    def unread(self) -> list[str]:
+        return list(self._unread)

@@ -529,3 +529,21 @@ def test_a_hostile_usage_count_never_stretches_a_hold_past_the_requests_room(
         assert 1 <= engine.budget.answers.expected(room) <= room
     assert result.stats.complete, result.stats.errors
     assert result.stats.usage.completion_tokens >= 0
+
+
+def test_the_summary_names_head_files_the_forge_could_not_give() -> None:
+    """Context the review asked for and did not get is said where the team looks."""
+    failing = {f"src/m{f}.py" for f in range(3)}
+
+    class Files:
+        def __call__(self, path: str) -> str | None:
+            return None
+
+        def unread(self) -> list[str]:
+            return sorted(failing)
+
+    with FakeOpenAI(good, max_model_len=4096) as server:
+        result = engine_for(server).review(parse(make_diff()), Context(files=Files()))
+    assert "the code around 3 file(s) could not be read from the forge (src/m0.py, src/m1.py, " \
+           "src/m2.py)" in result.summary
+    assert any("could not be read from the forge" in n for n in result.stats.notes)

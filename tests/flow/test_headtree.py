@@ -230,6 +230,66 @@ def test_pr_prompts_carry_the_same_context_as_git(tmp_path: Path) -> None:
     assert _context_part(pr[0]) == _context_part(git[0])
 
 
+CONFIG_TS = """export interface ConfigParameters {
+  targetDir: string;
+  debugMode: boolean;
+}
+
+export class Config {
+  private readonly targetDir: string;
+  private readonly debugMode: boolean;
+
+  constructor(params: ConfigParameters) {
+    this.targetDir = params.targetDir;
+    this.debugMode = params.debugMode;
+  }
+
+  getTargetDir(): string {
+    return this.targetDir;
+  }
+
+  getDebugMode(): boolean {
+    return this.debugMode;
+  }
+}
+"""
+WRITE_OLD = """import { Config } from '../config/config.js';
+
+export class WriteFileTool {
+  constructor(private readonly config: Config) {}
+
+  validate(filePath: string): string | null {
+""" + "".join(f"    // check {i}\n" for i in range(40)) + """    return null;
+  }
+}
+"""
+WRITE_NEW = WRITE_OLD.replace("    // check 20\n", """    // check 20
+    if (!filePath.startsWith(this.config.getTargetDir())) {
+      return `File path must be within the root directory: ${filePath}`;
+    }
+""")
+
+
+def test_mr_shows_a_typescript_method_defined_in_another_package_as_git(tmp_path: Path) -> None:
+    """The case that --mr once missed: a method of a class in another folder, called from the
+    changed file (`this.config.getTargetDir()`), reached over the forge's archive."""
+    repo = Repo(tmp_path / "repo")
+    repo.write({"packages/core/src/config/config.ts": CONFIG_TS,
+                "packages/core/src/tools/write-file.ts": WRITE_OLD})
+    base = repo.commit("base")
+    repo.checkout("feature", create=True)
+    repo.write({"packages/core/src/tools/write-file.ts": WRITE_NEW})
+    head = repo.commit("check the target dir")
+    git = _review(repo.root, ["--git", f"{base}..{head}"], tmp_path / "c1")
+    with FakeGitLab(repo, base=base, head=head, token=TOKEN) as state:
+        mr = _review(tmp_path, ["--mr", "7", "--project", "42", "--gitlab-url", state.url,
+                                "--mode", "full", "--dry-run"], tmp_path / "c2",
+                     {"REVIEWBOT_GITLAB_TOKEN": TOKEN})
+        assert any("/repository/archive" in r.path for r in state.requests)
+    assert "(definition of getTargetDir, head, not in the diff)" in git[0], git[0]
+    assert _context_part(mr[0]) == _context_part(git[0])
+
+
 def test_without_git_an_archive_gives_files_and_says_why_no_definitions(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from reviewbot.flow.headtree import in_directory
@@ -239,3 +299,32 @@ def test_without_git_an_archive_gives_files_and_says_why_no_definitions(
     tree = in_directory(tmp_path)
     assert tree.files is not None and tree.files("a.py") is not None
     assert tree.definitions is None and "git is not installed" in tree.note
+
+
+class _FlakyForge:
+    """A forge whose file endpoint fails for one path and sends an oversized answer for
+    another; a third is simply absent at the head (a deleted file)."""
+
+    def file_at(self, path: str, ref: str) -> str | None:
+        from reviewbot.errors import ForgeError
+        from reviewbot.tree import MAX_FILE_BYTES
+
+        if path == "src/broken.py":
+            raise ForgeError("500 Internal Server Error")
+        if path == "src/huge.py":
+            return "x" * (MAX_FILE_BYTES + 1)
+        return "ok\n" if path == "src/fine.py" else None
+
+
+def test_forge_files_remember_what_could_not_be_read_for_the_notes() -> None:
+    from reviewbot.context import Context
+    from reviewbot.flow.headtree import forge_files
+
+    files = forge_files(_FlakyForge(), "a" * 40)  # type: ignore[arg-type]
+    assert files is not None
+    assert [files(p) for p in ("src/fine.py", "src/broken.py", "src/huge.py", "src/gone.py",
+                               "src/broken.py")] == ["ok\n", None, None, None, None]
+    assert files.unread() == ["src/broken.py", "src/huge.py"]  # once each; absent is not unread
+    notes = Context(files=files, notes=("no definitions from other files: …",)).notes_after()
+    assert notes[0].startswith("no definitions")
+    assert "2 file(s) could not be read from the forge (src/broken.py, src/huge.py)" in notes[1]
