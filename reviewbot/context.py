@@ -99,7 +99,7 @@ class Context:
     def notes_after(self) -> tuple[str, ...]:
         """The notes, with the head files the review asked for and could not have (known only
         once it ran)."""
-        unread = self.files.unread() if isinstance(self.files, PartialFiles) else []
+        unread: list[str] = self.files.unread() if isinstance(self.files, PartialFiles) else []
         if not unread:
             return self.notes
         over = len(unread) - MAX_UNREAD_NAMED
