@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 
 from reviewbot.anchoring import Row
-from reviewbot.diff import ChangeSet, DiffLine, FileDiff, Hunk, Side
+from reviewbot.diff import DiffLine, FileDiff, Hunk, Side
 from reviewbot.engine.prompttext import defuse, label
 from reviewbot.engine.tokens import TokenCounter
 from reviewbot.errors import DiffError
@@ -154,19 +154,6 @@ def _piece_text(hunk: Hunk, lines: Sequence[DiffLine], part: tuple[int, int] | N
         render_line(line, row) for line, row in zip(lines, _rows(lines, first_row)))
 
 
-def make_pieces(
-    changes: ChangeSet,
-    counter: TokenCounter,
-    room: int | Callable[[FileDiff], int],
-    context_lines: int = 3,
-    alone_room: Callable[[FileDiff], int] | None = None,
-) -> list[Piece]:
-    """One piece per hunk, or several for a hunk larger than `room(file)` tokens. A changed line
-    too long for a piece goes alone, whole, when it fits `alone_room(file)`."""
-    hunks = [(f, h) for f in changes.files for h in f.hunks]
-    return cut_to_room(hunk_pieces(hunks, counter), counter, room, context_lines, alone_room)
-
-
 def hunk_pieces(hunks: Sequence[tuple[FileDiff, Hunk]], counter: TokenCounter) -> list[Piece]:
     """One piece per hunk, counted."""
     # provisional rows, unique across the review: the counts are upper bounds once a chunk
@@ -188,7 +175,8 @@ def cut_to_room(
     context_lines: int = 3,
     alone_room: Callable[[FileDiff], int] | None = None,
 ) -> list[Piece]:
-    """`make_pieces` for pieces already made: each larger than `room(file)` split."""
+    """Each piece larger than `room(file)` tokens split (`split`). A changed line too long for
+    a piece goes alone, whole, when it fits `alone_room(file)`."""
     out: list[Piece] = []
     for piece in pieces:
         limit = room(piece.file) if callable(room) else room

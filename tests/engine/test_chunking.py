@@ -20,12 +20,12 @@ from reviewbot.config import Settings
 from reviewbot.context import Context, Intent
 from reviewbot.diff import ChangeSet, DiffLine, FileDiff
 from reviewbot.engine import filters
-from reviewbot.engine.chunking import Chunk, file_header, make_pieces, render_line
+from reviewbot.engine.chunking import Chunk, file_header, render_line
 from reviewbot.engine.orchestrator import Engine
 from reviewbot.engine.packing import pack
 from reviewbot.engine.tokens import EstimateTokenCounter, LocalTokenCounter, TokenCounter
 from tests.engine.conftest import GitRepo
-from tests.engine.pieces_support import owned_lines
+from tests.engine.pieces_support import make_pieces, owned_lines
 
 WORDS = ("account", "user", "order", "total", "price", "item", "cache", "retry", "limit", "config",
          "path", "value", "result", "buffer", "index", "count", "name", "token", "session",

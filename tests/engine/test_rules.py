@@ -10,11 +10,12 @@ from reviewbot.config import Settings, parse_text, resolve
 from reviewbot.context import Context
 from reviewbot.diff import parse
 from reviewbot.engine import answers, tools
-from reviewbot.engine.chunking import Chunk, make_pieces
+from reviewbot.engine.chunking import Chunk
 from reviewbot.engine.orchestrator import Engine
 from reviewbot.engine.tokens import EstimateTokenCounter
 from reviewbot.errors import UsageError
 from reviewbot.rules import Rule, applicable, matches
+from tests.engine.pieces_support import make_pieces
 
 DIFF = """\
 diff --git a/src/api/app.py b/src/api/app.py

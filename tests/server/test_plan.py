@@ -14,8 +14,8 @@ from reviewbot_server.errors import UsageError
 from reviewbot_server.plan.model import load_model
 from reviewbot_server.plan.planner import PlanRefused, plan
 from reviewbot_server.render.serve import plan_text
-from reviewbot_server.render.vllm_flags import check_argvs
 from reviewbot_server.tinymodel import build_tiny_model
+from tests.server.vllm_flags import check_argvs
 
 MIB, GIB = 2**20, 2**30
 

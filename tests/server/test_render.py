@@ -429,7 +429,7 @@ def test_origin_deployments_plan_render_and_validate(tmp_path: Path,
                                                     vllm_interpreter: str) -> None:
     """Each plans; its nginx passes `nginx -t`, its HAProxy `haproxy -c`, and every argv
     vLLM's own parser."""
-    from reviewbot_server.render.vllm_flags import check_argvs
+    from tests.server.vllm_flags import check_argvs
 
     argvs = []
     for n, (name, (gpus, model, quant, tp, nodes)) in enumerate(ORIGIN_DEPLOYMENTS.items()):

@@ -1,4 +1,4 @@
-"""Check planned `vllm serve` argv against the installed vLLM's own argument parser.
+"""Check planned `vllm serve` argv against vLLM's own argument parser (the tests' flag check).
 
 vLLM is never imported in-process: `check_argvs()` runs this file with vLLM's interpreter
 (a separate venv), which builds the serve parser and reports every problem as JSON.
