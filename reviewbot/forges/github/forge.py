@@ -1,7 +1,6 @@
 """GitHub pull requests over PyGithub: fetch the diff, post one review, keep one summary comment.
 
-- Diff: the raw `application/vnd.github.v3.diff` of the PR; on a 406 (> 300 files or > 20,000
-  lines) the `/files` list (≤ 3,000; a file without a `patch` is skipped). Incremental: compare.
+- Diff: diffs.py (the PR's diff view, else its listed files; incremental: compare).
 - Comments: reviews with `event=COMMENT`, ≤ 30 inline comments each (post.py).
 - Summary: one issue comment found by its hidden marker and edited in place.
 - Outdated findings: GitHub's REST API cannot resolve review threads, so the bot edits its own
@@ -22,16 +21,15 @@ from github.Repository import Repository
 from requests import RequestException
 
 from reviewbot.context import LinkedIssue
-from reviewbot.diff import ChangeSet, parse
+from reviewbot.diff import ChangeSet
 from reviewbot.errors import ForgeError
 from reviewbot.findings import Finding
 from reviewbot.forges.base import ChangeRequest, ForgeSettings, PostedComment, PostOutcome
+from reviewbot.forges.github import diffs
 from reviewbot.forges.github.api import change_error, download_archive, forge_error, make_client
 from reviewbot.forges.github.graphql import closing_issues, resolved_by
 from reviewbot.forges.github.pending import drop_pending
 from reviewbot.forges.github.positions import (
-    file_entry,
-    files_to_diff,
     fit_comment,
     outdated_body,
     posted_comment,
@@ -42,9 +40,6 @@ from reviewbot.result import SkippedFile
 
 log = logging.getLogger(__name__)
 
-DIFF_MEDIA_TYPE = "application/vnd.github.v3.diff"
-MAX_LISTED_FILES = 3000
-MAX_COMPARE_FILES = 300
 _GH_ERRORS = (GithubException, RequestException)
 
 
@@ -132,51 +127,11 @@ class GitHubForge:
                               exc) from None
 
     def _diff(self, pr: PullRequest) -> tuple[ChangeSet, list[SkippedFile]]:
-        try:
-            _, data = self._gh.requester.requestJsonAndCheck(
-                "GET", pr.url, headers={"Accept": DIFF_MEDIA_TYPE})
-        except GithubException as exc:
-            if exc.status != 406:
-                raise forge_error(f"reading the diff of #{self._number}", exc) from None
-            log.info("the diff of #%s is too large for GitHub's diff view; listing its files",
-                     self._number)
-            return self._files(pr)
-        except RequestException as exc:
-            raise forge_error(f"reading the diff of #{self._number}", exc) from None
-        raw = (data or {}).get("data", "") if isinstance(data, dict) else ""
-        return (parse(raw) if raw.strip() else ChangeSet()), []
-
-    def _files(self, pr: PullRequest) -> tuple[ChangeSet, list[SkippedFile]]:
-        try:
-            entries = [file_entry(f) for f in pr.get_files()]
-        except _GH_ERRORS as exc:
-            raise forge_error(f"listing the files of #{self._number}", exc) from None
-        text, skipped = files_to_diff(entries)
-        missing = (pr.changed_files or 0) - len(entries)
-        if missing > 0:
-            skipped.append(SkippedFile(f"({missing} more files)",
-                                       f"GitHub lists at most {MAX_LISTED_FILES} files of a PR"))
-        return (parse(text) if text else ChangeSet()), skipped
+        return diffs.of_pull(self._gh, pr, self._number)
 
     def fetch_incremental(self, since_sha: str, request: ChangeRequest) -> ChangeSet | None:
         """The changes from `since_sha` to the head, or None after a force-push or when too big."""
-        try:
-            cmp = self.repo().compare(since_sha, request.head_sha)
-            status, files = cmp.status, list(cmp.files)
-        except _GH_ERRORS as exc:
-            log.info("incremental diff unavailable (%s); reviewing everything",
-                     forge_error("comparing", exc))
-            return None
-        if status == "identical":
-            return ChangeSet()
-        entries = [file_entry(f) for f in files]
-        if status != "ahead" or len(files) >= MAX_COMPARE_FILES or any(
-                e.patch is None and e.changes for e in entries):
-            # history rewritten, more files than compare lists, or a text diff GitHub left out:
-            # the full review reports skipped files; an incremental one could not
-            return None
-        text, _ = files_to_diff(entries)
-        return parse(text) if text else ChangeSet()
+        return diffs.since(self.repo(), since_sha, request.head_sha)
 
     def target_file(self, path: str) -> str | None:
         """`path` at the PR's base commit: the maintainers' version, not the PR's."""

@@ -4,17 +4,13 @@
   `start_line`/`start_side`), or None when GitHub could not anchor it. `side` is RIGHT for added
   and context lines (new-file numbers), LEFT for removed lines (old-file numbers); a range ends
   at `line` and starts at `start_line` in the same hunk. Suggestions only on RIGHT.
-- `files_to_diff`: the paginated `/pulls/{n}/files` (or compare) entries → unified diff text,
-  so the one diff parser (`reviewbot.diff.parse`) does all line arithmetic; entries without a
-  `patch` (binary, or too large for GitHub) come back as skipped files.
 - `posted_comment`: a review comment from GitHub → PostedComment, via its hidden marker.
 - `fit_comment`: a body cut to GitHub's 65,536 characters, keeping its trailing marker.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from reviewbot import anchoring
@@ -23,10 +19,8 @@ from reviewbot.findings import Finding
 from reviewbot.forges.base import PostedComment
 from reviewbot.forges.markers import PREFIX, FindingMarker, finding_marker, without_marker
 from reviewbot.rendering import comment, suggestion_block
-from reviewbot.result import SkippedFile
 
 SIDES = {Side.NEW: "RIGHT", Side.OLD: "LEFT"}
-NO_PATCH = "GitHub sent no patch for this file (binary, empty, or its diff is too large)"
 
 
 def review_comment(f: Finding, changes: ChangeSet) -> dict[str, Any] | None:
@@ -77,49 +71,7 @@ def outdated_body(body: str, fingerprint: str) -> str:
     )
 
 
-@dataclass(frozen=True)
-class FileEntry:
-    """What `/pulls/{n}/files` and compare say about one file."""
-
-    filename: str
-    status: str  # added | removed | modified | renamed | copied | changed | unchanged
-    patch: str | None
-    previous_filename: str | None = None
-    changes: int = 0
-
-
-def files_to_diff(entries: Iterable[FileEntry]) -> tuple[str, list[SkippedFile]]:
-    parts: list[str] = []
-    skipped: list[SkippedFile] = []
-    for e in entries:
-        old = e.previous_filename if e.status == "renamed" and e.previous_filename else e.filename
-        new = e.filename
-        head = [f"diff --git a/{old} b/{new}"]
-        if e.status in ("added", "copied"):
-            head.append("new file mode 100644")
-        elif e.status == "removed":
-            head.append("deleted file mode 100644")
-        elif old != new:
-            head += [f"rename from {old}", f"rename to {new}"]
-        src = "/dev/null" if e.status in ("added", "copied") else f"a/{old}"
-        dst = "/dev/null" if e.status == "removed" else f"b/{new}"
-        if e.patch:
-            patch = e.patch if e.patch.endswith("\n") else e.patch + "\n"
-            parts.append("\n".join(head + [f"--- {src}", f"+++ {dst}"]) + "\n" + patch)
-        elif e.status != "renamed" or e.changes:
-            parts.append("\n".join(head + [f"Binary files {src} and {dst} differ"]) + "\n")
-            skipped.append(SkippedFile(e.filename, NO_PATCH))
-        else:  # a pure rename: no lines to comment on
-            parts.append("\n".join(head) + "\n")
-    return "".join(parts), skipped
-
-
 MAX_COMMENT = 65536
-
-
-def file_entry(f: Any) -> FileEntry:
-    return FileEntry(filename=f.filename, status=f.status, patch=f.patch,
-                     previous_filename=f.previous_filename, changes=f.changes or 0)
 
 
 def fit_comment(body: str) -> str:
