@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from reviewbot.choices import CHOICES, ENUMS, FindingsFormat, ReviewMode
 from reviewbot.errors import UsageError
 from reviewbot.findings import CATEGORIES
 from reviewbot.redact import redact, register_secret, register_url
@@ -21,12 +22,6 @@ from reviewbot.rules import Rule
 from reviewbot.rules import parse as parse_rules
 from reviewbot.secrets import require_token_shape
 from reviewbot.tree import MAX_FILE_BYTES, WorkingTree
-
-OUTPUTS = ("text", "json", "sarif", "codequality", "markdown")
-FAIL_ON = ("info", "minor", "major", "critical", "blocker", "never")
-FINDINGS_FORMATS = ("tool", "reason", "two-step", "json")
-CHOICES = {"output": OUTPUTS, "fail_on": FAIL_ON, "mode": ("full", "incremental"),
-           "findings_format": FINDINGS_FORMATS, "inline_min_severity": FAIL_ON[:-1]}
 
 
 def _env(*names: str) -> dict[str, Any]:
@@ -76,7 +71,7 @@ class Settings:
     max_findings_per_chunk: int = 50  # the bound; a chunk may report one per 25 changed lines
     verify: bool = True  # a second pass judges every candidate (it reuses the prompt cache)
     samples: int = 1  # finding passes per chunk (n in one request); ⌈n/2⌉ must agree
-    findings_format: str = "tool"  # reason, two-step or json (docs/precision.md)
+    findings_format: FindingsFormat = FindingsFormat.TOOL  # docs/precision.md
     prompts_dir: str | None = None
     # what to report: the categories the schema admits; maintainability only at minor or info
     categories: tuple[str, ...] = CATEGORIES
@@ -92,7 +87,7 @@ class Settings:
     max_inline_comments: int = 10  # per review, ranked by severity × confidence
     min_confidence: float = 0.5  # below: held back, only counted
     # forges
-    mode: str = "incremental"  # full | incremental
+    mode: ReviewMode = ReviewMode.INCREMENTAL
     gitlab_url: str = field(default="https://gitlab.com", metadata=_env("CI_SERVER_URL"))
     gitlab_token: str | None = field(
         default=None, metadata=_env("REVIEWBOT_GITLAB_TOKEN", "GITLAB_TOKEN")
@@ -125,6 +120,8 @@ class Settings:
             if getattr(self, name) not in choices:
                 raise UsageError(f"{name} must be one of {', '.join(choices)}, "
                                  f"not {getattr(self, name)!r}")
+        for name, enum in ENUMS.items():  # a string from a flag, a file or the environment
+            object.__setattr__(self, name, enum(getattr(self, name)))
         unknown = sorted(set(self.categories) - set(CATEGORIES))
         if unknown or not self.categories:
             raise UsageError(f"categories must be some of {', '.join(CATEGORIES)}"

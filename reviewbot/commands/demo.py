@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from reviewbot import config, diff
+from reviewbot import choices, config, diff
 from reviewbot.errors import ServerNotInstalled
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ SMALL = (
               help="Where the tiny model and the vLLM log are kept.")
 @click.option("--diff", "diff_path", type=click.Path(exists=True, dir_okay=False),
               help="Review this diff instead of the bundled sample.")
-@click.option("--output", type=click.Choice(config.OUTPUTS), default="text", show_default=True)
+@click.option("--output", type=click.Choice(choices.OUTPUTS), default="text", show_default=True)
 def demo(which: str, state_dir: Path, diff_path: str | None, output: str) -> None:
     """Start a local CPU vLLM and review a sample diff (tiny random model, or a real one)."""
     try:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from reviewbot import config, diff, evaluation, scores
+from reviewbot import choices, config, diff, evaluation, scores
 from reviewbot.commands.options import emit, engine_options
 from reviewbot.errors import BackendError, UsageError
 from reviewbot.evaluation import Comment, Judge
@@ -116,7 +116,7 @@ def score(golden_dir: Path, results_dir: Path, window: int, fmt: str, output_fil
 
 # (name, findings_format, verify): `eval run --compare` runs each on the same golden set
 VARIANTS = tuple((f"{mode}{'+verify' if verify else ''}", mode, verify)
-                 for mode in config.FINDINGS_FORMATS for verify in (True, False))
+                 for mode in choices.FINDINGS_FORMATS for verify in (True, False))
 
 
 def _answering(engine: Engine) -> bool:

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 from click.core import ParameterSource
 
-from reviewbot import config
+from reviewbot import choices
 from reviewbot.errors import UsageError
 from reviewbot.secrets import refuse_password_in_argv
 
@@ -70,7 +70,7 @@ def engine_options(command: Callable[..., None]) -> Callable[..., None]:
         click.option("--verify/--no-verify", default=None,
                      help="Judge every candidate in a second pass (default: on)."),
         click.option("--samples", type=int, help="Finding passes per chunk that vote (1)."),
-        click.option("--findings-format", type=click.Choice(config.FINDINGS_FORMATS),
+        click.option("--findings-format", type=click.Choice(choices.FINDINGS_FORMATS),
                      help="tool: a forced call guided by its schema (default); reason: the "
                      "same with an analysis first; two-step: a review in words, then the call; "
                      "json: a free answer holding a JSON object."),

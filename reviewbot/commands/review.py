@@ -10,7 +10,7 @@ from typing import TypeVar
 
 import click
 
-from reviewbot import config, diff, git
+from reviewbot import choices, config, diff, git
 from reviewbot.commands.options import database_option, emit, engine_options, secret_option
 from reviewbot.context import Context
 from reviewbot.diff import ChangeSet
@@ -99,12 +99,12 @@ def _one_source(local: bool, mr: int | None, pr: int | None, intent: bool,
               help="Forges: verify TLS certificates (default: on; off only for testing).")
 @click.option("--mode", type=click.Choice(["full", "incremental"]), help="Re-run scope on a forge.")
 @click.option("--dry-run", is_flag=True, help="Print what would be posted; post nothing.")
-@click.option("--output", type=click.Choice(config.OUTPUTS), help="Output format (text).")
+@click.option("--output", type=click.Choice(choices.OUTPUTS), help="Output format (text).")
 @click.option("--output-file", help="Write the output here instead of stdout.")
-@click.option("--fail-on", type=click.Choice(config.FAIL_ON),
+@click.option("--fail-on", type=click.Choice(choices.FAIL_ON),
               help="Exit 1 when a finding has this severity or higher.")
 @click.option("--min-confidence", type=float, help="Forges: hold back findings below (0.5).")
-@click.option("--inline-min-severity", type=click.Choice(config.FAIL_ON[:-1]),
+@click.option("--inline-min-severity", type=click.Choice(choices.FAIL_ON[:-1]),
               help="Forges: findings below go to the summary note (major).")
 @click.option("--max-inline-comments", type=int, help="Forges: inline threads per review (10).")
 @click.option("--title", help="With --diff or --git: the change's title, shown to the model.")

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from reviewbot.choices import FindingsFormat
 from reviewbot.config import Settings
 from reviewbot.context import Context
 from reviewbot.diff import ChangeSet, FileDiff, Side
@@ -75,13 +76,13 @@ class Requests:
     @property
     def json_answer(self) -> bool:
         """Findings asked for as JSON in a free answer (findings_format json), not a forced call."""
-        return self.mode == "json"
+        return self.mode is FindingsFormat.JSON
 
     @property
     def reasons_first(self) -> bool:
         """The model reviews in words before it lists findings: inside the call's first string
         (reason) or in a free answer that a second request formats (two-step)."""
-        return self.mode in ("reason", "two-step")
+        return self.mode in (FindingsFormat.REASON, FindingsFormat.TWO_STEP)
 
     def messages(self, chunk: Chunk, context: Context) -> Messages:
         files = ["\n".join([file_header(f)] + [p.text for p in pieces])
@@ -109,7 +110,7 @@ class Requests:
             return self.messages(chunk, context), []
         return self.messages(chunk, context), [
             tools.report_tool(chunk, self.cap(chunk), self.settings.categories,
-                              analysis=self.mode == "reason")]
+                              analysis=self.mode is FindingsFormat.REASON)]
 
     def format_messages(self, messages: Messages, review: str) -> Messages:
         """two-step's second request: the first request's messages (a shared prefix), the

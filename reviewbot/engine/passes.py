@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from reviewbot.choices import FindingsFormat
 from reviewbot.context import Context
 from reviewbot.diff import ChangeSet
 from reviewbot.engine import answers, summaries, tools
@@ -115,7 +116,7 @@ class Passes:
         messages, tool_list = self.requests.request(chunk, context)
         answer, asked = ChunkAnswer(), Asked()
         try:
-            if settings.findings_format == "two-step":
+            if settings.findings_format is FindingsFormat.TWO_STEP:
                 self._two_step(chunk, messages, tool_list, deadline, route, answer, asked)
             else:
                 self._findings(chunk, messages, tool_list, settings.samples, deadline, route,

@@ -13,11 +13,13 @@ import time
 from dataclasses import dataclass, field, replace
 
 from reviewbot import anchoring
-from reviewbot.diff import ChangeSet, Side
+from reviewbot.choices import ReviewMode
+from reviewbot.diff import ChangeSet
 from reviewbot.errors import ForgeError
 from reviewbot.findings import Finding, merge, topic, with_fingerprints
 from reviewbot.flow import gathering
 from reviewbot.flow.headtree import Trees
+from reviewbot.flow.outdated import outdated
 from reviewbot.forges.base import (
     ChangeRequest,
     CommentLimit,
@@ -112,7 +114,8 @@ class ForgeRun:
 
 
 def review_change_request(
-    forge: Forge, reviewer: Reviewer, *, mode: str = "incremental", dry_run: bool = False,
+    forge: Forge, reviewer: Reviewer, *, mode: ReviewMode = ReviewMode.INCREMENTAL,
+    dry_run: bool = False,
     cancel: threading.Event | None = None, fail_on_skipped: bool = False, force: bool = False,
     trees: Trees | None = None, project_line: str = "", linked_issues: bool = True,
     author_may_dismiss: bool = False, hold: bool = False,
@@ -125,12 +128,12 @@ def review_change_request(
         return ForgeRun(request, _paused_result(forge, previous, author_may_dismiss),
                         RunMode.PAUSED, dry_run=dry_run)
     last_sha = previous.last_reviewed_sha
-    if mode == "incremental" and last_sha == request.head_sha:
+    if mode is ReviewMode.INCREMENTAL and last_sha == request.head_sha:
         return ForgeRun(request, _empty_result(forge, previous, author_may_dismiss),
                         RunMode.UP_TO_DATE, last_sha,
                         dry_run=dry_run)
     changes, used_mode, since = request.changes, RunMode.FULL, None
-    if mode == "incremental" and last_sha:
+    if mode is ReviewMode.INCREMENTAL and last_sha:
         incremental = forge.fetch_incremental(last_sha, request)
         if incremental is not None:
             changes, used_mode, since = incremental, RunMode.INCREMENTAL, last_sha
@@ -260,41 +263,3 @@ def _add_skipped(stats: Stats, request: ChangeRequest) -> None:
         if skipped.path not in known:
             stats.files_skipped.append(skipped)
             known.add(skipped.path)
-
-
-def outdated(
-    existing: list[PostedComment],
-    current: set[str],
-    changes: ChangeSet,
-    request: ChangeRequest,
-    *,
-    since_sha: str | None,
-) -> list[PostedComment]:
-    """The bot's open threads whose finding is gone, limited to what this review covered.
-
-    Full mode (`since_sha` None): every reviewed file. Incremental mode: files the new commits
-    touched; where the thread's anchor is known, only threads whose line the new commits
-    changed, since the rest of the file was not looked at again.
-    """
-    skipped = {s.path for s in request.skipped}
-    covered = {
-        p for f in changes.files for p in (f.old_path, f.new_path) if p and f.path not in skipped
-    }
-    out = []
-    for c in existing:
-        if c.resolved or c.fingerprint in current or c.path not in covered:
-            continue
-        if since_sha is not None and not _anchor_changed(c, changes, since_sha):
-            continue
-        out.append(c)
-    return out
-
-
-def _anchor_changed(comment: PostedComment, changes: ChangeSet, since_sha: str) -> bool:
-    if comment.line is None or comment.side is None:
-        return True  # anchor unknown: the file was touched, which is all we can tell
-    if comment.side is not Side.NEW or comment.head_sha != since_sha:
-        return False  # its line numbers do not refer to the old side of this diff: leave it
-    file = changes.file(comment.path)
-    hit = file.line_at(Side.OLD, comment.line) if file is not None else None
-    return hit is not None and hit.kind == "-"

@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from reviewbot.choices import ReviewMode
 from reviewbot.config import Settings
 from reviewbot.context import Context
 from reviewbot.conversation.learnings import LearningStore
@@ -91,7 +92,7 @@ def _review(order: ReviewOrder, reviewer: Reviewer, cancel: threading.Event | No
             return result
 
     # held findings are replaced by each review's: each must cover the whole change
-    mode = "full" if settings.approve_before_publish else settings.mode
+    mode = ReviewMode.FULL if settings.approve_before_publish else settings.mode
     run = review_change_request(forge, guided, mode=mode, dry_run=order.dry_run,
                                 cancel=cancel, fail_on_skipped=settings.fail_on_skipped,
                                 force=force, trees=Trees.from_settings(settings),
@@ -155,7 +156,7 @@ def answer(order: ReviewOrder, note_id: int, passes: Callable[[], Passes],
     threads = registry.kind(forge.name).threads_of(forge, discussion_id)
 
     def full_review() -> str:
-        full = replace(order, settings=replace(order.settings, mode="full"))
+        full = replace(order, settings=replace(order.settings, mode=ReviewMode.FULL))
         run, code = review(full, reviewer(), learnings=learnings, force=True)
         return run.summary.split("\n", 1)[0][:300] if code != 3 else "incomplete (see the summary)"
 

@@ -12,7 +12,7 @@ from reviewbot.forges.base import ChangeRequest
 from reviewbot.forges.markers import SummaryMarker, summary_marker, without_marker
 from reviewbot.modeltext import code, inline, prose
 from reviewbot.rendering import dismissed_lines, issue_lines, list_item
-from reviewbot.result import DISMISSED, HeldTo, ReviewResult
+from reviewbot.result import DISMISSED, HeldTo, ReviewResult, RunMode
 
 TITLE = "### reviewbot review"
 _MAX_ITEMS = 200  # beyond this the list is cut, and says so
@@ -24,7 +24,7 @@ _MAX_CARRIED = 30  # unanchored findings remembered in the marker for incrementa
 class SummaryInput:
     request: ChangeRequest
     result: ReviewResult
-    mode: str  # full | incremental
+    mode: RunMode  # full | incremental (what this run did)
     since_sha: str | None
     posted: int
     already_posted: int
@@ -125,7 +125,7 @@ def _status(s: SummaryInput) -> str:
 def _scope(s: SummaryInput) -> list[str]:
     r, st = s.request, s.result.stats
     server = code(s.result.model or "unknown model")  # never the server's URL: it is internal
-    if s.mode == "incremental" and s.since_sha:
+    if s.mode is RunMode.INCREMENTAL and s.since_sha:
         what = f"the commits since `{s.since_sha[:12]}` up to `{r.head_sha[:12]}`"
     else:
         what = f"the whole change up to `{r.head_sha[:12]}`"

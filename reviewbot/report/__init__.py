@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import importlib
 
-from reviewbot.config import OUTPUTS
+from reviewbot.choices import OUTPUTS
 from reviewbot.result import ReviewResult
 
-# One module per format of config.OUTPUTS, each with `render(result) -> str`; imported on
+# One module per format of choices.OUTPUTS, each with `render(result) -> str`; imported on
 # first use so that `--output json` never pays for rich.
 
 

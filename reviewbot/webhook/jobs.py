@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Literal, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from reviewbot.forges.base import ForgeName
 
@@ -61,16 +61,16 @@ class Job:
 
 @dataclass(frozen=True)
 class JobOutcome:
-    status: Literal["done", "cancelled"]
+    finished: bool  # False: given up because a newer push superseded it
     detail: str = ""
 
     @classmethod
     def done(cls, detail: str = "") -> JobOutcome:
-        return cls("done", detail)
+        return cls(True, detail)
 
     @classmethod
     def cancelled(cls, detail: str = "") -> JobOutcome:
-        return cls("cancelled", detail)
+        return cls(False, detail)
 
 
 class ReviewRunner(Protocol):

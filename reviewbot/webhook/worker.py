@@ -223,7 +223,7 @@ class WorkerPool:
 
     def _settle_outcome(self, job: Job, outcome: JobOutcome, cancel: threading.Event) -> None:
         now = self._clock()
-        if outcome.status == "done":
+        if outcome.finished:
             if self._queue.finish(job.id, State.DONE, outcome.detail, now=now):
                 log.info("job %d %s done: %s", job.id, _what(job), outcome.detail or "ok")
                 self._metrics.reviews.labels("done").inc()

@@ -10,7 +10,7 @@ from reviewbot.anchoring import split as split_anchorable
 from reviewbot.diff import ChangeSet, Side, parse
 from reviewbot.errors import ForgeError
 from reviewbot.findings import Finding, Severity
-from reviewbot.flow.posting import outdated, review_change_request
+from reviewbot.flow.posting import review_change_request
 from reviewbot.forges.base import ChangeRequest, PostedComment, PostOutcome
 from reviewbot.forges.markers import SummaryMarker, decode
 from reviewbot.result import ReviewResult, SkippedFile, Stats
@@ -113,27 +113,6 @@ def test_split_anchorable_keeps_valid_positions_and_repairs_or_refuses_the_rest(
         (2, Side.NEW, 3, "x"), (2, Side.NEW, None, None), (2, Side.OLD, None, None)]
     assert [(x.line, x.path) for x in refused] == [(50, "app.py"), (None, "app.py"),
                                                    (2, "other.py")]
-
-
-def test_outdated_in_full_mode_covers_reviewed_files_only() -> None:
-    req = MemoryForge(skipped=(SkippedFile("app.py", "too large"),)).fetch()
-    comments = [PostedComment("1", "gone", "app.py"), PostedComment("2", "gone", "x.py")]
-    assert outdated(comments, set(), CHANGES, req, since_sha=None) == []  # app.py was skipped
-    req = MemoryForge().fetch()
-    assert [c.id for c in outdated(comments, {"kept"}, CHANGES, req, since_sha=None)] == ["1"]
-
-
-def test_outdated_in_incremental_mode_only_where_the_new_commits_changed_the_line() -> None:
-    req = MemoryForge().fetch()
-    comments = [
-        PostedComment("changed", "a", "app.py", line=2, side=Side.NEW, head_sha="h1"),
-        PostedComment("untouched", "b", "app.py", line=4, side=Side.NEW, head_sha="h1"),
-        PostedComment("older head", "c", "app.py", line=2, side=Side.NEW, head_sha="h0"),
-        PostedComment("unknown anchor", "d", "app.py"),
-        PostedComment("resolved", "e", "app.py", resolved=True),
-    ]
-    got = outdated(comments, set(), CHANGES, req, since_sha="h1")
-    assert [c.id for c in got] == ["changed", "unknown anchor"]
 
 
 def test_full_flow_posts_new_findings_only_and_records_the_head() -> None:

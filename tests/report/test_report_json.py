@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from reviewbot.config import OUTPUTS
+from reviewbot.choices import OUTPUTS
 from reviewbot.report import render
 from reviewbot.result import ReviewResult, Stats
 
