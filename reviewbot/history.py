@@ -85,6 +85,11 @@ class ReviewRecord:
                    one_line(clean(reason, REASON_CHARS)), findings_posted=posted,
                    findings_held=held, **counts)  # type: ignore[arg-type]
 
+    @classmethod
+    def failed(cls, change: Change, source: str, started_at: float, reason: str) -> ReviewRecord:
+        """An attempt that raised (`source`: who ran it); its page is not known."""
+        return cls.of(change, source, "", started_at, ReviewOutcome.FAILED, reason)
+
     @property
     def seconds(self) -> float:
         return max(0.0, self.finished_at - self.started_at)

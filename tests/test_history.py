@@ -143,3 +143,10 @@ def test_history_csv_quotes_what_a_spreadsheet_would_run_and_bad_input_is_exit_2
         proc = _reviewbot(*bad)
         assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
         assert "Traceback" not in proc.stderr and "secret-pw" not in proc.stderr
+
+
+def test_a_failed_attempt_is_a_row_with_its_reason_one_line_and_capped() -> None:
+    row = ReviewRecord.failed(Change("gitlab", "g/p", 3), "listener", time.time() - 2,
+                              "cannot reach\nthe forge " + "x" * 900)
+    assert row.outcome is ReviewOutcome.FAILED and row.mode == "" and row.head_sha == ""
+    assert "\n" not in row.reason and len(row.reason) <= 501 and row.seconds >= 2

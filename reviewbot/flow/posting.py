@@ -32,6 +32,8 @@ from reviewbot.forges.base import (
 )
 from reviewbot.forges.markers import SummaryMarker, summary_marker
 from reviewbot.forges.summary import MAX_BODY, SummaryInput, carried, render_summary, unpack
+from reviewbot.history import Change, ReviewOutcome, ReviewRecord
+from reviewbot.redact import redact
 from reviewbot.result import (
     DISMISSED,
     HeldTo,
@@ -88,6 +90,21 @@ class ForgeRun:
                     f"posted and {len(self.to_resolve)} thread(s) resolved; the summary note "
                     f"would read:\n\n{self.summary}\n")
         return ""
+
+    def record(self, source: str, started: float) -> ReviewRecord:
+        """What the history keeps of this attempt (`source`: who ran it)."""
+        r = self.request
+        change = Change(r.forge, r.project, r.number, r.head_sha, r.web_url, r.title)
+        if self.mode is RunMode.SUPERSEDED:
+            outcome, reason = ReviewOutcome.INCOMPLETE, "a newer push arrived: nothing was posted"
+        elif self.complete:
+            outcome, reason = ReviewOutcome.COMPLETE, ""
+        else:
+            outcome = ReviewOutcome.INCOMPLETE
+            reason = "; ".join(self.errors + self.result.stats.errors) \
+                or "the review did not cover the whole change"
+        return ReviewRecord.of(change, source, self.mode.value, started, outcome, redact(reason),
+                               self.result, len(self.outcome.posted), len(self.result.held))
 
     def to_dict(self) -> dict[str, object]:
         return {

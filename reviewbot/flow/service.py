@@ -27,7 +27,7 @@ from reviewbot.flow.select import open_forge
 from reviewbot.forges import registry
 from reviewbot.forges.base import Forge, Target, Voting
 from reviewbot.forges.summary import failed_summary
-from reviewbot.history import Change, HistoryStore, ReviewOutcome, ReviewRecord
+from reviewbot.history import Change, HistoryStore, ReviewRecord
 from reviewbot.redact import redact
 from reviewbot.result import Reviewer, ReviewResult, RunMode, exit_code
 from reviewbot.rules import applicable
@@ -68,10 +68,12 @@ def review(order: ReviewOrder, reviewer: Reviewer, cancel: threading.Event | Non
         run = _review(order, reviewer, cancel, learnings, force)
     except ReviewbotError as exc:
         if history is not None:
-            history.add(failed_record(order.target, order.source, started, str(exc)))
+            t = order.target
+            history.add(ReviewRecord.failed(Change(t.forge, t.project, t.number), order.source,
+                                            started, redact(str(exc))))
         raise
     if history is not None and run.mode not in UNRECORDED:
-        history.add(run_record(order, started, run))
+        history.add(run.record(order.source, started))
     return run, exit_code(run.complete, run.result.worst(), order.settings.fail_on)
 
 
@@ -106,29 +108,6 @@ def _review(order: ReviewOrder, reviewer: Reviewer, cancel: threading.Event | No
 
 
 UNRECORDED = (RunMode.PAUSED, RunMode.UP_TO_DATE)  # the model was not asked
-
-
-def run_record(order: ReviewOrder, started: float, run: ForgeRun) -> ReviewRecord:
-    """What the history keeps of a review attempt that ran."""
-    r = run.request
-    change = Change(r.forge, r.project, r.number, r.head_sha, r.web_url, r.title)
-    if run.mode is RunMode.SUPERSEDED:
-        outcome, reason = ReviewOutcome.INCOMPLETE, "a newer push arrived: nothing was posted"
-    elif run.complete:
-        outcome, reason = ReviewOutcome.COMPLETE, ""
-    else:
-        outcome = ReviewOutcome.INCOMPLETE
-        reason = "; ".join(run.errors + run.result.stats.errors) \
-            or "the review did not cover the whole change"
-    return ReviewRecord.of(change, order.source, run.mode.value, started, outcome,
-                           redact(reason), run.result, len(run.outcome.posted),
-                           len(run.result.held))
-
-
-def failed_record(t: Target, source: str, started: float, reason: str) -> ReviewRecord:
-    """What the history keeps of a review attempt that raised (`source`: who ran it)."""
-    return ReviewRecord.of(Change(t.forge, t.project, t.number),  # its page is not known
-                           source, "", started, ReviewOutcome.FAILED, redact(reason))
 
 
 def _take_votes(order: ReviewOrder, forge: Forge, memory: Memory) -> None:

@@ -18,6 +18,8 @@ from reviewbot.config import Settings
 from reviewbot.errors import IncompleteReview, ReviewbotError, UsageError
 from reviewbot.flow.trust import Trust
 from reviewbot.forges.base import Target
+from reviewbot.history import Change, ReviewRecord
+from reviewbot.redact import redact
 from reviewbot.result import Reviewer, RunMode
 from reviewbot.webhook.jobs import Job, JobOutcome, ReviewRunner
 
@@ -80,7 +82,9 @@ class ForgeRunner:
             order = self._trust.order(target, source="listener")
         except ReviewbotError as exc:
             if self._history is not None and job.note_id is None:
-                self._history.add(service.failed_record(target, "listener", started, str(exc)))
+                change = Change(target.forge, target.project, target.number)
+                self._history.add(ReviewRecord.failed(change, "listener", started,
+                                                      redact(str(exc))))
             raise
         settings = order.settings
         if job.note_id is not None:

@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
+from reviewbot.choices import ReviewMode
 from reviewbot.findings import Severity
 from reviewbot.flow import service
 from reviewbot.flow.posting import review_change_request
@@ -38,7 +39,7 @@ def _finding_thread(fake: FakeGitHub) -> dict[str, Any]:
     """The bot's "Unchecked parse" finding comment, after one review."""
     if not fake.review_comments:
         found = finding("src/app.py", 5, title="Unchecked parse", fp="fp-unchecked-parse")
-        review_change_request(forge(fake), Reviewer(every=1000, extra=[found]), mode="full")
+        review_change_request(forge(fake), Reviewer(every=1000, extra=[found]), mode=ReviewMode.FULL)
     (root,) = [c for c in fake.review_comments if "Unchecked parse" in c["body"]
                and not c.get("in_reply_to_id")]
     return root
@@ -117,7 +118,7 @@ def test_pause_in_the_conversation_stops_reviews_and_the_authors_own_is_refused(
     pause = _say(fake, "ghp_dana_token_00000000000", "@reviewbot pause")
     assert _action(_reply(fake, None, "--issue-comment", str(pause))) == "pause"
     assert "Paused:" in fake.issue_comments[-1]["body"]
-    run = review_change_request(forge(fake), Reviewer(every=1000), mode="full")
+    run = review_change_request(forge(fake), Reviewer(every=1000), mode=ReviewMode.FULL)
     assert run.mode == "paused"
 
 
@@ -130,7 +131,7 @@ def test_ignore_resolves_the_thread_and_a_later_review_does_not_raise_it_again(
     assert "will not raise this finding again" in fake.review_comments[-1]["body"]
     found = finding("src/app.py", 5, title="Unchecked parse", fp="fp-unchecked-parse")
     roots = len([c for c in fake.review_comments if not c.get("in_reply_to_id")])
-    review_change_request(forge(fake), Reviewer(every=1000, extra=[found]), mode="full")
+    review_change_request(forge(fake), Reviewer(every=1000, extra=[found]), mode=ReviewMode.FULL)
     assert len([c for c in fake.review_comments if not c.get("in_reply_to_id")]) == roots
 
 
@@ -191,7 +192,7 @@ def test_a_collaborators_thumbs_down_is_read_by_the_next_review(fake: FakeGitHub
     _react(fake, MARIA_TOKEN, root["id"], "+1")
     found = finding("src/app.py", 5, title="Unchecked parse", fp="fp-unchecked-parse")
     order = service.ReviewOrder.opened(Target("github", fake.full_name, 7), settings(
-        fake, mode="full", github_bot_login="reviewbot[bot]"))
+        fake, mode=ReviewMode.FULL, github_bot_login="reviewbot[bot]"))
     service.review(order, Reviewer(every=1000, extra=[found]))
     assert root["id"] not in fake.resolved
     _react(fake, MARIA_TOKEN, root["id"], "-1")
@@ -226,7 +227,7 @@ def test_a_thread_a_person_resolved_leaves_the_gate_and_counts_as_dismissed(
     found = replace(finding("src/app.py", 5, title="Unchecked parse", fp="fp-unchecked-parse"),
                     severity=Severity.CRITICAL)
     order = service.ReviewOrder.opened(Target("github", fake.full_name, 7),
-                                settings(fake, mode="full", fail_on="major"))
+                                settings(fake, mode=ReviewMode.FULL, fail_on="major"))
     _, code = service.review(order, Reviewer(every=1000, extra=[found]), learnings=store)
     (root,) = [c for c in fake.review_comments if "Unchecked parse" in c["body"]]
     assert code == 1  # the critical finding holds the gate

@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 
+from reviewbot.choices import ReviewMode
 from reviewbot.conversation.learnings import LearningStore
 from reviewbot.findings import fingerprint
 from reviewbot.flow.posting import review_change_request
@@ -43,7 +44,7 @@ MR = "/api/v4/projects/42/merge_requests/7"
 def _threads(state: State) -> list[dict[str, Any]]:
     """The bot's finding threads, after one review."""
     if not state.diff_notes():
-        review_change_request(make_forge(state), reviewer, mode="full")
+        review_change_request(make_forge(state), reviewer, mode=ReviewMode.FULL)
     return [d for d in state.discussions if d["notes"][0].get("position")]
 
 
@@ -160,7 +161,7 @@ def test_ignore_resolves_the_thread_and_a_later_full_review_does_not_raise_it_ag
     assert _action(_reply(env, None, note)) == "ignored"
     assert all(n["resolved"] for n in thread["notes"])
     assert "will not raise this finding again" in thread["notes"][-1]["body"]
-    review_change_request(make_forge(env.gitlab), reviewer, mode="full")
+    review_change_request(make_forge(env.gitlab), reviewer, mode=ReviewMode.FULL)
     again = [d for d in env.gitlab.discussions if d["notes"][0].get("position")]
     assert len(again) == len(threads)  # the withdrawn finding was not posted again
     assert [d for d in again if not d["notes"][0]["resolved"]] == threads[1:]
@@ -186,7 +187,7 @@ def test_pause_stops_automatic_reviews_until_resume_and_review_still_runs(env: E
     summary = next(n for n in env.gitlab.notes() if "### reviewbot review" in n["body"])
     assert "Automatic reviews are paused" in summary["body"]
     env.gitlab.resolve_by_human(lambda note: True)  # findings gone: a review would act
-    paused = review_change_request(make_forge(env.gitlab), reviewer, mode="full")
+    paused = review_change_request(make_forge(env.gitlab), reviewer, mode=ReviewMode.FULL)
     assert paused.mode == "paused" and paused.to_post == [] and paused.to_resolve == []
     assert not paused.complete and paused.exit_code == 3  # the gate did not look: never a pass
 
@@ -202,7 +203,7 @@ def test_pause_stops_automatic_reviews_until_resume_and_review_still_runs(env: E
     assert _action(_reply(env, None, _say(env.gitlab, DEV_TOKEN, "@reviewbot resume"))) == "resume"
     assert "Automatic reviews are paused" not in next(
         n for n in env.gitlab.notes() if "### reviewbot review" in n["body"])["body"]
-    again = review_change_request(make_forge(env.gitlab), reviewer, mode="full")
+    again = review_change_request(make_forge(env.gitlab), reviewer, mode=ReviewMode.FULL)
     assert again.mode == "full" and again.result.stats.changed_lines_sent > 0
 
 
@@ -216,7 +217,7 @@ def test_the_authors_own_pause_and_ignore_are_not_obeyed(env: Env) -> None:
                                           thread))) == "author-refused"
     assert not any(n["resolved"] for n in thread["notes"])
     assert "has to come from another project member" in thread["notes"][-1]["body"]
-    run = review_change_request(make_forge(env.gitlab), reviewer, mode="full")
+    run = review_change_request(make_forge(env.gitlab), reviewer, mode=ReviewMode.FULL)
     assert run.mode == "full"  # not paused
     allowed = _reply(env, None, _say(env.gitlab, AUTHOR_TOKEN, "@reviewbot pause"),
                      env_vars={"REVIEWBOT_AUTHOR_COMMANDS": "true"})
@@ -300,7 +301,7 @@ def _one_finding(needle: str) -> Any:
 
 def test_a_members_thumbs_down_dismisses_a_finding_also_after_it_moved(env: Env) -> None:
     first = review_change_request(make_forge(env.gitlab), _one_finding("line 5 changed"),
-                                  mode="full")
+                                  mode=ReviewMode.FULL)
     (thread,) = [d for d in env.gitlab.discussions if d["notes"][0].get("position")]
     bot_note = thread["notes"][0]["id"]
     _award(env.gitlab, AUTHOR_TOKEN, bot_note, "thumbsdown")  # the author's: not enough
@@ -318,7 +319,7 @@ def test_a_members_thumbs_down_dismisses_a_finding_also_after_it_moved(env: Env)
                     + APP_NEW.replace("line 5 changed", "line 5 changed again")})
     env.gitlab.push(env.repo.commit("move it"))
     moved = review_change_request(make_forge(env.gitlab), _one_finding("line 5 changed again"),
-                                  mode="full")
+                                  mode=ReviewMode.FULL)
     before, after = (fingerprint(run.result.findings[0], run.request.changes)
                      for run in (first, moved))
     assert before != after and [h.fingerprint for h in moved.result.held] == [after]
@@ -425,7 +426,7 @@ def test_the_authors_rebuttal_never_dismisses_a_finding_on_its_own(env: Env) -> 
     assert not any(n["resolved"] for n in thread["notes"])
     assert "**Disputed**: this argument comes from the change's author" \
         in thread["notes"][-1]["body"]
-    again = review_change_request(make_forge(env.gitlab), reviewer, mode="full")
+    again = review_change_request(make_forge(env.gitlab), reviewer, mode=ReviewMode.FULL)
     assert any(title.endswith(f.title) for f in again.result.gating()), title
     # a member other than the author agrees: now it is out
     assert _action(_reply(env, None, _say(env.gitlab, DEV_TOKEN, "@reviewbot ignore",

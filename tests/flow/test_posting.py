@@ -7,6 +7,7 @@ import io
 from dataclasses import dataclass, field, replace
 
 from reviewbot.anchoring import split as split_anchorable
+from reviewbot.choices import ReviewMode
 from reviewbot.diff import ChangeSet, Side, parse
 from reviewbot.errors import ForgeError
 from reviewbot.findings import Finding, Severity
@@ -117,9 +118,9 @@ def test_split_anchorable_keeps_valid_positions_and_repairs_or_refuses_the_rest(
 
 def test_full_flow_posts_new_findings_only_and_records_the_head() -> None:
     forge = MemoryForge(comments=[PostedComment("9", "", "app.py")])
-    first = review_change_request(forge, reviewer_of(f(2), f(2, Side.OLD)), mode="full")
+    first = review_change_request(forge, reviewer_of(f(2), f(2, Side.OLD)), mode=ReviewMode.FULL)
     assert first.exit_code == 0 and len(forge.posted) == 2
-    again = review_change_request(forge, reviewer_of(f(2), f(2, Side.OLD)), mode="full")
+    again = review_change_request(forge, reviewer_of(f(2), f(2, Side.OLD)), mode=ReviewMode.FULL)
     assert again.to_post == [] and len(forge.posted) == 2
     assert sha_marker(forge.summary or "") == {"kind": "summary", "last_reviewed_sha": "h2"}
 
@@ -151,20 +152,20 @@ def test_a_forge_failure_is_exit_3_with_everything_in_the_summary_and_the_old_sh
 
 def test_an_incomplete_review_is_exit_3_and_records_no_new_sha() -> None:
     forge = MemoryForge()
-    run = review_change_request(forge, reviewer_of(f(2), complete=False), mode="full")
+    run = review_change_request(forge, reviewer_of(f(2), complete=False), mode=ReviewMode.FULL)
     assert run.exit_code == 3 and sha_marker(forge.summary or "") == {"kind": "summary"}
 
 
 def test_forge_skipped_files_reach_the_stats_and_the_summary() -> None:
     forge = MemoryForge(skipped=(SkippedFile("huge.sql", "GitLab did not return the diff"),))
-    run = review_change_request(forge, reviewer_of(), mode="full")
+    run = review_change_request(forge, reviewer_of(), mode=ReviewMode.FULL)
     assert [s.path for s in run.result.stats.files_skipped] == ["huge.sql"]
     assert "`huge.sql`: GitLab did not return the diff" in run.summary
 
 
 def test_dry_run_writes_nothing() -> None:
     forge = MemoryForge()
-    run = review_change_request(forge, reviewer_of(f(2), f(60)), mode="full", dry_run=True)
+    run = review_change_request(forge, reviewer_of(f(2), f(60)), mode=ReviewMode.FULL, dry_run=True)
     assert forge.writes == 0 and forge.summary is None
     assert [x.line for x in run.to_post] == [2] and [x.line for x in run.unanchored] == [60]
     assert run.outcome.posted == run.to_post and run.summary
@@ -172,7 +173,7 @@ def test_dry_run_writes_nothing() -> None:
 
 def test_resolves_through_the_resolver_protocol() -> None:
     forge = MemoryForge(comments=[PostedComment("1", "stale", "app.py", thread_id="t1")])
-    run = review_change_request(forge, reviewer_of(f(2)), mode="full")
+    run = review_change_request(forge, reviewer_of(f(2)), mode=ReviewMode.FULL)
     assert [c.thread_id for c in forge.resolved] == ["t1"] and run.to_resolve == forge.resolved
 
 
@@ -218,6 +219,23 @@ def test_a_review_superseded_while_running_posts_nothing() -> None:
         cancel.set()  # a newer push arrives while the model is working
         return reviewer_of(f(2))(changes)
 
-    run = review_change_request(forge, reviewer, mode="full", cancel=cancel)
+    run = review_change_request(forge, reviewer, mode=ReviewMode.FULL, cancel=cancel)
     assert run.mode == "superseded"
     assert forge.writes == 0 and forge.posted == [] and forge.summary is None
+
+
+def test_a_run_is_recorded_with_its_outcome_its_counts_and_why_it_fell_short() -> None:
+    from reviewbot.history import ReviewOutcome
+    from reviewbot.result import RunMode
+
+    forge = MemoryForge()
+    done = review_change_request(forge, reviewer_of(f(2)), mode=ReviewMode.FULL)
+    row = done.record("cli", started=1.0)
+    assert (row.outcome, row.mode, row.source, row.findings_posted) == (
+        ReviewOutcome.COMPLETE, "full", "cli", 1)
+    assert (row.project, row.number, row.head_sha, row.reason) == ("p", 1, "h2", "")
+    short = review_change_request(MemoryForge(), reviewer_of(complete=False), mode=ReviewMode.FULL)
+    assert short.record("listener", 1.0).outcome is ReviewOutcome.INCOMPLETE
+    assert short.record("listener", 1.0).reason == "the review did not cover the whole change"
+    superseded = replace(done, mode=RunMode.SUPERSEDED)
+    assert superseded.record("listener", 1.0).reason == "a newer push arrived: nothing was posted"

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from reviewbot.choices import ReviewMode
 from reviewbot.config import Settings
 from reviewbot.diff import Side
 from reviewbot.errors import ForgeError
@@ -39,7 +40,7 @@ def _fingerprints(fake: FakeGitHub) -> list[str]:
 def test_full_review_posts_everything_with_no_422_and_a_rerun_posts_nothing(
         fake: FakeGitHub) -> None:
     reviewer = Reviewer(extra=[finding("assets/logo.png", 1), finding("src/app.py", None)])
-    run = review_change_request(forge(fake, batch_size=8), reviewer, mode="full")
+    run = review_change_request(forge(fake, batch_size=8), reviewer, mode=ReviewMode.FULL)
     assert run.complete and run.exit_code == 0, run.errors
     assert len(run.to_post) == 30 and len(fake.reviews) == 4  # 8 + 8 + 8 + 6
     assert len(fake.review_comments) == len(run.outcome.posted) == len(run.to_post)
@@ -55,7 +56,7 @@ def test_full_review_posts_everything_with_no_422_and_a_rerun_posts_nothing(
     assert decode(summary["body"])["last_reviewed_sha"] == fake.pulls[7].head
     assert "assets/logo.png" in summary["body"] and "Review complete" in summary["body"]
 
-    again = review_change_request(forge(fake), Reviewer(), mode="full")
+    again = review_change_request(forge(fake), Reviewer(), mode=ReviewMode.FULL)
     assert again.to_post == [] and len(again.already_posted) == len(run.to_post)
     assert len(fake.review_comments) == len(run.to_post)
     assert len(_summaries(fake)) == 1 and len(fake.issue_comments) == 1  # edited in place
@@ -81,7 +82,7 @@ def test_push_reviews_only_new_commits_and_marks_gone_findings_outdated(fake: Fa
     assert outdated[0]["body"].startswith("**Outdated**")
     assert len(second.to_resolve) == 1
 
-    third = review_change_request(forge(fake), Reviewer(), mode="full")
+    third = review_change_request(forge(fake), Reviewer(), mode=ReviewMode.FULL)
     assert third.to_post == [] and third.to_resolve == []  # already outdated: not touched again
 
 
@@ -106,7 +107,7 @@ def test_crash_mid_post_then_rerun_loses_nothing_and_doubles_nothing(
 
 
 def test_dry_run_posts_nothing_and_shows_the_payloads(fake: FakeGitHub) -> None:
-    run = review_change_request(forge(fake), Reviewer(), mode="full", dry_run=True)
+    run = review_change_request(forge(fake), Reviewer(), mode=ReviewMode.FULL, dry_run=True)
     assert run.payloads and sum(len(p["comments"]) for p in run.payloads) == len(run.to_post)
     # a GraphQL query is a POST that writes nothing; a mutation would
     assert not [r for r in fake.requests if r.method in ("POST", "PATCH")
@@ -125,13 +126,13 @@ def test_a_300_file_pr(tmp_path: Path, count: int) -> None:
     gh = FakeGitHub(repo)
     gh.open_pull(base, repo.commit("head"), number=3)
     with Server(gh):
-        run = review_change_request(forge(gh, number=3), Reviewer(every=7), mode="full")
+        run = review_change_request(forge(gh, number=3), Reviewer(every=7), mode=ReviewMode.FULL)
         assert run.complete, run.errors
         assert bool(gh.statuses(406)) == (count > 300) and not gh.statuses(422)
         assert len(run.to_post) == count * 2 and len(gh.review_comments) == count * 2
         sizes = [len(r.body["comments"]) for r in gh.requests if r.path.endswith("/reviews")]
         assert max(sizes) == 30 and sum(sizes) == count * 2
-        again = review_change_request(forge(gh, number=3), Reviewer(every=7), mode="full")
+        again = review_change_request(forge(gh, number=3), Reviewer(every=7), mode=ReviewMode.FULL)
         assert again.to_post == [] and len(gh.review_comments) == count * 2
 
 
@@ -141,10 +142,10 @@ def test_tokens_never_appear_in_logs_errors_or_output(
     text = ""
     fake.fail_next("GET", r"/pulls/7/comments$", 500, times=4)  # 1 try + 3 retries
     with pytest.raises(ForgeError) as err:  # cannot tell what is already posted: stop
-        review_change_request(forge(fake), Reviewer(), mode="full")
+        review_change_request(forge(fake), Reviewer(), mode=ReviewMode.FULL)
     text += str(err.value) + err.value.body
     fake.fail_next("POST", r"/reviews$", 422, message="No commit found for SHA: x")
-    run = review_change_request(forge(fake), Reviewer(), mode="full")
+    run = review_change_request(forge(fake), Reviewer(), mode=ReviewMode.FULL)
     assert not run.complete and "HTTP 422" in run.errors[0]
     bad = Settings(github_url=fake.base_url, github_token="ghp_other_secret_token_42", retries=0)
     with pytest.raises(ForgeError) as err:
@@ -157,7 +158,7 @@ def test_tokens_never_appear_in_logs_errors_or_output(
 
 def test_findings_on_removed_lines_of_a_renamed_file(fake: FakeGitHub) -> None:
     extra = [finding("src/new_name.py", 13, Side.OLD, title="old side of a rename")]
-    run = review_change_request(forge(fake), Reviewer(every=1000, extra=extra), mode="full")
+    run = review_change_request(forge(fake), Reviewer(every=1000, extra=extra), mode=ReviewMode.FULL)
     assert run.complete
     [c] = [c for c in fake.review_comments
            if c["side"] == "LEFT" and c["path"] == "src/new_name.py"]
@@ -179,7 +180,7 @@ def test_incremental_old_side_findings_are_not_posted_on_the_base_lines(
 
 
 def test_a_review_reads_the_pull_request_and_its_comments_once(fake: FakeGitHub) -> None:
-    review_change_request(forge(fake), Reviewer(), mode="full")
+    review_change_request(forge(fake), Reviewer(), mode=ReviewMode.FULL)
     reads = Counter(r.path.split("?")[0] for r in fake.requests if r.method == "GET")
     pull = f"/api/v3/repos/{fake.full_name}/pulls/7"
     # the pull request twice: its JSON, then its diff (another media type)

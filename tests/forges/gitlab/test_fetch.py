@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from reviewbot.choices import ReviewMode
 from reviewbot.config import Settings
 from reviewbot.diff import ChangeSet
 from reviewbot.errors import ForgeError, UsageError
@@ -51,7 +52,7 @@ def test_too_large_and_collapsed_files_are_fetched_another_way(env: Env) -> None
 
 def test_a_file_gitlab_never_returns_is_reported_as_skipped_never_silently(env: Env) -> None:
     env.gitlab.never.add("src/app.py")
-    run = review_change_request(make_forge(env.gitlab), reviewer, mode="full", dry_run=True)
+    run = review_change_request(make_forge(env.gitlab), reviewer, mode=ReviewMode.FULL, dry_run=True)
     assert [(s.path, "too large" in s.reason) for s in run.request.skipped] == [("src/app.py", True)]
     assert any(s.path == "src/app.py" for s in run.result.stats.files_skipped)
     assert "`src/app.py`: GitLab did not return the diff: the file is too large" in run.summary
@@ -82,12 +83,12 @@ def _one_per_file(changes: ChangeSet, intent: object = None) -> ReviewResult:
 def test_a_300_file_merge_request_is_paginated_posted_once_and_not_doubled(tmp_path: Path) -> None:
     repo, base, head = _three_hundred(tmp_path)
     with FakeGitLab(repo, base=base, head=head, token=TOKEN, max_per_page=40) as state:
-        run = review_change_request(make_forge(state), _one_per_file, mode="full")
+        run = review_change_request(make_forge(state), _one_per_file, mode=ReviewMode.FULL)
         assert len(run.request.changes.files) == 300 and run.complete
         diff_pages = [r for r in state.requests if r.path.endswith("/diffs")]
         assert len(diff_pages) == 8  # 300 files at 40 per page, followed through Link headers
         assert len(state.diff_notes()) == 300 and 400 not in state.statuses()
-        again = review_change_request(make_forge(state), _one_per_file, mode="full")
+        again = review_change_request(make_forge(state), _one_per_file, mode=ReviewMode.FULL)
         assert again.to_post == [] and len(again.already_posted) == 300  # read all pages
         assert len(state.diff_notes()) == 300
 
@@ -100,7 +101,7 @@ def test_429_with_retry_after_and_500s_are_retried(env: Env) -> None:
         Fault("POST", r"/draft_notes$", 429, headers={"Retry-After": "1"}, skip=3),
     ]
     start = time.monotonic()
-    run = review_change_request(make_forge(env.gitlab), reviewer, mode="full")
+    run = review_change_request(make_forge(env.gitlab), reviewer, mode=ReviewMode.FULL)
     assert run.complete and run.exit_code == 0
     assert time.monotonic() - start >= 2  # both Retry-After waits were honoured
     statuses = env.gitlab.statuses()
@@ -110,7 +111,7 @@ def test_429_with_retry_after_and_500s_are_retried(env: Env) -> None:
 
 def test_a_summary_that_cannot_be_written_makes_the_run_incomplete(env: Env) -> None:
     env.gitlab.faults.append(Fault("POST", r"/notes$", 500, times=10**6))
-    run = review_change_request(make_forge(env.gitlab), reviewer, mode="full")
+    run = review_change_request(make_forge(env.gitlab), reviewer, mode=ReviewMode.FULL)
     assert run.exit_code == 3 and any("summary" in e for e in run.errors)
 
 
@@ -131,7 +132,7 @@ def test_tokens_never_appear_in_logs_errors_or_output(env: Env, caplog: pytest.L
     caplog.set_level(logging.DEBUG)
     Settings(gitlab_token=TOKEN)  # registers the token for redaction, as the CLI does
     env.gitlab.faults.append(Fault("POST", r"/draft_notes$", 500, times=10**6, skip=2))
-    run = review_change_request(make_forge(env.gitlab), reviewer, mode="full")
+    run = review_change_request(make_forge(env.gitlab), reviewer, mode=ReviewMode.FULL)
     assert run.exit_code == 3
     wrong = GitLabForge(client(ForgeSettings.gitlab(Settings(gitlab_url=env.gitlab.url,
                                         gitlab_token=TOKEN + "-wrong"))), 42, 7)

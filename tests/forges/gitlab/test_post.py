@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 
+from reviewbot.choices import ReviewMode
 from reviewbot.diff import Side
 from reviewbot.flow.posting import review_change_request
 from reviewbot.forges.markers import FindingMarker, decode
@@ -23,7 +24,7 @@ def _by_title(env: Env) -> dict[str, dict]:  # type: ignore[type-arg]
 
 
 def test_a_real_multi_file_review_posts_every_anchored_finding_with_zero_400s(env: Env) -> None:
-    run = review_change_request(make_forge(env.gitlab), reviewer, mode="full")
+    run = review_change_request(make_forge(env.gitlab), reviewer, mode=ReviewMode.FULL)
     assert run.exit_code == 0 and run.complete
     assert 400 not in env.gitlab.statuses()
     assert env.gitlab.violations == []
@@ -41,7 +42,7 @@ def test_a_real_multi_file_review_posts_every_anchored_finding_with_zero_400s(en
 
 
 def test_positions_follow_gitlabs_rules(env: Env) -> None:
-    review_change_request(make_forge(env.gitlab), reviewer, mode="full")
+    review_change_request(make_forge(env.gitlab), reviewer, mode=ReviewMode.FULL)
     notes = _by_title(env)
     added = notes["added line 5 changed"]["position"]
     assert added["new_line"] == 5 and "old_line" not in added
@@ -54,7 +55,7 @@ def test_positions_follow_gitlabs_rules(env: Env) -> None:
 
 
 def test_renamed_deleted_and_added_files_send_the_right_paths(env: Env) -> None:
-    review_change_request(make_forge(env.gitlab), reviewer, mode="full")
+    review_change_request(make_forge(env.gitlab), reviewer, mode=ReviewMode.FULL)
     paths = {(n["position"]["old_path"], n["position"]["new_path"]) for n in env.gitlab.diff_notes()}
     assert ("src/old_name.py", "src/new_name.py") in paths  # the real old path on a rename
     assert ("docs/removed.md", "docs/removed.md") in paths  # deleted: the same path twice
@@ -64,7 +65,7 @@ def test_renamed_deleted_and_added_files_send_the_right_paths(env: Env) -> None:
 
 
 def test_multi_line_range_with_line_codes_and_suggestion(env: Env) -> None:
-    review_change_request(make_forge(env.gitlab), reviewer, mode="full")
+    review_change_request(make_forge(env.gitlab), reviewer, mode=ReviewMode.FULL)
     note = _by_title(env)["range line 5 changed"]
     pos = note["position"]
     sha = hashlib.sha1(b"src/app.py").hexdigest()
@@ -94,7 +95,7 @@ def test_suggestions_only_on_added_or_context_lines_and_fenced_safely(env: Env) 
 
 
 def test_binary_and_file_level_findings_go_to_the_summary(env: Env) -> None:
-    run = review_change_request(make_forge(env.gitlab), reviewer, mode="full")
+    run = review_change_request(make_forge(env.gitlab), reviewer, mode=ReviewMode.FULL)
     assert {f.title for f in run.unanchored} >= {"binary", "file level"}
     assert not any(n["position"]["new_path"] == "img/logo.png" for n in env.gitlab.diff_notes())
 
@@ -110,9 +111,9 @@ def test_stale_shas_are_refused_and_the_finding_moves_to_the_summary(env: Env) -
 
 
 def test_dry_run_writes_nothing_and_returns_exactly_what_would_be_posted(env: Env) -> None:
-    dry = review_change_request(make_forge(env.gitlab), reviewer, mode="full", dry_run=True)
+    dry = review_change_request(make_forge(env.gitlab), reviewer, mode=ReviewMode.FULL, dry_run=True)
     assert not [r for r in env.gitlab.requests if r.method in WRITES]
-    real = review_change_request(make_forge(env.gitlab), reviewer, mode="full")
+    real = review_change_request(make_forge(env.gitlab), reviewer, mode=ReviewMode.FULL)
     sent = [r.body for r in env.gitlab.requests if r.path.endswith("/draft_notes")
             and r.method == "POST"]
     assert [{"body": p["body"], "position": p["position"]} for p in dry.payloads] == \
@@ -123,7 +124,7 @@ def test_dry_run_writes_nothing_and_returns_exactly_what_would_be_posted(env: En
 
 def test_without_draft_notes_it_posts_discussions_directly(env: Env) -> None:
     env.gitlab.faults.append(Fault("GET", r"/draft_notes$", 404))
-    run = review_change_request(make_forge(env.gitlab), reviewer, mode="full")
+    run = review_change_request(make_forge(env.gitlab), reviewer, mode=ReviewMode.FULL)
     assert run.complete and 400 not in env.gitlab.statuses()
     creates = [r for r in env.gitlab.requests if r.method == "POST" and r.path.endswith("/discussions")]
     assert len(creates) == len(run.to_post) == len(env.gitlab.diff_notes())
@@ -137,7 +138,7 @@ def test_a_humans_own_pending_drafts_are_never_published_by_the_bot(env: Env) ->
                               "author_id": mine})
     env.gitlab.drafts.append({"id": 2, "note": f"old\n{leftover}", "position": None,
                               "author_id": mine})
-    run = review_change_request(make_forge(env.gitlab), reviewer, mode="full")
+    run = review_change_request(make_forge(env.gitlab), reviewer, mode=ReviewMode.FULL)
     assert run.complete
     assert env.gitlab.drafts == [{"id": 1, "note": "my private draft", "position": None,
                                   "author_id": mine}]
@@ -145,7 +146,7 @@ def test_a_humans_own_pending_drafts_are_never_published_by_the_bot(env: Env) ->
 
 
 def test_every_comment_carries_the_finding_marker(env: Env) -> None:
-    run = review_change_request(make_forge(env.gitlab), reviewer, mode="full")
+    run = review_change_request(make_forge(env.gitlab), reviewer, mode=ReviewMode.FULL)
     fps = {decode(n["body"])["fingerprint"] for n in env.gitlab.diff_notes()}  # type: ignore[index]
     assert fps == {f.fingerprint for f in run.to_post}
     summary = next(n["body"] for n in env.gitlab.notes() if not n.get("position"))
@@ -154,7 +155,7 @@ def test_every_comment_carries_the_finding_marker(env: Env) -> None:
 
 def test_a_refused_bulk_publish_falls_back_to_one_discussion_per_finding(env: Env) -> None:
     env.gitlab.faults.append(Fault("POST", r"/bulk_publish$", 400))
-    run = review_change_request(make_forge(env.gitlab), reviewer, mode="full")
+    run = review_change_request(make_forge(env.gitlab), reviewer, mode=ReviewMode.FULL)
     assert run.complete and env.gitlab.drafts == []
     fps = [decode(n["body"])["fingerprint"] for n in env.gitlab.diff_notes()]  # type: ignore[index]
     assert sorted(fps) == sorted(f.fingerprint for f in run.to_post)

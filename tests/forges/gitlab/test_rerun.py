@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from reviewbot.choices import ReviewMode
 from reviewbot.diff import ChangeSet
 from reviewbot.flow.posting import review_change_request
 from reviewbot.forges.markers import decode
@@ -36,9 +37,9 @@ def _summaries(env: Env) -> list[str]:
 
 
 def test_second_run_posts_nothing_new_and_edits_the_summary_in_place(env: Env) -> None:
-    first = review_change_request(make_forge(env.gitlab), reviewer, mode="full")
+    first = review_change_request(make_forge(env.gitlab), reviewer, mode=ReviewMode.FULL)
     creates = _creates(env)
-    second = review_change_request(make_forge(env.gitlab), reviewer, mode="full")
+    second = review_change_request(make_forge(env.gitlab), reviewer, mode=ReviewMode.FULL)
     assert second.to_post == [] and len(second.already_posted) == len(first.to_post)
     assert _creates(env) == creates  # not one new comment
     assert len(_summaries(env)) == 1 and any(r.method == "PUT" and "/notes/" in r.path
@@ -77,10 +78,10 @@ def test_rerun_after_a_push_reviews_only_new_commits_and_resolves_outdated_threa
 
 
 def test_a_thread_a_human_resolved_is_never_raised_again(env: Env) -> None:
-    review_change_request(make_forge(env.gitlab), reviewer, mode="full")
+    review_change_request(make_forge(env.gitlab), reviewer, mode=ReviewMode.FULL)
     assert env.gitlab.resolve_by_human(lambda n: "added line 5 changed" in n["body"]) == 1
     creates = _creates(env)
-    run = review_change_request(make_forge(env.gitlab), reviewer, mode="full")
+    run = review_change_request(make_forge(env.gitlab), reviewer, mode=ReviewMode.FULL)
     assert _creates(env) == creates and run.to_resolve == []
     assert sum(n["resolved"] for n in env.gitlab.diff_notes()) == 1
 
@@ -109,14 +110,14 @@ def test_only_the_team_closes_a_finding_for_the_gate(env: Env, who: dict[str, An
 
 
 def test_full_rerun_resolves_the_bots_threads_whose_finding_is_gone(env: Env) -> None:
-    review_change_request(make_forge(env.gitlab), reviewer, mode="full")
+    review_change_request(make_forge(env.gitlab), reviewer, mode=ReviewMode.FULL)
 
     def fewer(changes: ChangeSet, intent: object = None) -> ReviewResult:
         result = reviewer(changes)
         result.findings = [f for f in result.findings if f.path != "src/added.py"]
         return result
 
-    run = review_change_request(make_forge(env.gitlab), fewer, mode="full")
+    run = review_change_request(make_forge(env.gitlab), fewer, mode=ReviewMode.FULL)
     gone = {n["id"] for n in env.gitlab.diff_notes() if n["position"]["new_path"] == "src/added.py"}
     assert {c.id for c in run.to_resolve} == {str(i) for i in gone} and gone
     assert all(n["resolved"] == (n["id"] in gone) for n in env.gitlab.diff_notes())
@@ -140,7 +141,7 @@ def test_outage_mid_posting_is_incomplete_exit_3_then_a_rerun_completes_exactly_
 
 def test_a_lost_answer_after_a_note_was_created_does_not_double_it(env: Env) -> None:
     env.gitlab.faults.append(Fault("POST", r"/draft_notes$", None, times=1, skip=2))
-    run = review_change_request(make_forge(env.gitlab), reviewer, mode="full")
+    run = review_change_request(make_forge(env.gitlab), reviewer, mode=ReviewMode.FULL)
     assert run.complete and run.exit_code == 0
     counts = _fingerprints(env)
     assert len(counts) == len(run.to_post) and set(counts.values()) == {1}
@@ -171,7 +172,7 @@ def test_killed_mid_posting_then_rerun_loses_nothing_and_doubles_nothing(env: En
 
 
 def test_a_review_reads_the_merge_request_its_notes_and_discussions_once(env: Env) -> None:
-    review_change_request(make_forge(env.gitlab), reviewer, mode="full")
+    review_change_request(make_forge(env.gitlab), reviewer, mode=ReviewMode.FULL)
     reads = Counter(r.path.split("?")[0] for r in env.gitlab.requests if r.method == "GET")
     mr = "/projects/42/merge_requests/7"
     assert (reads[mr], reads[mr + "/notes"], reads[mr + "/discussions"]) == (1, 1, 1)

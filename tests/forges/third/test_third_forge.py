@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from reviewbot.choices import ReviewMode
 from reviewbot.config import Settings
 from reviewbot.conversation.verdicts import Action
 from reviewbot.discussion import Note
@@ -42,7 +43,7 @@ def test_a_review_posts_through_the_third_forge() -> None:
     assert run.complete and code == 0 and registry.ref(order.target) == "~3"
     assert len(toy.STORE.comments) == len(run.outcome.posted) > 0
     assert toy.STORE.summary is not None and "Review complete" in toy.STORE.summary
-    full = replace(order, settings=replace(order.settings, mode="full"))
+    full = replace(order, settings=replace(order.settings, mode=ReviewMode.FULL))
     service.review(full, Reviewer(every=1))
     assert len(toy.STORE.comments) == len(run.outcome.posted)  # nothing posted twice
 
