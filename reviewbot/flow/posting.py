@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from reviewbot import anchoring
 from reviewbot.choices import ReviewMode
@@ -170,8 +170,7 @@ def review_change_request(
     _deliver(forge, run)
     run.unanchored += run.outcome.moved_to_summary
     limit = forge.max_comment_chars if isinstance(forge, CommentLimit) else MAX_BODY
-    run.summary = render_summary(replace(_summary_input(run, last_sha, limit),
-                                         paused=previous.paused, project_line=project_line))
+    run.summary = render_summary(_summary_input(run, previous, limit, project_line))
     if not dry_run:
         try:
             forge.write_summary(request, run.summary)
@@ -234,7 +233,9 @@ def _post(forge: Forge, request: ChangeRequest, findings: list[Finding],
         return PostOutcome(failed=list(findings), errors=[f"posting failed: {exc}"])
 
 
-def _summary_input(run: ForgeRun, previous_sha: str | None, max_chars: int) -> SummaryInput:
+def _summary_input(run: ForgeRun, previous: SummaryMarker, max_chars: int,
+                   project_line: str) -> SummaryInput:
+    """Everything the summary note says, gathered once (reviewbot.forges.summary renders it)."""
     complete = run.complete
     return SummaryInput(
         request=run.request,
@@ -250,11 +251,13 @@ def _summary_input(run: ForgeRun, previous_sha: str | None, max_chars: int) -> S
         errors=run.errors,
         complete=complete,
         # an incomplete run keeps the last good point, so the next run covers what this one missed
-        last_reviewed_sha=run.request.head_sha if complete else previous_sha,
+        last_reviewed_sha=run.request.head_sha if complete else previous.last_reviewed_sha,
         max_chars=max_chars,
         waiting=run.outcome.posted if run.outcome.waiting else [],
         author_resolved=sum(1 for c in run.existing
                             if c.counted_though_resolved(run.author_may_dismiss)),
+        paused=previous.paused,
+        project_line=project_line,
     )
 
 
