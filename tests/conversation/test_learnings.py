@@ -18,9 +18,9 @@ from reviewbot.engine.build import make_engine
 from reviewbot.flow import service
 from reviewbot.forges.base import Target
 from reviewbot.forges.markers import finding_marker
-from tests.conversation.test_gitlab_threads import _reply, _say, _threads
 from tests.fake_openai import FakeOpenAI, Reply, user_text
 from tests.forges.fake_gitlab import DEV_TOKEN, FakeGitLab
+from tests.forges.gitlab.test_threads import _reply, _say, _threads
 from tests.forges.gitlab_support import TOKEN, Env, env_fixture, scenario  # noqa: F401
 from tests.forges.gitrepo import Repo
 
@@ -156,7 +156,7 @@ def test_the_team_sees_what_became_of_its_findings(env: Env, tmp_path: Path) -> 
     reach `learnings stats`, the next summary note and the listener's /metrics."""
     from reviewbot.webhook.metrics import Metrics
     from reviewbot.webhook.queue import JobQueue
-    from tests.conversation.test_gitlab_threads import _answer
+    from tests.forges.gitlab.test_threads import _answer
     from tests.forges.gitlab_support import reviewer
 
     db = tmp_path / "webhook.sqlite"

@@ -11,9 +11,9 @@ from typing import Any
 
 import httpx
 
-from tests.conversation.test_gitlab_threads import _say, _threads
 from tests.fake_openai import FakeOpenAI, Reply
 from tests.forges.fake_gitlab import DEV_TOKEN, DEV_USER, State
+from tests.forges.gitlab.test_threads import _say, _threads
 from tests.forges.gitlab_support import TOKEN, Env, env_fixture  # noqa: F401
 from tests.webhook.webhook_support import ADMIN_TOKEN, GITLAB_SECRET, wait_for, webhook_process
 

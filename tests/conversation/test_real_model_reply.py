@@ -7,8 +7,8 @@ import json
 import re
 
 from tests.conftest import VllmServer
-from tests.conversation.test_gitlab_threads import _reply, _say, _threads
 from tests.forges.fake_gitlab import DEV_TOKEN
+from tests.forges.gitlab.test_threads import _reply, _say, _threads
 from tests.forges.gitlab_support import Env, env_fixture  # noqa: F401
 
 

@@ -1,7 +1,7 @@
 """respond() and votes() in memory: a forge's threads as a plain object, no HTTP, no model.
 What the bot does for each kind of note, who may command it, and that it does each thing once.
-The paths through the fake forges over HTTP are in test_gitlab_threads.py and
-test_github_threads.py; the model's answers in test_listener_notes.py."""
+The paths through the fake forges over HTTP are in tests/forges/{gitlab,github}/test_threads.py;
+the model's answers in test_listener_notes.py."""
 
 from __future__ import annotations
 

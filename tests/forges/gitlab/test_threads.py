@@ -69,7 +69,7 @@ def _reply(env: Env, model: FakeOpenAI | None, note: int,
     clean["REVIEWBOT_GITLAB_TOKEN"] = TOKEN
     return subprocess.run([sys.executable, "-m", "reviewbot", *args], check=False,
                           capture_output=True, text=True, timeout=300, env=clean,
-                          cwd=Path(__file__).parents[2])
+                          cwd=Path(__file__).parents[3])
 
 
 def _answer(verdict: str, body: str = "You are right: the caller validates it.") -> Any:

@@ -65,7 +65,7 @@ def _reply(fake: FakeGitHub, model: FakeOpenAI | None, *which: str
     return subprocess.run([sys.executable, "-m", "reviewbot", *args], check=False,
                           capture_output=True, text=True, timeout=300,
                           env={**clean, "GITHUB_TOKEN": fake.token},
-                          cwd=Path(__file__).parents[2])
+                          cwd=Path(__file__).parents[3])
 
 
 def _action(proc: subprocess.CompletedProcess[str]) -> str:
