@@ -24,8 +24,8 @@ from reviewbot.engine.chunking import Chunk, file_header, render_line
 from reviewbot.engine.orchestrator import Engine
 from reviewbot.engine.packing import pack
 from reviewbot.engine.tokens import EstimateTokenCounter, LocalTokenCounter, TokenCounter
-from tests.engine.conftest import GitRepo
 from tests.engine.pieces_support import make_pieces, owned_lines
+from tests.git_support import GitRepo
 
 WORDS = ("account", "user", "order", "total", "price", "item", "cache", "retry", "limit", "config",
          "path", "value", "result", "buffer", "index", "count", "name", "token", "session",

@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 
 from reviewbot.engine.definitions import called_names, defined_in, git_finder
-from tests.engine.conftest import GitRepo, review_git
 from tests.fake_openai import row_ranges
+from tests.git_support import GitRepo, review_git
 
 LIB = "def normalize(value):\n    if value is None:\n        return ''\n    return value.strip()\n" \
       "\n\ndef twice(x):\n    return 2 * x\n\n\ndef twice_again(x):\n    return 4 * x\n"

@@ -14,7 +14,7 @@ from reviewbot import diff
 from reviewbot.diff import ChangeSet, FileDiff
 from reviewbot.engine import filters
 from reviewbot.result import Stats
-from tests.engine.conftest import GitRepo
+from tests.git_support import GitRepo
 
 PY = "".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(30))
 

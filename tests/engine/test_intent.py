@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from reviewbot.context import MAX_COMMITS_TOTAL, MAX_DESCRIPTION, Intent
-from tests.engine.conftest import GitRepo, review_git
 from tests.engine.test_review_cli import run
 from tests.fake_openai import FakeOpenAI, Reply
+from tests.git_support import GitRepo, review_git
 
 
 def recorder(prompts: list[str]):  # type: ignore[no-untyped-def]

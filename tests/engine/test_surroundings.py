@@ -12,8 +12,8 @@ from reviewbot.engine.chunking import Chunk, make_pieces
 from reviewbot.engine.orchestrator import Engine
 from reviewbot.engine.surroundings import Span, around, enclosing, surrounding_blocks
 from reviewbot.engine.tokens import EstimateTokenCounter
-from tests.engine.conftest import GitRepo, review_git
 from tests.fake_openai import row_ranges
+from tests.git_support import GitRepo, review_git
 
 PY = ["import os", "", "", "class Store:", "    def __init__(self, root):", "        self.root = root", "", "    def save(self, key, value):", "        path = os.path.join(self.root, key)", '        with open(path, "w") as f:', "            f.write(value)", "        return path", "", "", "def helper():", "    return 1", ""]
 

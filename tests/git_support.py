@@ -1,4 +1,5 @@
-"""Real diffs for the engine tests: a throw-away git repository per test, driven by real git.
+"""Real diffs for the tests: a throw-away git repository per test, driven by real git (the
+fixtures are registered for every test folder by tests/conftest.py).
 
 `git_repo` is a fresh repository (isolated from the user's and the system's git config, with
 fixed author and dates so hashes are stable); `make_repo` makes more of them (for submodules).
@@ -144,7 +145,7 @@ def train_tokenizer(path: Path, vocab_size: int = 3000) -> Path:
 
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-    roots = [Path(__file__).resolve().parents[2] / "reviewbot", Path(sysconfig.get_paths()["stdlib"])]
+    roots = [Path(__file__).resolve().parents[1] / "reviewbot", Path(sysconfig.get_paths()["stdlib"])]
     texts: list[str] = []
     for root in roots:
         for source in sorted(root.glob("*.py"))[:60]:
@@ -178,7 +179,7 @@ def review_git(repo: GitRepo, range_: str, *flags: str,
         return Reply(tool_args={"summary": "", "findings": []})
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("REVIEWBOT_")}
-    env["PYTHONPATH"] = str(Path(__file__).parents[2])
+    env["PYTHONPATH"] = str(Path(__file__).parents[1])
     with FakeOpenAI(script, max_model_len=16000) as server:
         proc = subprocess.run(
             [sys.executable, "-m", "reviewbot", "review", "--git", range_, "--base-url",

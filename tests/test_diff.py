@@ -16,7 +16,7 @@ from reviewbot import diff, git
 from reviewbot.diff import ChangeSet, DiffLine, FileDiff, Side
 from reviewbot.engine import filters
 from reviewbot.errors import DiffError
-from tests.engine.conftest import GitRepo
+from tests.git_support import GitRepo
 
 NEW, OLD = Side.NEW, Side.OLD
 

@@ -12,7 +12,7 @@ import pytest
 
 from reviewbot.engine.definitions import git_finder
 from reviewbot.tree import GitTree, WorkingTree, git_grep, safe_path
-from tests.engine.conftest import GitRepo, review_git
+from tests.git_support import GitRepo, review_git
 
 CANARY = "CANARY-6b1f0e-not-for-prompts"
 
