@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
@@ -272,10 +272,24 @@ def test_check_through_rendered_nginx_in_front_of_real_vllm(
         assert refused.value.code == 1 and "401" in out and "sk-wrong-key" not in out, out
 
 
+@dataclass
+class Recorded:
+    """One fake engine: its port, its record of (method, path, X-Reviewbot-Review), and `stop`,
+    which makes it refuse connections as a killed vLLM does."""
+
+    port: int
+    seen: list[tuple[str, str, bytes]]
+    server: ThreadingHTTPServer
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
 @contextmanager
-def recording_upstreams(n: int) -> Iterator[list[tuple[int, list[tuple[str, str, bytes]]]]]:
-    """n fake engines, each with its own record of (method, path, X-Reviewbot-Review)."""
-    out, servers = [], []
+def recording_upstreams(n: int) -> Iterator[list[Recorded]]:
+    """n fake engines, each with its own record."""
+    out = []
     for _ in range(n):
         class Handler(_Upstream):
             record: ClassVar[list[tuple[str, str, bytes]]] = []  # this engine's own
@@ -287,18 +301,15 @@ def recording_upstreams(n: int) -> Iterator[list[tuple[int, list[tuple[str, str,
 
             do_GET = do_POST = _answer
 
-        seen = Handler.record
-
         server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         threading.Thread(target=server.serve_forever, daemon=True).start()
-        servers.append(server)
-        out.append((int(server.server_address[1]), seen))
+        out.append(Recorded(int(server.server_address[1]), Handler.record, server))
     try:
         yield out
     finally:
-        for server in servers:
-            server.shutdown()
-            server.server_close()
+        for up in out:
+            if up.server.socket.fileno() != -1:
+                up.stop()
 
 
 def two_replica_plan(ports: list[int]) -> Plan:
@@ -362,11 +373,46 @@ def test_a_balancer_keeps_a_review_on_one_replica_within_default_limits(
         tmp_path: Path, kind: str) -> None:
     with recording_upstreams(2) as ups:
         listen = free_port()
-        argv = balancer(kind, two_replica_plan([p for p, _ in ups]), tmp_path, listen)
+        argv = balancer(kind, two_replica_plan([u.port for u in ups]), tmp_path, listen)
         with running(argv, env={"VLLM_API_KEY": ""} if kind == "haproxy" else None):
             wait_ready(f"http://127.0.0.1:{listen}/health", {})
             review_traffic(f"http://127.0.0.1:{listen}")
-        assert_affinity([seen for _, seen in ups])
+        assert_affinity([u.seen for u in ups])
+
+
+def chat(client: httpx.Client, base: str, review: str) -> int:
+    return client.post(f"{base}/v1/chat/completions", json={},
+                       headers={AFFINITY_HEADER: review}).status_code
+
+
+@pytest.mark.parametrize("kind", ["nginx", "haproxy"])
+def test_a_killed_replica_loses_no_request_and_its_reviews_move_whole(
+        tmp_path: Path, kind: str) -> None:
+    """One replica per GPU (issue 54's first topology): when one replica's vLLM dies, every
+    request still gets an answer (nginx tries the next upstream; HAProxy redispatches a refused
+    connection until its health check takes the server out), and each review it served goes on
+    on one other replica, not scattered."""
+    reviews = [f"review-{n:02d}" for n in range(12)]
+    with recording_upstreams(2) as ups:
+        listen = free_port()
+        argv = balancer(kind, two_replica_plan([u.port for u in ups]), tmp_path, listen)
+        base = f"http://127.0.0.1:{listen}"
+        with running(argv, env={"VLLM_API_KEY": ""} if kind == "haproxy" else None), \
+                httpx.Client(headers={"Authorization": f"Bearer {KEY}"}, timeout=30) as client:
+            wait_ready(f"{base}/health", {})
+            assert [chat(client, base, r) for r in reviews] == [200] * len(reviews)
+            homes = {key.decode(): n for n, u in enumerate(ups)
+                     for _, path, key in u.seen if path == "/v1/chat/completions"}
+            assert set(homes.values()) == {0, 1}, homes  # both served reviews before
+            ups[0].stop()
+            before = len(ups[0].seen)
+            time.sleep(0.3)  # the reviews go on, a moment later
+            after = [chat(client, base, r) for r in reviews for _ in range(2)]
+        assert after == [200] * len(after)  # nothing lost to the dead replica
+        assert len(ups[0].seen) == before  # and nothing reached it
+        chats = [key.decode() for _, path, key in ups[1].seen if path == "/v1/chat/completions"]
+        moved = chats[-len(after):]
+        assert sorted(set(moved)) == reviews  # every review, its own and the dead one's
 
 
 def test_helm_values_route_by_review_and_never_point_at_a_local_path(tmp_path: Path) -> None:
