@@ -2,22 +2,11 @@
 
 from __future__ import annotations
 
-from reviewbot.diff import Side, parse
+from reviewbot.diff import Side
 from reviewbot.flow.outdated import outdated
 from reviewbot.forges.base import ChangeRequest, PostedComment
 from reviewbot.result import SkippedFile
-
-CHANGES = parse("""\
---- a/app.py
-+++ b/app.py
-@@ -1,4 +1,5 @@
- one
--two
-+TWO
-+two and a half
- three
- four
-""")
+from tests.flow.test_posting import CHANGES  # its diff: two hunks of app.py
 
 
 def _request(*skipped: SkippedFile) -> ChangeRequest:
