@@ -14,7 +14,8 @@ import re
 from reviewbot.diff import Side
 from reviewbot.findings import Finding, Severity
 from reviewbot.modeltext import code, fence, fenced, inline, no_actions, one_line, prose
-from reviewbot.result import Dropped, IssueCheck, IssueVerdict, ScannerDismissal
+from reviewbot.result import IssueCheck, IssueVerdict, ScannerDismissal
+from reviewbot.withheld import Dropped
 
 ICONS = {
     Severity.BLOCKER: "⛔",

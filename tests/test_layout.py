@@ -92,7 +92,8 @@ VOCABULARY = ("reviewbot.anchoring", "reviewbot.config", "reviewbot.context", "r
               "reviewbot.discussion",
               "reviewbot.errors", "reviewbot.findings", "reviewbot.git", "reviewbot.headers", "reviewbot.modeltext",
               "reviewbot.rendering", "reviewbot.result", "reviewbot.rules",
-              "reviewbot.tree", "reviewbot.archive", "reviewbot.checks")
+              "reviewbot.tree", "reviewbot.archive", "reviewbot.checks", "reviewbot.withheld",
+              "reviewbot.choices")
 STEPS_AND_ENTRY_POINTS = ("reviewbot.engine", "reviewbot.forges", "reviewbot.webhook",
                           "reviewbot.commands", "reviewbot.report", "reviewbot_server",
                           "reviewbot.flow", "reviewbot.cli", "reviewbot.evaluation")

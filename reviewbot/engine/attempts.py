@@ -13,7 +13,8 @@ from reviewbot.engine.chunking import Chunk
 from reviewbot.engine.llm import Reply
 from reviewbot.errors import BadAnswer
 from reviewbot.findings import Finding
-from reviewbot.result import Dropped, Usage
+from reviewbot.result import Usage
+from reviewbot.withheld import Dropped
 
 ANSWER_ATTEMPTS = 3  # an unusable answer (no call, bad JSON, cut short) is asked for again
 

@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from reviewbot.engine.answers import Verdict
 from reviewbot.findings import Finding, capped_severity
-from reviewbot.result import Dropped
+from reviewbot.withheld import Dropped, DropStage
 
 NEAR = 2  # lines: two samples rarely pick exactly the same line of a multi-line problem
 
@@ -54,7 +54,7 @@ def agree(samples: list[list[Finding]]) -> tuple[list[Finding], list[Dropped]]:
             share = votes / len(samples)
             kept.append(replace(first, confidence=(first.confidence or 1.0) * share))
         else:
-            dropped.append(Dropped(first, "agreement",
+            dropped.append(Dropped(first, DropStage.AGREEMENT,
                                    f"found by {votes} of {len(samples)} samples"))
     return kept, dropped
 
@@ -76,6 +76,6 @@ def apply_verdicts(candidates: list[Finding], verdicts: dict[int, Verdict]
             severity = capped_severity(f.category, v.severity, f.path, f"{f.title} {f.body}")
             kept.append(replace(f, severity=severity, confidence=v.confidence))
         else:
-            dropped.append(Dropped(replace(f, confidence=v.confidence), "verify",
+            dropped.append(Dropped(replace(f, confidence=v.confidence), DropStage.VERIFY,
                                    v.reason or "dropped by the verifier"))
     return kept, dropped, missing

@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterable
 
 from reviewbot.diff import ChangeSet, FileDiff
-from reviewbot.result import LOCK_FILE, SkippedFile
+from reviewbot.withheld import LOCK_FILE, SkippedFile
 
 LOCK_FILES = frozenset({
     "package-lock.json", "yarn.lock", "pnpm-lock.yaml", "npm-shrinkwrap.json", "poetry.lock",

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reviewbot.findings import Finding, Severity
-from reviewbot.result import Held, HeldTo
+from reviewbot.withheld import Held, HeldTo
 
 
 @dataclass(frozen=True)

@@ -34,8 +34,9 @@ from reviewbot.engine.units import split_pairs
 from reviewbot.errors import ContextTooLong
 from reviewbot.findings import Finding, Severity, join_adjacent, merge, with_fingerprints
 from reviewbot.redact import redact
-from reviewbot.result import IssueCheck, ReviewResult, ScannerDismissal, Stats, unreviewed_error
+from reviewbot.result import IssueCheck, ReviewResult, ScannerDismissal, Stats
 from reviewbot.scanners import MAX_TRIAGED, on_changed_lines
+from reviewbot.withheld import unreviewed_error
 
 MAX_RESPLITS = 6
 PRIORITY_EPOCH = 1_767_225_600  # 2026-01-01 UTC: keeps priorities small numbers

@@ -34,16 +34,8 @@ from reviewbot.forges.markers import SummaryMarker, summary_marker
 from reviewbot.forges.summary import MAX_BODY, SummaryInput, carried, render_summary, unpack
 from reviewbot.history import Change, ReviewOutcome, ReviewRecord
 from reviewbot.redact import redact
-from reviewbot.result import (
-    DISMISSED,
-    HeldTo,
-    Reviewer,
-    ReviewResult,
-    RunMode,
-    Stats,
-    exit_code,
-    unreviewed_error,
-)
+from reviewbot.result import Reviewer, ReviewResult, RunMode, Stats, exit_code
+from reviewbot.withheld import DISMISSED, HeldTo, unreviewed_error
 
 log = logging.getLogger(__name__)
 NO_ARCHIVE = Trees(None, 0, fetch=False)  # a local clone, else the forge's files one by one

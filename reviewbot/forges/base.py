@@ -17,7 +17,7 @@ from reviewbot.diff import ChangeSet, Side
 from reviewbot.errors import EXIT_USAGE, ForgeError
 from reviewbot.findings import Finding, Severity, topic
 from reviewbot.forges.markers import FindingMarker
-from reviewbot.result import SkippedFile
+from reviewbot.withheld import SkippedFile
 
 ForgeName = str  # a name in reviewbot.forges.registry
 

@@ -12,7 +12,8 @@ from reviewbot.forges.base import ChangeRequest
 from reviewbot.forges.markers import SummaryMarker, summary_marker, without_marker
 from reviewbot.modeltext import code, inline, prose
 from reviewbot.rendering import dismissed_lines, issue_lines, list_item
-from reviewbot.result import DISMISSED, HeldTo, ReviewResult, RunMode
+from reviewbot.result import ReviewResult, RunMode
+from reviewbot.withheld import DISMISSED, DropStage, HeldTo
 
 TITLE = "### reviewbot review"
 _MAX_ITEMS = 200  # beyond this the list is cut, and says so
@@ -176,10 +177,10 @@ def _held_back(result: ReviewResult) -> list[str]:
     if dismissed:
         parts.append(f"{dismissed} a project member dismissed earlier on this change (matched "
                      "by file, category and title)")
-    if by_stage["verify"]:
-        parts.append(f"{by_stage['verify']} candidate(s) dropped by verification")
-    if by_stage["agreement"]:
-        parts.append(f"{by_stage['agreement']} candidate(s) too few samples agreed on")
+    if by_stage[DropStage.VERIFY]:
+        parts.append(f"{by_stage[DropStage.VERIFY]} candidate(s) dropped by verification")
+    if by_stage[DropStage.AGREEMENT]:
+        parts.append(f"{by_stage[DropStage.AGREEMENT]} candidate(s) too few samples agreed on")
     return [f"- Held back: {'; '.join(parts)}"] if parts else []
 
 

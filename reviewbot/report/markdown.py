@@ -9,7 +9,8 @@ from __future__ import annotations
 from reviewbot.findings import Finding
 from reviewbot.modeltext import code, inline, prose
 from reviewbot.rendering import details, dismissed_lines, dropped_table, issue_lines, table
-from reviewbot.result import ReviewResult, SkippedFile, Stats
+from reviewbot.result import ReviewResult, Stats
+from reviewbot.withheld import SkippedFile
 
 
 def render(result: ReviewResult) -> str:

@@ -22,12 +22,12 @@ from reviewbot.config import Settings
 from reviewbot.context import Context, Intent
 from reviewbot.diff import ChangeSet, Side
 from reviewbot.engine import answers, tools
-from reviewbot.engine.chunking import Chunk, file_header, make_pieces
+from reviewbot.engine.chunking import Chunk, file_header
 from reviewbot.engine.orchestrator import Engine
 from reviewbot.engine.packing import pack
 from reviewbot.engine.tokens import EstimateTokenCounter, LocalTokenCounter, TokenCounter
 from reviewbot.errors import DiffError
-from tests.engine.pieces_support import owned_lines
+from tests.engine.pieces_support import make_pieces, owned_lines
 
 FAST = settings(max_examples=80, deadline=None, database=None, derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

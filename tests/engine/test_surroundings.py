@@ -8,10 +8,11 @@ import re
 from reviewbot.config import Settings
 from reviewbot.context import Context
 from reviewbot.diff import parse
-from reviewbot.engine.chunking import Chunk, make_pieces
+from reviewbot.engine.chunking import Chunk
 from reviewbot.engine.orchestrator import Engine
 from reviewbot.engine.surroundings import Span, around, enclosing, surrounding_blocks
 from reviewbot.engine.tokens import EstimateTokenCounter
+from tests.engine.pieces_support import make_pieces
 from tests.fake_openai import row_ranges
 from tests.git_support import GitRepo, review_git
 

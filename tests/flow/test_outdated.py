@@ -5,7 +5,7 @@ from __future__ import annotations
 from reviewbot.diff import Side
 from reviewbot.flow.outdated import outdated
 from reviewbot.forges.base import ChangeRequest, PostedComment
-from reviewbot.result import SkippedFile
+from reviewbot.withheld import SkippedFile
 from tests.flow.test_posting import CHANGES  # its diff: two hunks of app.py
 
 

@@ -14,7 +14,8 @@ from reviewbot.findings import Finding, Severity
 from reviewbot.flow.posting import review_change_request
 from reviewbot.forges.base import ChangeRequest, PostedComment, PostOutcome
 from reviewbot.forges.markers import SummaryMarker, decode
-from reviewbot.result import ReviewResult, SkippedFile, Stats
+from reviewbot.result import ReviewResult, Stats
+from reviewbot.withheld import SkippedFile
 from tests.forges.gitlab_support import sha_marker
 from tests.forges.local import LocalForge
 

@@ -9,7 +9,8 @@ import pytest
 from reviewbot import diff
 from reviewbot.diff import Side
 from reviewbot.findings import Finding, Severity, merge, with_fingerprints
-from reviewbot.result import ReviewResult, SkippedFile, Stats, Usage
+from reviewbot.result import ReviewResult, Stats, Usage
+from reviewbot.withheld import SkippedFile
 
 DIFF = """\
 diff --git a/src/app.py b/src/app.py

@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 
 from reviewbot.modeltext import code, fenced, inline, prose
 from reviewbot.report import render
-from reviewbot.result import ReviewResult, SkippedFile
+from reviewbot.result import ReviewResult
+from reviewbot.withheld import SkippedFile
 
 _UNESCAPED_PIPE = re.compile(r"(?<!\\)\|")
 
@@ -110,11 +111,11 @@ def test_prose_never_leaves_a_fence_open(text: str) -> None:
 
 
 def test_held_back_and_dropped_findings_are_marked(result: ReviewResult) -> None:
-    from reviewbot.result import Dropped, Held, HeldTo
+    from reviewbot.withheld import Dropped, DropStage, Held, HeldTo
 
     first = result.findings[0]
     marked = replace(result, held=[Held(first.fingerprint, HeldTo.SUMMARY, "below inline_min_severity major")],
-                     dropped=[Dropped(result.findings[1], "verify", "not <b>real</b> | @x")])
+                     dropped=[Dropped(result.findings[1], DropStage.VERIFY, "not <b>real</b> | @x")])
     out = render(marked, "markdown")
     assert "*(not inline: below inline\\_min\\_severity major)*" in out
     assert "### Dropped candidates (1)" in out and "| verify |" in out

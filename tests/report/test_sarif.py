@@ -109,7 +109,7 @@ def test_run_properties_carry_summary_and_stats(result: ReviewResult) -> None:
 def test_confidence_and_held_back_are_properties(result: ReviewResult) -> None:
     from dataclasses import replace
 
-    from reviewbot.result import Held, HeldTo
+    from reviewbot.withheld import Held, HeldTo
 
     first = replace(result.findings[0], confidence=0.4)
     marked = replace(result, findings=[first, *result.findings[1:]],

@@ -21,7 +21,7 @@ from requests import RequestException
 
 from reviewbot.diff import ChangeSet, parse
 from reviewbot.forges.github.api import forge_error
-from reviewbot.result import SkippedFile
+from reviewbot.withheld import SkippedFile
 
 log = logging.getLogger(__name__)
 

@@ -36,7 +36,7 @@ from reviewbot.forges.github.positions import (
 )
 from reviewbot.forges.github.post import BATCH_SIZE, Poster, plan, review_body
 from reviewbot.forges.markers import reply_marker, summary_marker
-from reviewbot.result import SkippedFile
+from reviewbot.withheld import SkippedFile
 
 log = logging.getLogger(__name__)
 

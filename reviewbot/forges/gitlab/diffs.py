@@ -13,7 +13,7 @@ from typing import Any
 
 from reviewbot.diff import FileDiff, parse
 from reviewbot.errors import DiffError
-from reviewbot.result import SkippedFile
+from reviewbot.withheld import SkippedFile
 
 
 def api_path(d: dict[str, Any]) -> str:

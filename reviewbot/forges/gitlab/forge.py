@@ -29,8 +29,8 @@ from reviewbot.forges.gitlab.positions import note_payload, posted_comment
 from reviewbot.forges.gitlab.post import Poster, WritePolicy, resolve_threads
 from reviewbot.forges.markers import reply_marker, summary_marker
 from reviewbot.redact import redact
-from reviewbot.result import SkippedFile
 from reviewbot.tree import MAX_FILE_BYTES
+from reviewbot.withheld import SkippedFile
 
 log = logging.getLogger(__name__)
 
