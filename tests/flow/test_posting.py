@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 from dataclasses import dataclass, field, replace
 
-from reviewbot.anchoring import split as split_anchorable
 from reviewbot.choices import ReviewMode
 from reviewbot.diff import ChangeSet, Side, parse
 from reviewbot.errors import ForgeError
@@ -101,20 +100,6 @@ def reviewer_of(*findings: Finding, complete: bool = True):  # type: ignore[no-u
                       changed_lines_sent=n if complete else 0)
         return ReviewResult(list(findings), "", stats, model="m")
     return review
-
-
-def test_split_anchorable_keeps_valid_positions_and_repairs_or_refuses_the_rest() -> None:
-    ok, refused = split_anchorable([
-        f(2), f(2, Side.OLD), f(1, Side.OLD), f(2, end=3, suggestion="x"),
-        f(2, end=22, suggestion="x"),  # range across hunks: narrowed, suggestion dropped
-        f(2, Side.OLD, suggestion="x"),  # suggestion on a removed line: dropped
-        f(50), f(None), f(2, path="other.py"),
-    ], CHANGES)
-    assert [(x.line, x.side, x.end_line, x.suggestion) for x in ok] == [
-        (2, Side.NEW, None, None), (2, Side.OLD, None, None), (1, Side.OLD, None, None),
-        (2, Side.NEW, 3, "x"), (2, Side.NEW, None, None), (2, Side.OLD, None, None)]
-    assert [(x.line, x.path) for x in refused] == [(50, "app.py"), (None, "app.py"),
-                                                   (2, "other.py")]
 
 
 def test_full_flow_posts_new_findings_only_and_records_the_head() -> None:
