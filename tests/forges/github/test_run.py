@@ -60,18 +60,18 @@ def test_full_review_posts_everything_with_no_422_and_a_rerun_posts_nothing(
     assert again.to_post == [] and len(again.already_posted) == len(run.to_post)
     assert len(fake.review_comments) == len(run.to_post)
     assert len(_summaries(fake)) == 1 and len(fake.issue_comments) == 1  # edited in place
-    assert review_change_request(forge(fake), Reviewer(), mode="incremental").mode == "up-to-date"
+    assert review_change_request(forge(fake), Reviewer(), mode=ReviewMode.INCREMENTAL).mode == "up-to-date"
 
 
 def test_push_reviews_only_new_commits_and_marks_gone_findings_outdated(fake: FakeGitHub) -> None:
-    first = review_change_request(forge(fake), Reviewer(), mode="incremental")
+    first = review_change_request(forge(fake), Reviewer(), mode=ReviewMode.INCREMENTAL)
     assert first.mode == "full" and first.complete
     before = len(fake.review_comments)
     fake.repo.write("src/added.py", "import os\n\nprint(os.getcwd(), flush=True)\n")
     fake.push(7, fake.repo.commit("fix"))
 
     reviewer = Reviewer(removed=False)  # the removed line is not reported again
-    second = review_change_request(forge(fake), reviewer, mode="incremental")
+    second = review_change_request(forge(fake), reviewer, mode=ReviewMode.INCREMENTAL)
     assert second.mode == "incremental" and second.complete, second.errors
     assert [f.path for f in reviewer.seen[0].files] == ["src/added.py"]
     new = fake.review_comments[before:]
@@ -90,7 +90,7 @@ def test_push_reviews_only_new_commits_and_marks_gone_findings_outdated(fake: Fa
 def test_crash_mid_post_then_rerun_loses_nothing_and_doubles_nothing(
         fake: FakeGitHub, applied: bool) -> None:
     fake.fail_next("POST", r"/reviews$", 500, after=applied, skip=1)  # the 2nd of 3 reviews
-    run = review_change_request(forge(fake, batch_size=12), Reviewer(), mode="incremental")
+    run = review_change_request(forge(fake, batch_size=12), Reviewer(), mode=ReviewMode.INCREMENTAL)
     total = len(run.to_post)
     if applied:  # the review landed though the answer was lost: counted as posted
         assert run.complete and len(fake.review_comments) == total
@@ -100,7 +100,7 @@ def test_crash_mid_post_then_rerun_loses_nothing_and_doubles_nothing(
         assert len(fake.review_comments) == 12  # the 3rd review was not attempted
         assert "incomplete" in _summaries(fake)[0]["body"].lower()
         assert "last_reviewed_sha" not in decode(_summaries(fake)[0]["body"])
-    rerun = review_change_request(forge(fake), Reviewer(), mode="incremental")
+    rerun = review_change_request(forge(fake), Reviewer(), mode=ReviewMode.INCREMENTAL)
     assert rerun.complete
     assert sorted(_fingerprints(fake)) == sorted({f.fingerprint for f in run.to_post})
     assert len(_summaries(fake)) == 1
@@ -169,11 +169,11 @@ def test_incremental_old_side_findings_are_not_posted_on_the_base_lines(
         fake: FakeGitHub) -> None:
     """After a push, "line 20" removed by the push is old line 21 of the previous head but
     old line 20 of the PR's base: GitHub's LEFT side. It must not land on base line 21."""
-    review_change_request(forge(fake), Reviewer(every=1000), mode="incremental")
+    review_change_request(forge(fake), Reviewer(every=1000), mode=ReviewMode.INCREMENTAL)
     fake.repo.write("src/app.py", APP_NEW.replace("line 20\n", ""))
     fake.push(7, fake.repo.commit("drop line 20"))
     before = len(fake.review_comments)
-    run = review_change_request(forge(fake), Reviewer(), mode="incremental")
+    run = review_change_request(forge(fake), Reviewer(), mode=ReviewMode.INCREMENTAL)
     assert run.mode == "incremental" and run.complete
     assert not [c for c in fake.review_comments[before:] if c["side"] == "LEFT"]
     assert any(f.side is Side.OLD for f in run.unanchored)  # in the summary instead
@@ -196,7 +196,7 @@ def test_a_review_reads_the_pull_request_and_its_comments_once(fake: FakeGitHub)
 def test_only_the_team_closes_a_finding_for_the_gate(fake: FakeGitHub, who: str,
                                                      may_dismiss: bool, counted: bool) -> None:
     fake.pulls[7].author = {"login": "Alex-Author", "id": 812, "type": "User"}
-    review_change_request(forge(fake), Reviewer(), mode="incremental")
+    review_change_request(forge(fake), Reviewer(), mode=ReviewMode.INCREMENTAL)
     root = fake.review_comments[0]
     # resolveReviewThread as its GraphQL answer names the resolver (GitHub logins ignore case)
     fake.resolved[root["id"]] = "alex-author" if who == "author" else who
@@ -204,7 +204,7 @@ def test_only_the_team_closes_a_finding_for_the_gate(fake: FakeGitHub, who: str,
     # an unrelated push: the incremental review does not look at that line again
     fake.repo.write("src/later.py", "def later():\n    return 1\n")
     fake.push(7, fake.repo.commit("unrelated"))
-    run = review_change_request(forge(fake), Reviewer(removed=False), mode="incremental",
+    run = review_change_request(forge(fake), Reviewer(removed=False), mode=ReviewMode.INCREMENTAL,
                                 author_may_dismiss=may_dismiss)
     assert run.mode == "incremental"
     gated = {f.fingerprint for f in run.result.gating()}
