@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from reviewbot.deadline import until
 from reviewbot.engine import answers
 from reviewbot.engine.chunking import Chunk
-from reviewbot.engine.llm import Reply
+from reviewbot.engine.replies import Reply
 from reviewbot.errors import BadAnswer
 from reviewbot.findings import Finding
 from reviewbot.result import Usage

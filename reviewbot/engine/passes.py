@@ -14,7 +14,7 @@ from reviewbot.engine import answers, summaries, tools
 from reviewbot.engine.attempts import Asked, Attempted, ChunkAnswer, attempts
 from reviewbot.engine.candidates import agree, apply_verdicts
 from reviewbot.engine.chunking import Chunk
-from reviewbot.engine.llm import NO_ROUTE, ModelClient, Reply, Route
+from reviewbot.engine.llm import NO_ROUTE, ModelClient, Route
 from reviewbot.engine.messages import (
     JUDGE_TOKENS,
     REASONING_TOKENS,
@@ -24,6 +24,7 @@ from reviewbot.engine.messages import (
     Requests,
     Tools,
 )
+from reviewbot.engine.replies import Reply
 from reviewbot.errors import BadAnswer, ContextTooLong, RequestFailed
 from reviewbot.result import Usage
 
