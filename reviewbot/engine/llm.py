@@ -17,6 +17,7 @@ import httpx
 from reviewbot.deadline import at_most
 from reviewbot.engine import server_metrics
 from reviewbot.engine.replies import Reply, read_reply
+from reviewbot.engine.routing import NO_ROUTE, Route
 from reviewbot.engine.tokens import CHAT_TEMPLATE_KWARGS
 from reviewbot.errors import (
     BackendUnreachable,
@@ -54,18 +55,6 @@ class Served:
     max_model_len: int | None
 
 
-@dataclass(frozen=True)
-class Route:
-    """Where and when one review's requests are served. `key` goes out as AFFINITY_HEADER, so
-    a balancer keeps the review on the replica that caches its prefix; `priority`, when set,
-    as vLLM's request priority (lower first), for a server started with
-    `--scheduling-policy priority` (other servers ignore it, or refuse it: hence a setting)."""
-
-    key: str = ""
-    priority: int | None = None
-
-
-NO_ROUTE = Route()  # any replica, the server's default order
 
 
 class ModelClient:

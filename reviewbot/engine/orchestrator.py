@@ -6,7 +6,6 @@ the fitting and the passes are their own modules.
 
 from __future__ import annotations
 
-import hashlib
 import time
 import uuid
 from collections import Counter
@@ -24,11 +23,12 @@ from reviewbot.engine.beyond import Beyond
 from reviewbot.engine.budget import TokenBudget
 from reviewbot.engine.chunking import Chunk
 from reviewbot.engine.fitting import NOTHING, Fitting
-from reviewbot.engine.llm import ModelClient, Route
+from reviewbot.engine.llm import ModelClient
 from reviewbot.engine.messages import Requests
 from reviewbot.engine.noise import Floor, triage
 from reviewbot.engine.passes import Passes
 from reviewbot.engine.progress import ChunkProgress, NoProgress
+from reviewbot.engine.routing import Route, review_priority, route_key
 from reviewbot.engine.tokens import DegradingCounter, TokenCounter
 from reviewbot.engine.units import split_pairs
 from reviewbot.errors import ContextTooLong
@@ -39,8 +39,6 @@ from reviewbot.scanners import MAX_TRIAGED, on_changed_lines
 from reviewbot.withheld import unreviewed_error
 
 MAX_RESPLITS = 6
-PRIORITY_EPOCH = 1_767_225_600  # 2026-01-01 UTC: keeps priorities small numbers
-CHUNK_SECONDS = 2  # what one chunk adds to a review's virtual deadline (review_priority)
 CONTEXT_SHARE = 0.25  # of review_timeout: gathering context stops there, the review goes on
 
 
@@ -283,18 +281,3 @@ def summarize(stats: Stats, findings: list[Finding], notes: list[str], model: st
         head = (f"INCOMPLETE REVIEW: {lines} reached the model ({stats.files_reviewed} of "
                 f"{stats.files_total} files reviewable) {found} {len(stats.errors)} error(s).")
     return "\n".join([head] + [f"- {note}" for note in notes[:8]])
-
-
-def review_priority(now: float, chunks: int) -> int:
-    """A review's request priority for vLLM (lower first): a virtual deadline, its start plus
-    CHUNK_SECONDS a chunk. A small review passes a large one that started a little earlier,
-    and none waits forever: whatever its size, a review that started long enough ago comes
-    first. Replicas of one server compare the same clock."""
-    return int(now - PRIORITY_EPOCH) + CHUNK_SECONDS * chunks
-
-
-def route_key(changes: ChangeSet, context: Context) -> str:
-    """One opaque value per review for the balancer's affinity header: the same for every
-    chunk and pass (and for the same change reviewed again), telling nothing of the code."""
-    text = "\0".join([context.intent.title, *sorted(f.path for f in changes.files)])
-    return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:16]

@@ -14,7 +14,7 @@ from reviewbot.engine import answers, summaries, tools
 from reviewbot.engine.attempts import Asked, Attempted, ChunkAnswer, attempts
 from reviewbot.engine.candidates import agree, apply_verdicts
 from reviewbot.engine.chunking import Chunk
-from reviewbot.engine.llm import NO_ROUTE, ModelClient, Route
+from reviewbot.engine.llm import ModelClient
 from reviewbot.engine.messages import (
     JUDGE_TOKENS,
     REASONING_TOKENS,
@@ -25,6 +25,7 @@ from reviewbot.engine.messages import (
     Tools,
 )
 from reviewbot.engine.replies import Reply
+from reviewbot.engine.routing import NO_ROUTE, Route
 from reviewbot.errors import BadAnswer, ContextTooLong, RequestFailed
 from reviewbot.result import Usage
 

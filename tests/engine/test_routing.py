@@ -1,4 +1,5 @@
-"""Request priorities for a server that schedules by them (`priority_scheduling`): each review's
+"""Where and when a review's requests are served (reviewbot.engine.routing): the affinity key,
+and request priorities for a server that schedules by them (`priority_scheduling`): each review's
 requests carry its virtual deadline, so a small review passes a large one that started a little
 earlier and none waits forever."""
 
@@ -11,7 +12,7 @@ import pytest
 
 from reviewbot.config import parse_text
 from reviewbot.diff import parse
-from reviewbot.engine.orchestrator import CHUNK_SECONDS, review_priority
+from reviewbot.engine.routing import CHUNK_SECONDS, review_priority
 from reviewbot.errors import UsageError
 from tests.engine.test_review_flow import engine_for, finding, make_diff
 from tests.engine.test_verify import candidates
@@ -64,3 +65,14 @@ def test_a_file_cannot_turn_priorities_off_to_jump_the_queue() -> None:
     review that carries one. Only the operator (flag or environment) decides."""
     with pytest.raises(UsageError, match="priority_scheduling"):
         parse_text("[reviewbot]\npriority_scheduling = false\n", ".reviewbot.toml")
+
+
+def test_the_affinity_key_is_one_per_change_and_tells_nothing_of_it() -> None:
+    from reviewbot.context import Context, Intent
+    from reviewbot.engine.routing import route_key
+
+    changes = parse(make_diff(files=3))
+    key = route_key(changes, Context(Intent("Fix the cache")))
+    assert key == route_key(parse(make_diff(files=3)), Context(Intent("Fix the cache")))
+    assert key != route_key(changes, Context(Intent("Another change")))
+    assert len(key) == 16 and all(c in "0123456789abcdef" for c in key)
