@@ -547,3 +547,34 @@ def test_the_summary_names_head_files_the_forge_could_not_give() -> None:
     assert "the code around 3 file(s) could not be read from the forge (src/m0.py, src/m1.py, " \
            "src/m2.py)" in result.summary
     assert any("could not be read from the forge" in n for n in result.stats.notes)
+
+
+def test_a_hostile_unread_file_name_is_inert_in_the_forge_summary_and_the_terminal() -> None:
+    """The unread names come from the diff (the change's author writes them): in the summary
+    note they can neither render nor ping, on the terminal they cannot drive it."""
+    from markdown_it import MarkdownIt
+
+    from reviewbot.modeltext import prose
+    from reviewbot.report import text
+
+    hostile = ["<img src=x onerror=alert(1)>.py", "@all [click](http://evil.example).py",
+               "clear\x1b[2J.py"]
+
+    class Files:
+        def __call__(self, path: str) -> str | None:
+            return None
+
+        def unread(self) -> list[str]:
+            return hostile
+
+    with FakeOpenAI(good, max_model_len=4096) as server:
+        result = engine_for(server).review(parse(make_diff()), Context(files=Files()))
+    assert "3 file(s) could not be read from the forge" in result.summary
+    note = prose(result.summary)
+    tokens = [t for block in MarkdownIt("commonmark", {"html": True}).parse(note)
+              for t in [block, *(block.children or [])]]
+    assert not [t.type for t in tokens if t.type in ("html_inline", "html_block", "link_open",
+                                                     "image")]
+    assert "@all" not in note  # no mention that pings
+    shown = text.render(result)
+    assert "\x1b[2J" not in shown and "could not be read from the forge" in shown
