@@ -28,5 +28,5 @@ class FindingsFormat(StrEnum):
 
 FINDINGS_FORMATS = tuple(FindingsFormat)
 ENUMS = {"mode": ReviewMode, "findings_format": FindingsFormat}
-CHOICES = {"output": OUTPUTS, "fail_on": FAIL_ON, "mode": tuple(ReviewMode),
-           "findings_format": FINDINGS_FORMATS, "inline_min_severity": FAIL_ON[:-1]}
+CHOICES = {"output": OUTPUTS, "fail_on": FAIL_ON, "inline_min_severity": FAIL_ON[:-1],
+           **{name: tuple(enum) for name, enum in ENUMS.items()}}

@@ -17,6 +17,7 @@ from pathlib import Path
 from reviewbot.db import Database, open_database
 from reviewbot.db.schema import migrate
 from reviewbot.modeltext import clean, one_line
+from reviewbot.redact import redact
 from reviewbot.result import ReviewResult
 
 REASON_CHARS = 500
@@ -87,8 +88,9 @@ class ReviewRecord:
 
     @classmethod
     def failed(cls, change: Change, source: str, started_at: float, reason: str) -> ReviewRecord:
-        """An attempt that raised (`source`: who ran it); its page is not known."""
-        return cls.of(change, source, "", started_at, ReviewOutcome.FAILED, reason)
+        """An attempt that raised (`source`: who ran it); its page is not known. The reason
+        is an error's text, which may name a server's URL: redacted here, once."""
+        return cls.of(change, source, "", started_at, ReviewOutcome.FAILED, redact(reason))
 
     @property
     def seconds(self) -> float:

@@ -150,3 +150,6 @@ def test_a_failed_attempt_is_a_row_with_its_reason_one_line_and_capped() -> None
                               "cannot reach\nthe forge " + "x" * 900)
     assert row.outcome is ReviewOutcome.FAILED and row.mode == "" and row.head_sha == ""
     assert "\n" not in row.reason and len(row.reason) <= 501 and row.seconds >= 2
+    leaked = ReviewRecord.failed(Change("gitlab", "g/p", 3), "cli", time.time(),
+                                 "cannot reach http://bot:hunter2-pw@10.0.0.5/v1")
+    assert "hunter2" not in leaked.reason and "http://***@10.0.0.5/v1" in leaked.reason

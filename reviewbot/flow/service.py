@@ -28,7 +28,6 @@ from reviewbot.forges import registry
 from reviewbot.forges.base import Forge, Target, Voting
 from reviewbot.forges.summary import failed_summary
 from reviewbot.history import Change, HistoryStore, ReviewRecord
-from reviewbot.redact import redact
 from reviewbot.result import Reviewer, ReviewResult, RunMode, exit_code
 from reviewbot.rules import applicable
 
@@ -70,7 +69,7 @@ def review(order: ReviewOrder, reviewer: Reviewer, cancel: threading.Event | Non
         if history is not None:
             t = order.target
             history.add(ReviewRecord.failed(Change(t.forge, t.project, t.number), order.source,
-                                            started, redact(str(exc))))
+                                            started, str(exc)))
         raise
     if history is not None and run.mode not in UNRECORDED:
         history.add(run.record(order.source, started))

@@ -19,7 +19,6 @@ from reviewbot.errors import IncompleteReview, ReviewbotError, UsageError
 from reviewbot.flow.trust import Trust
 from reviewbot.forges.base import Target
 from reviewbot.history import Change, ReviewRecord
-from reviewbot.redact import redact
 from reviewbot.result import Reviewer, RunMode
 from reviewbot.webhook.jobs import Job, JobOutcome, ReviewRunner
 
@@ -83,8 +82,7 @@ class ForgeRunner:
         except ReviewbotError as exc:
             if self._history is not None and job.note_id is None:
                 change = Change(target.forge, target.project, target.number)
-                self._history.add(ReviewRecord.failed(change, "listener", started,
-                                                      redact(str(exc))))
+                self._history.add(ReviewRecord.failed(change, "listener", started, str(exc)))
             raise
         settings = order.settings
         if job.note_id is not None:
