@@ -63,6 +63,7 @@ class FakeOpenAI:
         self.tokenize_count = True  # False: answer 200 without `count` (after the probe too)
         self.count_delay = 0.0  # seconds each /tokenize of a whole request takes
         self.events: list[tuple[str, float]] = []  # ("count" | "chat", monotonic time), in order
+        self.abandoned = 0  # trickled answers whose client hung up before their last byte
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -74,6 +75,13 @@ class FakeOpenAI:
     def __enter__(self) -> Self:
         self._thread.start()
         return self
+
+    def wait_abandoned(self, count: int = 1, timeout: float = 10.0) -> bool:
+        """Whether `count` trickled answers were hung up on by their client within `timeout`."""
+        deadline = time.monotonic() + timeout
+        while self.abandoned < count and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return self.abandoned >= count
 
     def __exit__(self, *exc: object) -> None:
         self._server.shutdown()
@@ -105,7 +113,8 @@ class FakeOpenAI:
                         self.wfile.flush()
                         time.sleep(trickle)
                 except (BrokenPipeError, ConnectionResetError):  # the bot gave up: as it should
-                    pass
+                    with fake._lock:
+                        fake.abandoned += 1
 
             def do_GET(self) -> None:
                 if self.path == "/v1/models":

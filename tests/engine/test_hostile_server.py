@@ -8,7 +8,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -45,25 +44,27 @@ def test_an_answer_that_is_not_a_completion_leaves_the_review_incomplete(reply: 
     assert len(server.requests) == 3
 
 
+# The server trickles its answer for a minute; httpx's per-read timeouts alone would wait for all
+# of it. That the bot hung up first is read on the server's side, which a loaded machine does not
+# blur as it does a wall-clock bound (the CI's 2 cores once stretched 2 s to 35 s).
+TRICKLED = Reply(tool_args={"summary": "ok", "findings": []}, trickle=0.2)
+
+
 def test_a_trickling_server_is_cut_at_the_request_deadline() -> None:
-    slow = Reply(tool_args={"summary": "ok", "findings": []}, trickle=0.2)
-    with FakeOpenAI(lambda body, n: slow, max_model_len=8000) as server:
+    with FakeOpenAI(lambda body, n: TRICKLED, max_model_len=8000) as server:
         engine = engine_for(server, request_timeout=1.5)
-        started = time.monotonic()
         result = engine.review(parse(make_diff(files=1)))
-        took = time.monotonic() - started
-    assert not result.complete and took < 20
+        assert server.wait_abandoned()
+    assert not result.complete
     assert "Timeout" in result.stats.errors[0]
 
 
 def test_the_review_deadline_holds_whatever_the_server_does() -> None:
-    slow = Reply(tool_args={"summary": "ok", "findings": []}, trickle=0.2)
-    with FakeOpenAI(lambda body, n: slow, max_model_len=8000) as server:
+    with FakeOpenAI(lambda body, n: TRICKLED, max_model_len=8000) as server:
         engine = engine_for(server, request_timeout=60, review_timeout=2)
-        started = time.monotonic()
         result = engine.review(parse(make_diff(files=1)))
-        took = time.monotonic() - started
-    assert not result.complete and took < 10
+        assert server.wait_abandoned()
+    assert not result.complete
     assert any("review_timeout" in e or "deadline" in e for e in result.stats.errors)
 
 
@@ -252,15 +253,14 @@ def test_an_endless_answer_is_read_no_further_than_its_cap_and_is_unusable() -> 
         engine = make_engine(resolve({"base_url": f"http://127.0.0.1:{server.server_port}/v1",
                                       "max_output_tokens": 256, "verify": False, "retries": 0,
                                       "request_timeout": 60}, env={}))
-        started = time.monotonic()
         result = engine.review(parse(make_diff(files=1)))
-        took = time.monotonic() - started
     finally:
         server.shutdown()
         server.server_close()
     # each of the three answers was cut at its cap (about 1 MB here), not read for a minute
+    # (what the server could send is counted there, not timed: a loaded machine blurs time)
     assert not result.complete and result.stats.answers_unusable == 3
-    assert took < 30 and _Endless.sent < 3 * 64 * 2**20
+    assert _Endless.sent < 3 * 64 * 2**20
 
 
 def test_an_endpoints_url_as_base_url_is_a_usage_error_naming_the_root() -> None:
