@@ -1,6 +1,6 @@
 """The balancer and service configs come from templates (server/reviewbot_server/templates/): their
 output is held byte for byte against the files the f-string renderers wrote before the move
-(tests/server/golden/), for one card, a TP=4 plan and a four-machine plan, with and without
+(tests/server/render/golden/), for one card, a TP=4 plan and a four-machine plan, with and without
 the API-key check."""
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -21,11 +22,12 @@ import httpx
 import pytest
 
 from reviewbot_server.process.launcher import free_port, group_members
-from reviewbot_server.supervise.canary import parse_load
+from reviewbot_server.supervise.canary import EngineLoad, parse_load
+from reviewbot_server.supervise.supervisor import SupervisorSettings, _made_progress, backoff_delay
 from reviewbot_server.tinymodel import SERVE_ARGS, SERVE_ENV
 
-FAKE = Path(__file__).parents[1] / "fake_vllm.py"
-SAMPLE_DIFF = Path(__file__).parents[2] / "reviewbot" / "data" / "sample.diff"
+FAKE = Path(__file__).parents[2] / "fake_vllm.py"
+SAMPLE_DIFF = Path(__file__).parents[3] / "reviewbot" / "data" / "sample.diff"
 # Short timings, with room for a loaded 2-core CI machine (a false "hung" would restart).
 FAST = ["--canary-interval", "0.5", "--canary-timeout", "5", "--canary-failures", "2",
         "--backoff-initial", "0.2", "--backoff-max", "1", "--stop-grace", "5",
@@ -383,3 +385,50 @@ def test_permanent_causes_exit_2_before_any_launch(tmp_path: Path, case: str) ->
     assert time.monotonic() - started < 30
     assert not (tmp_path / "state" / "supervisor.json").exists() or "starting" not in \
         (tmp_path / "state" / "supervisor.json").read_text()
+
+
+def test_progress_only_when_token_counters_grow() -> None:
+    before = EngineLoad(tokens_total=100.0)
+    assert _made_progress(before, EngineLoad(tokens_total=101.0))
+    assert not _made_progress(before, EngineLoad(tokens_total=100.0))
+    assert not _made_progress(before, None)  # /metrics did not answer: hung
+    assert not _made_progress(None, EngineLoad(tokens_total=5.0))
+
+
+@pytest.mark.parametrize(("failures", "base"), [(1, 2.0), (2, 4.0), (3, 8.0), (10, 120.0)])
+def test_backoff_is_exponential_capped_and_jittered(failures: int, base: float) -> None:
+    settings = SupervisorSettings(state_dir=Path("."))
+    delays = {backoff_delay(failures, settings, random.Random(seed)) for seed in range(20)}
+    assert all(base * 0.75 <= d <= base * 1.25 for d in delays)
+    assert len(delays) > 1  # jitter: instances do not restart in step
+
+
+def test_a_state_is_logged_when_it_changes_not_after_every_probe(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """`server up` logged `ready` after every health probe (238 lines in 48 min)."""
+    import logging
+    import threading
+
+    from reviewbot_server.process.launcher import LaunchSpec
+    from reviewbot_server.supervise.supervisor import Instance
+
+    seen: list[str] = []
+
+    class Events:
+        def state(self, name: str, state: str) -> None:
+            seen.append(state)
+
+        def __getattr__(self, name: str) -> object:
+            return lambda *args: None
+
+    instance = Instance("i0", LaunchSpec(tmp_path, 8001), SupervisorSettings(tmp_path), Events(),  # type: ignore[arg-type]
+                        threading.Event())
+    with caplog.at_level(logging.INFO, logger="reviewbot.supervisor"):
+        instance._set(state="starting")
+        for _ in range(5):
+            instance._set(state="ready", canary_latency_s=0.1)
+        instance._set(state="unhealthy", last_error="timeout")
+        instance._set(state="ready", last_error="")
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines == ["i0: starting", "i0: ready", "i0: unhealthy (timeout)", "i0: ready"]
+    assert seen == ["starting", "ready", "unhealthy", "ready"]

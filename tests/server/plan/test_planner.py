@@ -302,7 +302,7 @@ def test_every_flag_exists_in_installed_vllm(vllm_interpreter: str) -> None:
 
 
 GPU_VLLM = next(line.split("==")[1] for line in
-                (Path(__file__).parents[2] / "server" / "constraints-gpu.txt").read_text().splitlines()
+                (Path(__file__).parents[3] / "server" / "constraints-gpu.txt").read_text().splitlines()
                 if line.startswith("vllm=="))
 
 
@@ -311,7 +311,7 @@ def test_every_flag_exists_in_the_gpu_hosts_vllm(vllm_interpreter: str,
     """The GPU host's pinned vLLM (server/constraints-gpu.txt), whose Python sources
     scripts/setup.sh unpacks: its own parser, run by the CPU build's interpreter, accepts every
     planned argv and rejects a flag it does not have."""
-    source = Path(__file__).parents[2] / ".vllm-src" / GPU_VLLM
+    source = Path(__file__).parents[3] / ".vllm-src" / GPU_VLLM
     assert (source / ".ready").is_file(), f"{source} is missing: run scripts/setup.sh"
     monkeypatch.setenv("PYTHONPATH", str(source))
     monkeypatch.setenv("VLLM_TARGET_DEVICE", "cpu")  # a GPU build: its platform, named
