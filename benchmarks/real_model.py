@@ -108,7 +108,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as scratch:
         config = config_file(Path(scratch))
         golden = subset(args.golden, args.max_lines, Path(scratch))
-        print(f"cases: {', '.join(sorted(p.name for p in golden.iterdir()))}", flush=True)
+        print(f"cases: {', '.join(sorted(p.name for p in golden.iterdir() if p.is_dir()))}", flush=True)
 
         def one(variant: str) -> None:
             doc = run_variant(args.url.rstrip("/"), golden, variant, args.out, config, extra)

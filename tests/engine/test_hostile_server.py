@@ -23,7 +23,7 @@ GOOD = Reply(tool_args={"summary": "ok", "findings": []})
 
 
 def engine_for(server: FakeOpenAI, **flags: object):
-    # the finding pass alone: the verification pass has its own tests (test_verify.py)
+    # the finding pass alone: the verification pass has its own tests (test_candidates.py)
     return make_engine(resolve({"base_url": server.base_url, "max_output_tokens": 256,
                                 "verify": False,
                                 "retries": 0, **flags}, env={}))

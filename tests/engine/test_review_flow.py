@@ -55,7 +55,7 @@ def good(body: dict, attempt: int) -> Reply:
 
 
 def engine_for(server: FakeOpenAI, **flags: object):
-    # the finding pass alone: the verification pass has its own tests (test_verify.py)
+    # the finding pass alone: the verification pass has its own tests (test_candidates.py)
     return make_engine(resolve({"base_url": server.base_url, "max_output_tokens": 256,
                                 "verify": False,
                                 "retries": 2, **flags}, env={}))

@@ -36,3 +36,14 @@ def test_refilled_buckets_are_forgotten_first_and_a_flood_stays_bounded() -> Non
     for n in range(1000):  # distinct sources in one instant: none refilled, memory bounded
         limiter.allow(f"flood-{n}")
         assert len(limiter._buckets) <= 3
+
+
+def test_rate_limiter_refills_and_forgets() -> None:
+    now = [0.0]
+    limiter = RateLimiter(rate=2, burst=4, max_sources=2, clock=lambda: now[0])
+    assert [limiter.allow("a") for _ in range(5)] == [True] * 4 + [False]
+    now[0] += 0.5
+    assert limiter.allow("a") and not limiter.allow("a")
+    for source in ("b", "c", "d"):
+        limiter.allow(source)
+    assert len(limiter._buckets) <= 3

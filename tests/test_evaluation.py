@@ -21,8 +21,8 @@ from reviewbot.scores import Score, intervals
 from tests.canaries import API_KEY, PASSWORD, assert_no_canary, echo_finding, echoed, with_password
 from tests.fake_openai import FakeOpenAI, Reply, asked
 
-GOLDEN = Path(__file__).parent / "planted"
-ROOT = Path(__file__).parents[2]
+GOLDEN = Path(__file__).parent / "eval" / "planted"
+ROOT = Path(__file__).parents[1]
 LANGUAGES = {".py": "Python", ".go": "Go", ".ts": "TypeScript", ".java": "Java"}
 
 
@@ -418,7 +418,7 @@ def test_the_real_set_is_changes_as_written_with_licences_and_clean_changes() ->
     case's own diff adds (where the later fix changed them)."""
     import tomllib
 
-    real = Path(__file__).parent / "real"
+    real = Path(__file__).parent / "eval" / "real"
     sources = tomllib.loads((real / "sources.toml").read_text(encoding="utf-8"))
     licences = {r["name"]: r for r in sources["repo"]}
     cases = load_golden(real)

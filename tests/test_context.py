@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from reviewbot.context import MAX_COMMITS_TOTAL, MAX_DESCRIPTION, Intent
-from tests.engine.test_review_cli import run
+from tests.commands.test_review import run
 from tests.fake_openai import FakeOpenAI, Reply
 from tests.git_support import GitRepo, review_git
 
