@@ -13,7 +13,7 @@ from reviewbot.config import Settings, check_paths, parse_text, resolve
 from reviewbot.diff import parse
 from reviewbot.engine.build import make_engine
 from reviewbot.errors import ContextTooSmall, UsageError
-from tests.engine.test_review_flow import make_diff
+from tests.engine.test_orchestrator import make_diff
 from tests.fake_openai import FakeOpenAI, Reply
 
 

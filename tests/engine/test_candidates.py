@@ -14,7 +14,7 @@ from typing import Any
 from reviewbot.config import resolve
 from reviewbot.diff import parse
 from reviewbot.engine.build import make_engine
-from tests.engine.test_review_flow import finding, make_diff
+from tests.engine.test_orchestrator import finding, make_diff
 from tests.fake_openai import FakeOpenAI, Reply, asked, row_ranges
 
 CANDIDATES = ["Null dereference", "Off by one", "Leaks the handle"]

@@ -16,7 +16,7 @@ import pytest
 from reviewbot.config import resolve
 from reviewbot.diff import parse
 from reviewbot.engine.build import make_engine
-from tests.engine.test_review_flow import make_diff
+from tests.engine.test_orchestrator import make_diff
 from tests.fake_openai import FakeOpenAI, Reply
 
 GOOD = Reply(tool_args={"summary": "ok", "findings": []})

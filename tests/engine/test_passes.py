@@ -12,7 +12,7 @@ from reviewbot.config import resolve
 from reviewbot.diff import parse
 from reviewbot.engine.messages import REASONING_OVERHEAD, REASONING_TOKENS, Requests
 from tests.engine.test_candidates import added_rows, engine_for, verdict
-from tests.engine.test_review_flow import finding, make_diff
+from tests.engine.test_orchestrator import finding, make_diff
 from tests.fake_openai import FakeOpenAI, Reply, asked
 
 

@@ -15,7 +15,7 @@ from reviewbot.diff import parse
 from reviewbot.engine.routing import CHUNK_SECONDS, review_priority
 from reviewbot.errors import UsageError
 from tests.engine.test_candidates import candidates
-from tests.engine.test_review_flow import engine_for, finding, make_diff
+from tests.engine.test_orchestrator import engine_for, finding, make_diff
 from tests.fake_openai import FakeOpenAI, Reply, asked, row_ranges
 
 
