@@ -54,13 +54,6 @@ def test_the_server_package_imports_nothing_of_the_review_client() -> None:
     assert _offenders("reviewbot_server", ("reviewbot",)) == []
 
 
-def test_the_affinity_header_is_spelled_the_same_on_both_sides() -> None:
-    from reviewbot.headers import AFFINITY_HEADER as client
-    from reviewbot_server.render.names import AFFINITY_HEADER as server
-
-    assert client == server
-
-
 def test_the_webhook_imports_no_command() -> None:
     assert _offenders("reviewbot.webhook", ("reviewbot.commands",)) == []
 
