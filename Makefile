@@ -12,7 +12,7 @@ demo-real: setup
 	.venv/bin/reviewbot demo --model real
 
 test: setup
-	.venv/bin/python -m pytest -q -n 2 --dist loadgroup
+	.venv/bin/python -m pytest -q -n 2 --dist loadgroup --durations=25
 
 # every test but those of the real 1.5B model (no 1.1 GB download, no ~11 GB server)
 test-fast: setup
