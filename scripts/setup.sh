@@ -37,7 +37,7 @@ if [ ! -f .venv-vllm/.ready-convert ]; then
   touch .venv-vllm/.ready-convert
 fi
 # the GPU host's vLLM (server/constraints-gpu.txt) as source only: its own argument parser checks
-# every flag the planner emits (tests/server/plan/test_planner.py), run by the CPU build's interpreter
+# every flag the planner emits (tests/server/plan/test_topology.py), run by the CPU build's interpreter
 gpu_vllm=$(sed -n 's/^vllm==//p' server/constraints-gpu.txt)
 if [ ! -f ".vllm-src/$gpu_vllm/.ready" ]; then
   rm -rf .vllm-src && mkdir -p ".vllm-src/$gpu_vllm"

@@ -1,6 +1,6 @@
 """Topology and flag decisions for the planner: TP sizes, parsers, YaRN, argv/env, warnings.
 
-Every flag emitted here is checked against the installed vLLM's parser (tests/server/plan/test_planner.py).
+Every flag emitted here is checked against the installed vLLM's parser (tests/server/plan/test_topology.py).
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ def yarn_factor(model: ModelSpec, context: int) -> float | None:
 def yarn_overrides(model: ModelSpec, context: int) -> str | None:
     """`--hf-overrides` replaces rope_parameters whole, so rope_theta travels with it; and
     vLLM 0.32 treats a YaRN max_position_embeddings as already scaled (it does not multiply
-    by `factor`), so the scaled length is overridden too (checked in tests/server/plan/test_planner.py)."""
+    by `factor`), so the scaled length is overridden too (checked in tests/server/plan/test_topology.py)."""
     factor = yarn_factor(model, context)
     if factor is None:
         return None

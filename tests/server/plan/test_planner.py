@@ -1,6 +1,6 @@
-"""Planner: memory math against figures computed by hand from the published config.json
-values, topology choices, refusals with the nearest plan, and every emitted flag checked
-against the installed vLLM's own parser (in a subprocess; vLLM is never imported here)."""
+"""Planner: plans against figures computed by hand from the published config.json values,
+topology choices, refusals with the nearest plan, and the `plan` command's outputs (the flags
+against vLLM's own parser: test_topology.py; the memory fit: test_memory.py)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,6 @@ from reviewbot.cli import main
 from reviewbot_server.errors import UsageError
 from reviewbot_server.plan.model import load_model
 from reviewbot_server.plan.planner import PlanRefused, plan
-from reviewbot_server.render.serve import plan_text
-from reviewbot_server.tinymodel import build_tiny_model
-from tests.server.vllm_flags import check_argvs
 
 MIB, GIB = 2**20, 2**30
 
@@ -149,23 +146,6 @@ def test_fp8_where_the_card_has_it_with_both_plans_measured_kv() -> None:
     assert (p.max_concurrent_reviews, p.compared.reviews) == (30, 10)
 
 
-@pytest.mark.parametrize(("gpus", "cpus", "servers"), [
-    ("1xH200", 16, 4), ("1xH200", 8, 2), ("1xH200", 4, 1), ("1xH200", None, 1),
-    ("4xT4", 8, 1), ("4xT4", 64, 4), ("8xH200", 128, 4)])
-def test_api_servers_from_each_instances_share_of_the_cores(
-        gpus: str, cpus: int | None, servers: int) -> None:
-    """One API server process tokenized every request and count of an H200: a review's
-    requests queued behind it (bot ÷ replay 1.10-1.17; with four, 1.04-1.05)."""
-    model = load_model("Qwen3-Coder-30B-A3B" if "H200" in gpus else "Qwen2.5-Coder-7B")
-    p = plan(gpus, model, cpus=cpus)
-    assert p.api_servers == servers
-    for inst in p.instances:
-        argv = inst.argv
-        assert (argv[argv.index("--api-server-count") + 1] == str(servers)
-                if servers > 1 else "--api-server-count" not in argv)
-    assert ("--api-server-count" in plan_text(p)) == (servers > 1)
-
-
 @pytest.mark.parametrize("gpus", ["1xA100-80", "4xT4", "2xA10"])
 def test_no_fp8_on_cards_without_fp8_tensor_cores(gpus: str) -> None:
     model = load_model("Qwen3-Coder-30B-A3B" if gpus == "1xA100-80" else "Qwen2.5-Coder-7B")
@@ -213,11 +193,6 @@ def test_moe_4bit_tp4_gets_expert_parallel() -> None:
     assert "--enable-expert-parallel" in p.instances[0].argv
 
 
-def test_kv_heads_replicate_beyond_tp() -> None:
-    p = plan("8xH200", load_model("Qwen2.5-Coder-7B"))
-    assert p.tp == 1 and p.replicas_per_node == 8 and len(p.instances) == 8
-
-
 def test_nodes_spread_identical_machines() -> None:
     p = plan("2xA10", load_model("Qwen2.5-Coder-7B"), nodes=3)
     assert len(p.instances) == 6 and {i.host for i in p.instances} == {"node1", "node2", "node3"}
@@ -252,102 +227,6 @@ def test_context_beyond_yarn_limit_refused() -> None:
     assert info.value.nearest is not None and info.value.nearest.max_model_len == 131072
 
 
-@pytest.mark.parametrize("spec, hint", [("4xK80", "3.7"), ("2xB300", "known"), ("fourT4", "COUNT")])
-def test_bad_gpu_specs(spec: str, hint: str) -> None:
-    with pytest.raises(UsageError, match=hint):
-        plan(spec, load_model("Qwen2.5-Coder-7B"))
-
-
-def test_model_dir_without_config(tmp_path: Path) -> None:
-    with pytest.raises(UsageError, match="no config.json"):
-        load_model(str(tmp_path))
-
-
-def test_local_model_dir(tmp_path: Path) -> None:
-    cfg = {"architectures": ["Qwen2ForCausalLM"], "hidden_size": 128, "num_hidden_layers": 2,
-           "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 64,
-           "intermediate_size": 256, "vocab_size": 4096, "max_position_embeddings": 65536}
-    (tmp_path / "config.json").write_text(json.dumps(cfg))
-    p = plan("1xT4", load_model(str(tmp_path)))
-    assert p.instances[0].argv[2] == str(tmp_path.resolve())
-    assert ("HF_HUB_OFFLINE", "1") in p.instances[0].env and p.tool_call_parser == "hermes"
-
-
-def _all_argvs() -> list[list[str]]:
-    argvs = []
-    for model in ("Qwen2.5-Coder-7B", "Qwen2.5-Coder-14B", "Qwen2.5-Coder-32B",
-                  "Qwen3-Coder-30B-A3B"):
-        for spec in ("4xT4", "2xA10", "1xRTX4090", "1xH100", "1xH200", "8xH200"):
-            for quant in (None, "fp8", "awq", "gptq", "gptq-int8"):
-                try:
-                    p = plan(spec, load_model(model), quantization=quant, cpus=64)
-                except PlanRefused as refused:
-                    p = refused.nearest  # type: ignore[assignment]
-                if p is not None:
-                    argvs.append(list(p.instances[0].argv))
-    return argvs
-
-
-def test_every_flag_exists_in_installed_vllm(vllm_interpreter: str) -> None:
-    VLLM_PYTHON = vllm_interpreter
-    argvs = _all_argvs()
-    flags = {a for argv in argvs for a in argv if a.startswith("--")}
-    assert {"--hf-overrides", "--enable-expert-parallel", "--disable-custom-all-reduce",
-            "--quantization", "--attention-backend", "--kv-cache-dtype",
-            "--api-server-count"} <= flags
-    result = check_argvs(VLLM_PYTHON, argvs)
-    assert result["errors"] == []
-    assert {"hermes", "qwen3_coder", "qwen3_xml"} <= set(result["tool_parsers"])
-    assert "qwen3" in result["reasoning_parsers"]
-
-
-GPU_VLLM = next(line.split("==")[1] for line in
-                (Path(__file__).parents[3] / "server" / "constraints-gpu.txt").read_text().splitlines()
-                if line.startswith("vllm=="))
-
-
-def test_every_flag_exists_in_the_gpu_hosts_vllm(vllm_interpreter: str,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    """The GPU host's pinned vLLM (server/constraints-gpu.txt), whose Python sources
-    scripts/setup.sh unpacks: its own parser, run by the CPU build's interpreter, accepts every
-    planned argv and rejects a flag it does not have."""
-    source = Path(__file__).parents[3] / ".vllm-src" / GPU_VLLM
-    assert (source / ".ready").is_file(), f"{source} is missing: run scripts/setup.sh"
-    monkeypatch.setenv("PYTHONPATH", str(source))
-    monkeypatch.setenv("VLLM_TARGET_DEVICE", "cpu")  # a GPU build: its platform, named
-    result = check_argvs(vllm_interpreter, [*_all_argvs(), ["vllm", "serve", "m", "--nope"]])
-    assert result["version"] == GPU_VLLM
-    assert result["errors"] == ["rejected by vLLM's parser: m --nope"]
-    assert {"hermes", "qwen3_coder", "qwen3_xml"} <= set(result["tool_parsers"])
-
-
-def test_flag_probe_rejects_unknown_flags_and_parsers(vllm_interpreter: str) -> None:
-    VLLM_PYTHON = vllm_interpreter
-    result = check_argvs(VLLM_PYTHON, [
-        ["vllm", "serve", "m", "--rope-scaling", "{}"],  # removed from vLLM
-        ["vllm", "serve", "m", "--enable-auto-tool-choice", "--tool-call-parser", "nope"],
-    ])
-    assert len(result["errors"]) == 2, result["errors"]
-
-
-def test_yarn_override_is_what_makes_vllm_accept_the_context(tmp_path: Path,
-                                                            vllm_interpreter: str) -> None:
-    """Real model config through vLLM's own ModelConfig: native 16K, planned 32K."""
-    VLLM_PYTHON = vllm_interpreter
-    model_dir = build_tiny_model(tmp_path / "tiny")
-    config = json.loads((model_dir / "config.json").read_text())
-    config["max_position_embeddings"] = 16384
-    (model_dir / "config.json").write_text(json.dumps(config))
-    p = plan("1xT4", load_model(str(model_dir)), max_model_len=32768)
-    argv = list(p.instances[0].argv)
-    assert p.hf_overrides is not None and "--hf-overrides" in argv
-    at = argv.index("--hf-overrides")
-    without = argv[:at] + argv[at + 2:]
-    result = check_argvs(VLLM_PYTHON, [argv, without])
-    assert len(result["errors"]) == 1, result["errors"]
-    assert "max_model_len" in result["errors"][0]
-
-
 def _cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
     with pytest.raises(SystemExit) as info:
         main(["server", "plan", *args])
@@ -372,52 +251,6 @@ def test_cli_text_json_and_exit_codes(capsys: pytest.CaptureFixture[str]) -> Non
 
 # -- issue 13: the deployments of the product's origin, hybrid attention, calibration ----------
 
-# Measured with vLLM 0.26.0 on one H200 (benchmarks/gpu_serving.py, docs/performance.md):
-# (max_num_batched_tokens, max_num_seqs) -> "GPU KV cache size" for Qwen3-Coder-30B-A3B bf16
-# at --gpu-memory-utilization 0.9 and 65,536 tokens; (8192, 1024) is vLLM's own default.
-H200_MEASURED = {(8192, 256): 731_920, (16384, 256): 725_840, (32768, 256): 707_568,
-                 (8192, 1024): 713_552,
-                 # benchmarks/gpu_plan.py, 2026-12-02 (vLLM's cache_config_info)
-                 (8192, 176): 734_928, (32768, 176): 708_848}
-
-
-@pytest.mark.parametrize("batched, seqs", sorted(H200_MEASURED))
-def test_h200_prediction_within_one_percent_of_vllm(batched: int, seqs: int) -> None:
-    from reviewbot_server.plan.hardware import GPUS
-    from reviewbot_server.plan.memory import gpu_memory, weight_format
-
-    model = load_model("Qwen3-Coder-30B-A3B")
-    mem = gpu_memory(model, weight_format(model, None), gpu_total=GPUS["H200"].memory_bytes,
-                     tp=1, utilization=0.9, kv_dtype="auto", batched_tokens=batched,
-                     max_num_seqs=seqs)
-    measured = H200_MEASURED[(batched, seqs)]
-    assert abs(mem.kv_tokens - measured) / measured < 0.01, (mem.kv_tokens, measured)
-    assert mem.reviews(65536) == measured // 65536  # 11, 11, 10, 10
-    assert abs(mem.weights / GIB - 56.93) < 0.1  # vLLM: "Model loading took 56.93 GiB"
-
-
-def test_qwen35_hybrid_on_4xT10_counts_only_full_attention_layers() -> None:
-    """The Turing deployment: 4x T10 16 GB, Qwen3.5-35B-A3B GPTQ, 64K reviews."""
-    model = load_model("Qwen3.5-35B-A3B")
-    assert (model.kv_layers, model.linear_layers, model.num_layers) == (10, 30, 40)
-    assert 34.9e9 < model.param_count < 35.3e9 and model.vision_params > 0.4e9
-    p = plan("4xT10", model, quantization="gptq")
-    # 10 full-attention layers x 2 KV heads split over TP=2 (one each) x 256 x 2 B
-    assert p.memory.kv_per_token == 10 * 2 * 1 * 256 * 2 == 10 * 1024
-    # Gated DeltaNet state per sequence: (conv over q,k,v x 3 + 32 heads x 128 x 128) x 30 layers
-    assert p.memory.state_per_sequence == 30 * ((2 * 2048 + 4096) * 3 + 32 * 128 * 128) * 2 // 2
-    assert (p.tp, p.replicas_per_node, p.max_concurrent_reviews) == (2, 2, 4)
-    argv = list(p.instances[0].argv)
-    assert argv[argv.index("--quantization") + 1] == "moe_wna16"  # no Marlin on sm_75 in 0.32
-    assert json.loads(argv[argv.index("--limit-mm-per-prompt") + 1]) == {"image": 0, "video": 0}
-    assert argv[2] == "Qwen/Qwen3.5-35B-A3B-GPTQ-Int4" and "--enable-prefix-caching" in argv
-    assert any("hybrid attention: 10 full-attention" in w for w in p.warnings)
-    assert any("vision tower" in w for w in p.warnings)
-    assert any("gptq_marlin" in w and "#29901" in w for w in p.warnings)
-    # every layer counted as full attention would need 4x the KV per token
-    full = plan("4xT10", load_model("Qwen3-Coder-30B-A3B"), quantization="gptq")
-    assert full.memory.kv_per_token > p.memory.kv_per_token
-
 
 def test_tensor_parallel_override_renders_the_users_deployment() -> None:
     model = load_model("Qwen3.5-35B-A3B")
@@ -433,42 +266,6 @@ def test_tensor_parallel_override_renders_the_users_deployment() -> None:
         plan("4xT10", model, quantization="gptq", tensor_parallel_size=8)
     with pytest.raises(UsageError, match="hold 1 to 2"):
         plan("2xA10", load_model("Qwen2.5-Coder-7B"), replicas=3)
-
-
-def _write(tmp_path: Path, cfg: dict[str, object]) -> str:
-    (tmp_path / "config.json").write_text(json.dumps(cfg))
-    return str(tmp_path)
-
-
-def test_sliding_window_layers_hold_a_window_not_the_review(tmp_path: Path) -> None:
-    """gpt-oss-20b's published architecture: 24 layers alternating 128-token sliding windows
-    and full attention, 8 KV heads of 64."""
-    cfg = {"architectures": ["GptOssForCausalLM"], "hidden_size": 2880, "num_hidden_layers": 24,
-           "num_attention_heads": 64, "num_key_value_heads": 8, "head_dim": 64,
-           "intermediate_size": 2880, "num_local_experts": 32, "num_experts_per_tok": 4,
-           "vocab_size": 201088, "sliding_window": 128, "max_position_embeddings": 131072,
-           "layer_types": ["sliding_attention", "full_attention"] * 12}
-    m = load_model(_write(tmp_path, cfg))
-    assert (m.kv_layers, m.sliding_layers, m.sliding_window) == (12, 12, 128)
-    p = plan("1xRTX4090", m, quantization="awq")
-    assert p.memory.kv_per_token == 12 * 2 * 8 * 64 * p.memory.kv_per_token // (12 * 2 * 8 * 64)
-    assert p.memory.state_per_sequence == 12 * (128 + 16) * 2 * 8 * 64 * (
-        1 if p.memory.kv_dtype == "fp8" else 2)
-
-
-def test_gemma_pattern_and_nested_text_config(tmp_path: Path) -> None:
-    """Gemma 3 27B's published layout: text_config nested, every 6th layer global, 1,024-token
-    windows elsewhere, a SigLIP vision tower beside it."""
-    cfg = {"architectures": ["Gemma3ForConditionalGeneration"],
-           "text_config": {"hidden_size": 5376, "num_hidden_layers": 62, "num_attention_heads": 32,
-                           "num_key_value_heads": 16, "head_dim": 128, "intermediate_size": 21504,
-                           "vocab_size": 262208, "sliding_window": 1024,
-                           "sliding_window_pattern": 6, "max_position_embeddings": 131072},
-           "vision_config": {"hidden_size": 1152, "num_hidden_layers": 27,
-                             "intermediate_size": 4304}}
-    m = load_model(_write(tmp_path, cfg))
-    assert (m.kv_layers, m.sliding_layers, m.sliding_window) == (10, 52, 1024)
-    assert m.vision_params > 0.4e9 and 26e9 < m.param_count < 29e9
 
 
 def test_a_model_that_fits_nowhere_gets_the_fewest_gpus_that_fit(
@@ -575,22 +372,6 @@ def test_a_card_too_small_for_the_model_gets_a_model_that_fits(
     alternatives = json.loads(out)["alternatives"]
     assert code == 1 and any(a.startswith("--model ") for a in alternatives)
     assert not any(a.startswith("--kv-cache-dtype") for a in alternatives)
-
-
-@pytest.mark.parametrize("config, says", [
-    ('{"hidden_size": Infinity, "num_attention_heads": 16, "num_hidden_layers": 24}',
-     "Infinity is not a number"),
-    ('{"hidden_size": 1e400, "num_attention_heads": 16, "num_hidden_layers": 24}',
-     "not a finite number"),
-    ('{"hidden_size": NaN, "num_attention_heads": 16, "num_hidden_layers": 24}', "NaN"),
-    ('{"text_config": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested too deep"),
-])
-def test_a_hostile_config_json_is_one_line_not_an_internal_error(tmp_path: Path, config: str,
-                                                                 says: str) -> None:
-    (tmp_path / "config.json").write_text(config)
-    with pytest.raises(UsageError, match=says) as caught:
-        load_model(str(tmp_path))
-    assert "\n" not in str(caught.value)
 
 
 def test_a_refusal_suggests_only_a_4_bit_format_whose_checkpoint_is_published() -> None:
