@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def config_file(folder: Path) -> Path:
     path = folder / "real.toml"
     lines = [f"{key} = {json.dumps(value)}" for key, value in realmodel.SETTINGS.items()
-             if key != "verify"]  # the variant decides
+             if key not in ("verify", "findings_format")]  # the variant decides
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
 
