@@ -1,5 +1,5 @@
 """HTTP names the server side shares with the review client, which it does not import
-(tests/test_layout.py holds the two spellings equal)."""
+(tests/test_headers.py holds the two spellings equal)."""
 
 # one opaque value per review on every request of it: the balancers hash on it so that a
 # review's chunks and passes land on the replica that holds its prompt prefix in cache
