@@ -1,4 +1,5 @@
-"""Webhook authentication: GitHub's HMAC signature (its published test vector), GitLab's token and bearer tokens, compared in constant time."""
+"""Webhook authentication: GitHub's HMAC signature (its published test vector), GitLab's token and
+bearer tokens, compared in constant time."""
 
 from __future__ import annotations
 

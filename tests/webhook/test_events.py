@@ -1,4 +1,5 @@
-"""Webhook payloads read into events: the forge's API base, GitHub's events, comments that may be for the bot."""
+"""Webhook payloads read into events: the forge's API base, GitHub's events, comments that may be
+for the bot."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The listener's settings: resolved from flags and the environment, secrets strong and off the command line, the queue named by one flag."""
+"""The listener's settings: resolved from flags and the environment, secrets strong and off the
+command line, the queue named by one flag."""
 
 from __future__ import annotations
 

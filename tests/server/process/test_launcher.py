@@ -1,4 +1,5 @@
-"""Starting vLLM: the likely cause of an early exit, the key kept off the command line, the CPU dtype."""
+"""Starting vLLM: the likely cause of an early exit, the key kept off the command line, the CPU
+dtype."""
 
 from __future__ import annotations
 
@@ -7,27 +8,6 @@ from pathlib import Path
 import pytest
 
 from reviewbot_server.process.launcher import likely_cause
-
-NEW = """\
-# TYPE vllm:num_requests_running gauge
-vllm:num_requests_running{engine="0",model_name="m"} 2.0
-vllm:num_requests_running{engine="1",model_name="m"} 1.0
-# TYPE vllm:num_requests_waiting gauge
-vllm:num_requests_waiting{engine="0",model_name="m"} 4.0
-# TYPE vllm:kv_cache_usage_perc gauge
-vllm:kv_cache_usage_perc{engine="0",model_name="m"} 0.5
-vllm:kv_cache_usage_perc{engine="1",model_name="m"} 0.75
-# TYPE vllm:prompt_tokens counter
-vllm:prompt_tokens_total{engine="0",model_name="m"} 100.0
-# TYPE vllm:generation_tokens counter
-vllm:generation_tokens_total{engine="0",model_name="m"} 20.0
-"""
-OLD = """\
-# TYPE vllm:num_requests_running gauge
-vllm:num_requests_running{model_name="m"} 0.0
-# TYPE vllm:gpu_cache_usage_perc gauge
-vllm:gpu_cache_usage_perc{model_name="m"} 0.1
-"""
 
 
 @pytest.mark.parametrize(("line", "cause"), [
