@@ -1,5 +1,5 @@
 """`reviewbot server bench`: briefly against the real vLLM CPU server with tiny sizes, plus
-the pure parts (sizes, percentiles) and the refusals."""
+the requested sizes and the refusals (the arithmetic: test_bench_load.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import pytest
 from reviewbot.cli import main
 from reviewbot_server.errors import UsageError
 from reviewbot_server.probe.bench import parse_sizes
-from reviewbot_server.probe.bench_load import percentile
 
 
 def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -79,7 +78,3 @@ def test_parse_sizes() -> None:
         parse_sizes("1k", 0.01)
 
 
-def test_percentile_nearest_rank() -> None:
-    assert percentile([], 50) is None
-    assert percentile([3.0, 1.0, 2.0], 50) == 2.0
-    assert percentile([float(i) for i in range(1, 101)], 95) == 95.0
