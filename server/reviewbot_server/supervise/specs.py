@@ -18,6 +18,7 @@ from pathlib import Path
 
 from reviewbot_server.errors import UsageError
 from reviewbot_server.process.launcher import REAPER, LaunchSpec
+from reviewbot_server.render.names import AFFINITY_HEADER
 
 
 def gpu_specs(
@@ -80,9 +81,11 @@ class Nginx:
 
 
 def nginx_for(specs: dict[str, LaunchSpec], port: int, state_dir: Path) -> Nginx:
-    """Write STATE_DIR/nginx.conf (round robin over the instances, passive failover)."""
+    """Write STATE_DIR/nginx.conf: a review's requests to one instance (its prompt prefix is
+    cached there), as the rendered balancers route them; others spread; passive failover."""
     servers = "\n".join(f"        server {s.host}:{s.port} max_fails=2 fail_timeout=10s;"
                         for s in specs.values())
+    route_header = "$http_" + AFFINITY_HEADER.lower().replace("-", "_")
     (state_dir / "logs").mkdir(parents=True, exist_ok=True)
     conf = state_dir / "nginx.conf"
     conf.write_text(f"""\
@@ -95,8 +98,12 @@ http {{
     access_log off;  # request bodies are source code
     client_body_temp_path {state_dir / 'nginx-tmp'};
     proxy_temp_path {state_dir / 'nginx-tmp'};
+    map {route_header} $reviewbot_route {{
+        "" $request_id;
+        default {route_header};
+    }}
     upstream reviewbot_vllm {{
-        least_conn;
+        hash $reviewbot_route consistent;
 {servers}
         keepalive 32;
     }}
