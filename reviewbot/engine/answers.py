@@ -34,11 +34,8 @@ from reviewbot.modeltext import clean, one_line, suggestion_ok
 def parse_judgement(calls: list[tuple[str, str]]) -> bool | None:
     """The judge's `same`, or None when the answer is not one call of the judge tool."""
     for name, arguments in calls:
-        try:
-            args = json.loads(arguments, strict=False) if name == JUDGE_TOOL else None
-        except (json.JSONDecodeError, RecursionError):
-            args = None
-        if isinstance(args, dict) and isinstance(args.get("same"), bool):
+        args = _json_object(arguments) if name == JUDGE_TOOL else None
+        if args is not None and isinstance(args.get("same"), bool):
             return bool(args["same"])
     return None
 
@@ -138,8 +135,10 @@ def _finding(item: Any, rows: dict[int, Row],
     at = anchor.row
     severity = capped_severity(category, severity, at.file.path,
                                f"{title} {item.get('body') or ''}")
-    suggestion: str | None = clean(item.get("suggestion"), LIMITS["suggestion"])
+    # one character past the limit: a suggestion cut short is broken code, dropped whole
+    suggestion: str | None = clean(item.get("suggestion"), LIMITS["suggestion"] + 1)
     if not suggestion or not suggestion.strip() or at.side is not Side.NEW \
+            or len(suggestion) > LIMITS["suggestion"] \
             or not suggestion_ok(suggestion) \
             or not _fits((anchor.end_line or at.number) - at.number + 1, suggestion):
         suggestion = None
@@ -199,6 +198,8 @@ def parse_verdicts(calls: list[tuple[str, str]], ids: set[int]) -> Verdicts:
 
 
 def _json_object(arguments: str) -> dict[str, Any] | None:
+    """A call's arguments as an object; None for anything else (too long, not JSON, nested too
+    deep, not an object). Raw control characters inside strings are accepted."""
     if not isinstance(arguments, str) or len(arguments) > MAX_ARGUMENTS:
         return None
     try:
@@ -232,14 +233,11 @@ class ThreadReply:
 def parse_reply(calls: list[tuple[str, str]]) -> ThreadReply | None:
     """The first valid call of the reply tool; None when there is none."""
     for name, arguments in calls:
-        try:
-            args = json.loads(arguments, strict=False) if name == REPLY_TOOL else None
-        except (json.JSONDecodeError, RecursionError):
-            args = None
-        if not isinstance(args, dict) or args.get("verdict") not in VERDICTS:
+        args = _json_object(arguments) if name == REPLY_TOOL else None
+        if args is None or args.get("verdict") not in VERDICTS:
             continue
         body = clean(args.get("body"), REPLY_CHARS)
-        if body:
+        if body.strip():  # a blank answer would post an empty comment
             return ThreadReply(body, str(args["verdict"]), clean(args.get("learning"), 300))
     return None
 
@@ -248,11 +246,8 @@ def parse_answer(calls: list[tuple[str, str]]) -> str | None:
     """The body of the first valid call of the answer tool (cleaned model text); None when
     there is none."""
     for name, arguments in calls:
-        try:
-            args = json.loads(arguments, strict=False) if name == ANSWER_TOOL else None
-        except (json.JSONDecodeError, RecursionError):
-            args = None
-        body = clean(args.get("body"), REPLY_CHARS) if isinstance(args, dict) else ""
-        if body:
+        args = _json_object(arguments) if name == ANSWER_TOOL else None
+        body = clean(args.get("body"), REPLY_CHARS) if args is not None else ""
+        if body.strip():
             return body
     return None
