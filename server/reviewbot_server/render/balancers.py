@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from reviewbot_server.plan.types import Plan
 from reviewbot_server.render.configs import render
-from reviewbot_server.render.names import AFFINITY_HEADER
+from reviewbot_server.render.names import AFFINITY_HEADER, AFFINITY_NGINX_VAR
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ def nginx_conf(plan: Plan, lb: LbSettings = LbSettings()) -> str:
     """A complete nginx.conf (`nginx -t -c FILE` validates it). Open-source nginx has only
     passive health checks: a server failing twice is skipped for 10 s."""
     return render("nginx.conf.j2", model=plan.model.name, servers=_servers(plan), lb=lb,
-                  header_var="$http_" + AFFINITY_HEADER.lower().replace("-", "_"))
+                  header_var=AFFINITY_NGINX_VAR)
 
 
 def haproxy_cfg(plan: Plan, lb: LbSettings = LbSettings()) -> str:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from reviewbot_server.errors import UsageError
 from reviewbot_server.process.launcher import REAPER, LaunchSpec
-from reviewbot_server.render.names import AFFINITY_HEADER
+from reviewbot_server.render.names import AFFINITY_NGINX_VAR
 
 
 def gpu_specs(
@@ -85,7 +85,6 @@ def nginx_for(specs: dict[str, LaunchSpec], port: int, state_dir: Path) -> Nginx
     cached there), as the rendered balancers route them; others spread; passive failover."""
     servers = "\n".join(f"        server {s.host}:{s.port} max_fails=2 fail_timeout=10s;"
                         for s in specs.values())
-    route_header = "$http_" + AFFINITY_HEADER.lower().replace("-", "_")
     (state_dir / "logs").mkdir(parents=True, exist_ok=True)
     conf = state_dir / "nginx.conf"
     conf.write_text(f"""\
@@ -98,9 +97,9 @@ http {{
     access_log off;  # request bodies are source code
     client_body_temp_path {state_dir / 'nginx-tmp'};
     proxy_temp_path {state_dir / 'nginx-tmp'};
-    map {route_header} $reviewbot_route {{
+    map {AFFINITY_NGINX_VAR} $reviewbot_route {{
         "" $request_id;
-        default {route_header};
+        default {AFFINITY_NGINX_VAR};
     }}
     upstream reviewbot_vllm {{
         hash $reviewbot_route consistent;
