@@ -169,7 +169,7 @@ def _mirrored_test(module: str) -> Path:
     tests/server/plan/test_model.py."""
     top, *middle, name = module.split(".")
     return ROOT / "tests" / ("server" if top == "reviewbot_server" else "") / Path(
-        *middle, f"test_{name}.py")
+        *middle, f"test_{name.lstrip('_')}.py")  # _reaper.py → test_reaper.py
 
 
 def test_every_new_module_has_a_test_at_its_mirrored_path() -> None:
