@@ -58,6 +58,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.append(str(ROOT))  # after $PYTHONPATH: a pinned snapshot of the code can win
 
 from reviewbot import diff as diffmod
+from reviewbot.choices import FindingsFormat
 from reviewbot.config import Settings
 from reviewbot.engine.build import make_engine
 
@@ -607,6 +608,7 @@ def measure(args: argparse.Namespace, base_url: str, raw: bytes) -> dict[str, An
         concurrency=args.concurrency,
         max_context=args.max_context,
         max_output_tokens=args.max_output_tokens,
+        findings_format=FindingsFormat.TOOL,  # random weights answer only under its grammar
     )
     cpu0 = time.process_time()
     changes = diffmod.parse(raw)

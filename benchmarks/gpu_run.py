@@ -285,8 +285,9 @@ def reviewbot_importable() -> str:
 
 def settings_for(url: str, concurrency: int, **extra: object):  # type: ignore[no-untyped-def]
     from reviewbot.config import resolve
+    # random weights answer findings only under the forced call's grammar
     return resolve({"base_url": url + "/v1", "concurrency": concurrency, "model": SERVED,
-                    "temperature": TEMPERATURE, **SETTINGS, **extra},
+                    "temperature": TEMPERATURE, "findings_format": "tool", **SETTINGS, **extra},
                    env={}, config_path="/dev/null")
 
 

@@ -71,7 +71,7 @@ class Settings:
     max_findings_per_chunk: int = 50  # the bound; a chunk may report one per 25 changed lines
     verify: bool = True  # a second pass judges every candidate (it reuses the prompt cache)
     samples: int = 1  # finding passes per chunk (n in one request); ⌈n/2⌉ must agree
-    findings_format: FindingsFormat = FindingsFormat.TOOL  # docs/precision.md
+    findings_format: FindingsFormat = FindingsFormat.JSON  # docs/precision.md
     prompts_dir: str | None = None
     # what to report: the categories the schema admits; maintainability only at minor or info
     categories: tuple[str, ...] = CATEGORIES

@@ -188,7 +188,9 @@ class FakeOpenAI:
                         args = tool_args if isinstance(tool_args, str) else json.dumps(tool_args)
                         calls = [{"id": f"call_{attempt}_{index}", "type": "function",
                                   "function": {"name": reply.tool_name, "arguments": args}}]
-                        if guided:
+                        if guided or not body.get("tools"):
+                            # guided, or findings_format json (no tools sent): the JSON is
+                            # the answer's words, as a model writes it
                             calls, content = [], args
                     if body.get("tool_choice") == "none" and not guided:
                         calls = []  # vLLM calls no tool then: the answer is words
@@ -215,7 +217,15 @@ def user_text(body: dict[str, Any]) -> str:
 
 
 def row_ranges(body: dict[str, Any]) -> list[tuple[int, int]]:
-    """The row ranges the tool schema the bot sent admits."""
+    """The row ranges the tool schema the bot sent admits; without tools (findings_format
+    json), the runs of rows the diff in the prompt shows."""
+    if not body.get("tools"):
+        rows = sorted(int(n) for n in re.findall(r"(?m)^[-+](\d+) ", user_text(body)))
+        runs: list[tuple[int, int]] = []
+        for n in rows:
+            runs[-1:] = ([(runs[-1][0], n)] if runs and runs[-1][1] == n - 1
+                         else [*runs[-1:], (n, n)])
+        return runs
     report = next(t for t in body["tools"] if t["function"]["name"] == "report_findings")
     row = report["function"]["parameters"]["$defs"]["row"]
     return [(s["minimum"], s["maximum"]) for s in row.get("anyOf", [row])]
@@ -231,8 +241,12 @@ def row_of(body: dict[str, Any], needle: str) -> int:
 
 
 def asked(body: dict[str, Any]) -> str:
-    """What a request asks for: the forced tool's name, or the guided answer's (verification)."""
+    """What a request asks for: the forced tool's name, the guided answer's (verification), or
+    findings (a free JSON answer)."""
     if "response_format" in body:
         return str(body["response_format"]["json_schema"]["name"])
     choice = body.get("tool_choice")
-    return str(choice["function"]["name"]) if isinstance(choice, dict) else ""
+    if isinstance(choice, dict):
+        return str(choice["function"]["name"])
+    # no tools at all: findings asked for as a free JSON answer (findings_format json)
+    return "" if body.get("tools") else "report_findings"

@@ -20,7 +20,7 @@ def test_a_flag_a_file_or_the_environment_gives_an_enum() -> None:
     assert from_env.findings_format is FindingsFormat.REASON
     assert from_env.mode is ReviewMode.INCREMENTAL
     default = resolve({}, env={}, config_path="/dev/null")
-    assert default.findings_format is FindingsFormat.TOOL and default.mode is ReviewMode.INCREMENTAL
+    assert default.findings_format is FindingsFormat.JSON and default.mode is ReviewMode.INCREMENTAL
 
 
 @pytest.mark.parametrize("key, value", [("findings_format", "free"), ("mode", "FULL")])

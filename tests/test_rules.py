@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from reviewbot.choices import FindingsFormat
 from reviewbot.config import Settings, parse_text, resolve
 from reviewbot.context import Context
 from reviewbot.diff import parse
@@ -62,7 +63,8 @@ def test_bad_rules_and_categories_are_usage_errors(toml: str, message: str) -> N
 
 
 def _engine(**settings: object) -> Engine:
-    return Engine(Settings(**settings), None, EstimateTokenCounter(), "m", 65536)  # type: ignore[arg-type]
+    return Engine(Settings(findings_format=FindingsFormat.TOOL, **settings), None,
+                  EstimateTokenCounter(), "m", 65536)  # type: ignore[arg-type]
 
 
 def _chunk(path: str) -> Chunk:

@@ -109,8 +109,10 @@ def _tiny(state_dir: Path) -> tuple[LaunchSpec, dict[str, object]]:
     spec = LaunchSpec(model_dir=build_tiny_model(state_dir / "tiny-model"), port=free_port(),
                       max_model_len=16384, dtype=cpu_dtype(), env=SERVE_ENV,
                       extra_args=SERVE_ARGS)
-    # a random model fills every string to its maxLength: few findings, room to finish them
-    return spec, {"model": "tiny", "max_findings_per_chunk": 2, "temperature": 1.0}
+    # a random model fills every string to its maxLength: few findings, room to finish them;
+    # it writes findings that parse only under the forced call's grammar
+    return spec, {"model": "tiny", "max_findings_per_chunk": 2, "temperature": 1.0,
+                  "findings_format": "tool"}
 
 
 def _real() -> tuple[LaunchSpec, dict[str, object]]:

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import TINY_FORMAT
 from tests.fake_openai import FakeOpenAI, Reply, asked, row_of, user_text
 
 DIFF = b"""diff --git a/app.py b/app.py
@@ -160,7 +161,7 @@ def test_the_real_vllm_answers_the_triage_within_its_schema(vllm_server, tmp_pat
     proc = subprocess.run(
         [sys.executable, "-m", "reviewbot", "review", "--diff", str(diff), "--base-url",
          vllm_server.base_url, "--config", "/dev/null", "--no-progress", "--output", "json",
-         "--no-verify", "--sarif-in", str(sarif(tmp_path, 2, 3))],
+         "--no-verify", "--sarif-in", str(sarif(tmp_path, 2, 3)), *TINY_FORMAT],
         capture_output=True, text=True, timeout=600, cwd=tmp_path, check=False)
     assert proc.returncode in (0, 1, 3), proc.stderr
     out = json.loads(proc.stdout)

@@ -48,8 +48,10 @@ def scripted(verdicts: Any):
 
 
 def engine_for(server: FakeOpenAI, **flags: object):
+    # the forced call: the verification re-sends its tools (json mode: test_orchestrator.py)
     return make_engine(resolve({"base_url": server.base_url, "max_output_tokens": 256,
-                                "retries": 0, **flags}, env={}, file_values={}))
+                                "retries": 0, "findings_format": "tool", **flags}, env={},
+                               file_values={}))
 
 
 def _schema(body: dict[str, Any]) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from reviewbot import diff
+from reviewbot.choices import FindingsFormat
 from reviewbot.config import Settings
 from reviewbot.context import Context, Intent
 from reviewbot.diff import ChangeSet, DiffLine, FileDiff
@@ -222,7 +223,8 @@ def test_pack_keeps_every_chunk_under_the_budget(many_files: ChangeSet, counter:
 
 def engine(counter: TokenCounter, context: int, **settings: object) -> Engine:
     settings.setdefault("max_output_tokens", 1024)
-    return Engine(settings=Settings(max_context=context, **settings), client=None,  # type: ignore[arg-type]
+    return Engine(settings=Settings(max_context=context, findings_format=FindingsFormat.TOOL,
+                                    **settings), client=None,  # type: ignore[arg-type]
                   counter=counter, model="test-model", context=context)
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from reviewbot import diff
+from reviewbot.choices import FindingsFormat
 from reviewbot.config import Settings
 from reviewbot.context import Context, Intent
 from reviewbot.diff import ChangeSet
@@ -61,7 +62,9 @@ def large() -> ChangeSet:
 
 def make(tokenizer_json: Path, **settings: int) -> Engine:
     counter = Recording(str(tokenizer_json))
-    return Engine(settings=Settings(max_context=CONTEXT, max_output_tokens=1024, **settings),
+    # sized for the forced call's requests (its tools are part of every one)
+    return Engine(settings=Settings(max_context=CONTEXT, max_output_tokens=1024,
+                                    findings_format=FindingsFormat.TOOL, **settings),
                   client=None,  # type: ignore[arg-type]
                   counter=counter, model="test-model", context=CONTEXT)
 

@@ -11,6 +11,7 @@ import json
 import os
 from pathlib import Path
 
+from reviewbot.choices import FindingsFormat
 from reviewbot.config import Settings
 from reviewbot.context import Context, Intent
 from reviewbot.diff import Side, parse
@@ -51,7 +52,7 @@ def _check(name: str, text: str) -> None:
 
 
 def test_messages_and_tool_schema_are_as_recorded() -> None:
-    settings = Settings(rules=RULES)
+    settings = Settings(rules=RULES, findings_format=FindingsFormat.TOOL)  # the recorded mode
     engine = Engine(settings, ModelClient(settings.base_url, None, 10, 0), EstimateTokenCounter(),
                     "tiny", 65536)
     (chunk,) = engine.fitting.chunks(parse(DIFF), INTENT)

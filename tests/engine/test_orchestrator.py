@@ -56,8 +56,9 @@ def good(body: dict, attempt: int) -> Reply:
 
 def engine_for(server: FakeOpenAI, **flags: object):
     # the finding pass alone: the verification pass has its own tests (test_candidates.py)
+    # the forced call, whose schema these tests read; the free JSON answer has its own below
     return make_engine(resolve({"base_url": server.base_url, "max_output_tokens": 256,
-                                "verify": False,
+                                "verify": False, "findings_format": "tool",
                                 "retries": 2, **flags}, env={}))
 
 

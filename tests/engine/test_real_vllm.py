@@ -19,6 +19,7 @@ from reviewbot.context import Context, Intent
 from reviewbot.diff import parse
 from reviewbot.engine import filters
 from reviewbot.engine.build import MAX_CONCURRENCY, make_engine
+from tests.conftest import TINY_FORMAT
 
 pytestmark = pytest.mark.vllm
 
@@ -47,7 +48,7 @@ def test_review_json_end_to_end(vllm_server, tmp_path: Path) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "reviewbot", "review", "--diff", str(diff_file),
          "--base-url", vllm_server.base_url, "--output", "json", "--max-context", "4096",
-         "--config", "/dev/null", "--concurrency", "4"],
+         "--config", "/dev/null", "--concurrency", "4", *TINY_FORMAT],
         capture_output=True, text=True, timeout=600,
     )
     assert proc.returncode in (0, 1), proc.stderr
@@ -70,7 +71,8 @@ def test_review_json_end_to_end(vllm_server, tmp_path: Path) -> None:
 
 def test_counts_match_the_servers_own_prompt_tokens(vllm_server) -> None:
     settings = resolve({"base_url": vllm_server.base_url, "max_context": 4096,
-                        "max_output_tokens": 128}, env={}, config_path="/dev/null")
+                        "max_output_tokens": 128, "findings_format": "tool"}, env={},
+                       config_path="/dev/null")
     engine = make_engine(settings)
     assert engine.counter.name == "vllm /tokenize"
     assert engine.context == 4096
@@ -87,8 +89,8 @@ def test_counts_match_the_servers_own_prompt_tokens(vllm_server) -> None:
 
 def one_chunk(vllm_server):  # type: ignore[no-untyped-def]
     """An engine on the real server, a one-chunk change, and that chunk's request."""
-    engine = make_engine(resolve({"base_url": vllm_server.base_url, "max_output_tokens": 256},
-                                 env={}, config_path="/dev/null"))
+    engine = make_engine(resolve({"base_url": vllm_server.base_url, "max_output_tokens": 256,
+                                  "findings_format": "tool"}, env={}, config_path="/dev/null"))
     changes, _ = filters.split(parse(big_diff(files=1, funcs=2)))
     (chunk,) = engine.fitting.chunks(changes, Context())
     return (engine, chunk, *engine.requests.request(chunk, Context()))

@@ -65,7 +65,7 @@ def test_the_intent_is_in_every_prompt_of_a_merge_request_review(env: Env, tmp_p
 
     with FakeOpenAI(script, max_model_len=4096) as server:
         small = tmp_path / "small.toml"  # a small context: several chunks
-        small.write_text("max_context = 1600\nmax_output_tokens = 256\nverify = false\n")
+        small.write_text("max_context = 1300\nmax_output_tokens = 256\nverify = false\n")
         proc = _cli(env, server, "--config", str(small))
     assert proc.returncode == 0, proc.stderr
     assert len(prompts) > 1  # several chunks, each with the intent

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import TINY_FORMAT
 from tests.fake_openai import FakeOpenAI, Reply, asked, user_text
 from tests.forges.fake_gitlab import FakeGitLab, Fault, State
 from tests.forges.gitlab_support import TOKEN
@@ -167,7 +168,7 @@ def test_the_real_vllm_judges_each_linked_issue(gitlab: State, vllm_server: Any,
     proc = subprocess.run(
         [sys.executable, "-m", "reviewbot", "review", "--mr", "7", "--project", "grp/proj",
          "--gitlab-url", gitlab.url, "--base-url",
-         vllm_server.base_url, "--no-progress", "--output", "json", "--no-verify"],
+         vllm_server.base_url, "--no-progress", "--output", "json", "--no-verify", *TINY_FORMAT],
         capture_output=True, text=True, timeout=600,
         env={**clean, "REVIEWBOT_GITLAB_TOKEN": TOKEN}, cwd=tmp_path, check=False)
     assert proc.returncode in (0, 3), proc.stderr

@@ -28,6 +28,7 @@ from reviewbot_server.plan.model import load_model
 from reviewbot_server.plan.planner import Plan, plan
 from reviewbot_server.render.balancers import LbSettings, haproxy_cfg, nginx_conf
 from reviewbot_server.render.serve import helm_values
+from tests.conftest import TINY_FORMAT
 
 KEY = "sk-test-0123456789"
 INSTALL = "install with: apt-get install -y nginx haproxy (systemd provides systemd-analyze)"
@@ -385,7 +386,7 @@ def test_a_whole_review_goes_through_the_rendered_nginx_with_default_limits(
         proc = subprocess.run(
             [sys.executable, "-m", "reviewbot", "review", "--diff", str(diff), "--base-url",
              f"http://127.0.0.1:{listen}/v1", "--output", "json", "--max-context", "4096",
-             "--config", "/dev/null", "--concurrency", "8", "--no-progress"],
+             "--config", "/dev/null", "--concurrency", "8", "--no-progress", *TINY_FORMAT],
             capture_output=True, text=True, timeout=900,
             env={**os.environ, "REVIEWBOT_API_KEY": KEY})
     assert proc.returncode in (0, 1), proc.stderr

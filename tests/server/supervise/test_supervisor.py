@@ -25,6 +25,7 @@ from reviewbot_server.process.launcher import free_port, group_members
 from reviewbot_server.supervise.canary import EngineLoad, parse_load
 from reviewbot_server.supervise.supervisor import SupervisorSettings, _made_progress, backoff_delay
 from reviewbot_server.tinymodel import SERVE_ARGS, SERVE_ENV
+from tests.conftest import TINY_FORMAT
 
 FAKE = Path(__file__).parents[2] / "fake_vllm.py"
 SAMPLE_DIFF = Path(__file__).parents[3] / "reviewbot" / "data" / "sample.diff"
@@ -339,7 +340,7 @@ def test_real_vllm_serves_a_review_after_the_restarts(real_up: Up, tmp_path: Pat
         [sys.executable, "-c", "from reviewbot.cli import main; main()", "review",
          "--diff", str(SAMPLE_DIFF), "--base-url", f"http://127.0.0.1:{real_up.port}/v1",
          "--model", "tiny", "--output", "json", "--output-file", str(out), "--no-progress",
-         "--fail-on", "never"],
+         "--fail-on", "never", *TINY_FORMAT],
         capture_output=True, text=True, check=False, timeout=600)
     assert review.returncode == 0, review.stderr
     assert json.loads(out.read_text())  # a complete review, whatever the random model said
