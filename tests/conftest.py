@@ -193,4 +193,5 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 from tests.git_support import git_env, git_repo, make_repo, module_repos, tokenizer_json  # noqa: F401
+from tests.local_http import local_server  # noqa: F401 - a fixture
 from tests.postgres_support import postgres_admin_url, postgres_url, queue_url  # noqa: F401

@@ -73,8 +73,11 @@ class LocalServer:
         self._server.server_close()
 
 
+Start = Callable[[Callable[[Asked], Answer]], LocalServer]  # the fixture's type
+
+
 @pytest.fixture
-def local_server() -> Iterator[Callable[[Callable[[Asked], Answer]], LocalServer]]:
+def local_server() -> Iterator[Start]:
     """`local_server(answer)` starts one; every one started is stopped after the test."""
     started: list[LocalServer] = []
 

@@ -4,9 +4,7 @@ joined by a special token give the same counts as one by one, failures are retri
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -14,9 +12,10 @@ import pytest
 
 from reviewbot.engine.vllm_tokens import VllmTokenCounter
 from reviewbot.errors import BackendError
+from tests.local_http import Answer, Asked, Start
 
 SEPARATOR, SEPARATOR_ID = "<|endoftext|>", 151643
-Answer = Callable[[dict[str, Any]], tuple[int, bytes]]
+Tokenize = Callable[[dict[str, Any]], tuple[int, bytes]]
 
 
 def tokens(prompt: str) -> list[int]:
@@ -38,47 +37,29 @@ def words(body: dict[str, Any]) -> tuple[int, bytes]:
 
 
 class Tokenizer:
-    """POST /tokenize answered by `answer`; every body it was sent kept, in order."""
+    """POST /tokenize answered by `tokenize`; every body it was sent kept, in order."""
 
-    def __init__(self, answer: Answer) -> None:
-        self.answer = answer
-        self.bodies: list[dict[str, Any]] = []
-        tokenizer = self
+    def __init__(self, start: Start, tokenize: Tokenize) -> None:
+        def answer(asked: Asked) -> Answer:
+            if asked.path != "/tokenize":
+                return Answer(404)
+            status, data = tokenize(asked.json())
+            return Answer(status, data, {"Retry-After": "0"})
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:
-                pass
+        self.server = start(answer)
+        self.url = self.server.url
 
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                tokenizer.bodies.append(body)
-                status, data = tokenizer.answer(body) if self.path == "/tokenize" else (404, b"")
-                self.send_response(status)
-                self.send_header("Retry-After", "0")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+    @property
+    def bodies(self) -> list[dict[str, Any]]:
+        return [asked.json() for asked in self.server.asked]
 
     def counter(self) -> VllmTokenCounter:
         return VllmTokenCounter(self.url, "m", httpx.Client(timeout=5))
 
 
 @pytest.fixture
-def serve() -> Iterator[Callable[[Answer], Tokenizer]]:
-    started: list[Tokenizer] = []
-
-    def start(answer: Answer) -> Tokenizer:
-        started.append(Tokenizer(answer))
-        return started[-1]
-
-    yield start
-    for tokenizer in started:
-        tokenizer.server.shutdown()
-        tokenizer.server.server_close()
+def serve(local_server: Start) -> Callable[[Tokenize], Tokenizer]:
+    return lambda tokenize: Tokenizer(local_server, tokenize)
 
 
 TEXTS = ["def f(x):", "return x + 1", "", "a b c d e f g", "one"]

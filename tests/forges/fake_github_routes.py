@@ -327,6 +327,13 @@ def routes(fake: FakeGitHub) -> list[tuple[str, Callable[..., Any], list[str]]]:
         blob = fake.repo.show(ref, path)
         if blob is None:
             return JSONResponse({"message": "Not Found"}, status_code=404)
+        if fake.repo.git("cat-file", "-t", f"{ref}:{path}").strip() == "tree":
+            # a directory: GitHub lists its entries (an array), whatever the Accept header
+            names = fake.repo.git("ls-tree", "--name-only", f"{ref}:{path}").split()
+            return JSONResponse([{"type": "file", "name": n, "path": f"{path}/{n}",
+                                  "sha": "0" * 40, "size": 0,
+                                  "url": f"{fake.repo_url()}/contents/{path}/{n}"}
+                                 for n in names])
         if "raw" in request.headers.get("accept", ""):
             return text(blob)
         import base64

@@ -9,7 +9,6 @@ import pytest
 from reviewbot.diff import Side
 from reviewbot.errors import ForgeError
 from reviewbot.forges.base import ForgeSettings
-from reviewbot.forges.github.api import api_url
 from reviewbot.forges.github.forge import GitHubForge
 from tests.forges.fake_github import FakeGitHub
 from tests.forges.github_support import fake_github, forge, settings  # noqa: F401 - fixture "fake"
@@ -92,13 +91,6 @@ def test_incremental_after_force_push_reviews_everything(fake: FakeGitHub) -> No
     elsewhere = fake.repo.commit("unrelated")
     f = forge(fake)
     assert f.fetch_incremental(elsewhere, f.fetch()) is None
-
-
-def test_enterprise_base_url() -> None:
-    assert api_url("https://github.com") == "https://api.github.com"
-    assert api_url("https://api.github.com/") == "https://api.github.com"
-    assert api_url("https://ghe.example.com") == "https://ghe.example.com/api/v3"
-    assert api_url("https://ghe.example.com/api/v3/") == "https://ghe.example.com/api/v3"
 
 
 def test_missing_pr_is_a_one_line_forge_error(fake: FakeGitHub) -> None:

@@ -13,7 +13,7 @@ import pytest
 from reviewbot.choices import ReviewMode
 from reviewbot.config import Settings
 from reviewbot.diff import ChangeSet
-from reviewbot.errors import ForgeError, UsageError
+from reviewbot.errors import ForgeError
 from reviewbot.flow.posting import review_change_request
 from reviewbot.forges.base import ForgeSettings
 from reviewbot.forges.gitlab.api import client
@@ -113,18 +113,6 @@ def test_a_summary_that_cannot_be_written_makes_the_run_incomplete(env: Env) -> 
     env.gitlab.faults.append(Fault("POST", r"/notes$", 500, times=10**6))
     run = review_change_request(make_forge(env.gitlab), reviewer, mode=ReviewMode.FULL)
     assert run.exit_code == 3 and any("summary" in e for e in run.errors)
-
-
-def test_self_managed_settings_reach_python_gitlab(tmp_path: Path) -> None:
-    ca = tmp_path / "ca.pem"
-    ca.write_text("-----BEGIN CERTIFICATE-----\n")
-    gl = client(ForgeSettings.gitlab(Settings(gitlab_url="https://git.corp.example/gitlab",
-                                              gitlab_token=TOKEN, ca_file=str(ca))))
-    assert gl.url == "https://git.corp.example/gitlab" and gl.ssl_verify == str(ca)
-    assert gl.retry_transient_errors is True
-    assert client(ForgeSettings.gitlab(Settings(gitlab_token=TOKEN, ssl_verify=False))).ssl_verify is False
-    with pytest.raises(UsageError, match="no GitLab token"):
-        client(ForgeSettings.gitlab(Settings()))
 
 
 def test_tokens_never_appear_in_logs_errors_or_output(env: Env, caplog: pytest.LogCaptureFixture,
