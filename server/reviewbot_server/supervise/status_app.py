@@ -97,12 +97,18 @@ class StatusServer:
         config = uvicorn.Config(app, host=host, port=port, log_level="warning",
                                 access_log=False, lifespan="off")
         self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, name="status-http", daemon=True)
+        self.thread = threading.Thread(target=self._run, name="status-http", daemon=True)
         self.host, self.port = host, port
 
     @property
     def url(self) -> str:
         return f"http://{self.host}:{self.port}"
+
+    def _run(self) -> None:
+        try:
+            self.server.run()
+        except SystemExit:  # uvicorn's way to say it could not listen: start() says it
+            pass
 
     def start(self, timeout: float = 10.0) -> None:
         self.thread.start()
