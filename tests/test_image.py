@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests import image_base
-from tests.conftest import VllmServer
+from tests.conftest import TINY_FORMAT, VllmServer
 
 ROOT = Path(__file__).resolve().parents[1]
 TOOLS = ("buildah", "debootstrap")
@@ -120,7 +120,8 @@ def test_the_image_reviews_a_diff_against_the_real_vllm(
     done = subprocess.run(
         ["buildah", *buildah.flags, "run", "--isolation", "chroot", ctr, "--", "reviewbot",
          "review", "--diff", "/var/lib/reviewbot/change.diff", "--base-url",
-         vllm_server.base_url, "--output", "json", "--config", "/dev/null", "--no-progress"],
+         vllm_server.base_url, "--output", "json", "--config", "/dev/null", "--no-progress",
+         *TINY_FORMAT],
         capture_output=True, text=True, timeout=600)
     assert done.returncode in (0, 1), done.stderr[-3000:]
     stats = json.loads(done.stdout)["stats"]

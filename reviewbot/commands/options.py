@@ -70,10 +70,12 @@ def engine_options(command: Callable[..., None]) -> Callable[..., None]:
         click.option("--verify/--no-verify", default=None,
                      help="Judge every candidate in a second pass (default: on)."),
         click.option("--samples", type=int, help="Finding passes per chunk that vote (1)."),
-        click.option("--findings-format", type=click.Choice(choices.FINDINGS_FORMATS),
-                     help="tool: a forced call guided by its schema (default); reason: the "
-                     "same with an analysis first; two-step: a review in words, then the call; "
-                     "json: a free answer holding a JSON object."),
+        # the values, as in .reviewbot.toml (click would offer an enum's member names)
+        click.option("--findings-format",
+                     type=click.Choice([f.value for f in choices.FINDINGS_FORMATS]),
+                     help="json: a free answer holding a JSON object (default); tool: a "
+                     "forced call guided by its schema; reason: the same with an analysis "
+                     "first; two-step: a review in words, then the call."),
         click.option("--config", "config_path",
                      help="Config file (default: ./.reviewbot.toml)."),
     ]

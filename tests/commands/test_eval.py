@@ -17,6 +17,7 @@ import pytest
 
 from reviewbot.evaluation import load_golden, score
 from tests.canaries import API_KEY, PASSWORD, assert_no_canary, echo_finding, echoed, with_password
+from tests.conftest import TINY_FORMAT
 from tests.eval_support import click_cases, result_json  # noqa: F401 - fixture "click"
 from tests.fake_openai import FakeOpenAI, Reply, asked
 
@@ -230,7 +231,7 @@ def test_eval_run_against_the_real_vllm(vllm_server, tmp_path: Path, click: Path
     contract does): every case reviewed completely, scored, with its cost."""
     proc = _cli("run", "--golden", str(click), "--results", str(tmp_path), "--base-url",
                 vllm_server.base_url, "--output", "json", "--max-context", "8192",
-                "--config", "/dev/null", timeout=600)
+                "--config", "/dev/null", *TINY_FORMAT, timeout=600)
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert doc["golden"] == 4 and len(doc["cases"]) == 5

@@ -8,7 +8,9 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from reviewbot.commands.options import database_option, emit, secret_option
+from reviewbot.choices import FindingsFormat
+from reviewbot.commands.options import database_option, emit, engine_options, secret_option
+from reviewbot.config import resolve
 from reviewbot.errors import UsageError
 
 
@@ -40,3 +42,21 @@ def test_emit_writes_the_file_or_stdout(tmp_path: Path,
     assert (tmp_path / "out.txt").read_text() == "report"
     emit("to stdout\n", None)
     assert capsys.readouterr().out == "to stdout\n"
+
+
+@click.command()
+@engine_options
+def engine_probe(config_path: str | None, **flags: object) -> None:
+    settings = resolve({k: v for k, v in flags.items() if v is not None}, env={},
+                       config_path="/dev/null")
+    click.echo(settings.findings_format.value)
+
+
+@pytest.mark.parametrize("mode", [f.value for f in FindingsFormat])
+def test_findings_format_takes_the_values_a_settings_file_takes(mode: str) -> None:
+    result = CliRunner().invoke(engine_probe, ["--findings-format", mode])
+    assert result.exit_code == 0 and result.output == f"{mode}\n", result.output
+
+
+def test_findings_format_refuses_a_member_name() -> None:
+    assert CliRunner().invoke(engine_probe, ["--findings-format", "TWO_STEP"]).exit_code == 2
