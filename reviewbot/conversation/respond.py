@@ -18,6 +18,7 @@ from reviewbot.conversation.verdicts import Action, Learn, Response, Tally, dism
 from reviewbot.discussion import Note, Thread, Threads
 from reviewbot.engine.messages import Anchor
 from reviewbot.engine.passes import Passes
+from reviewbot.engine.tools import ReplyVerdict
 from reviewbot.errors import IncompleteReview
 from reviewbot.forges.markers import ReplyMarker, reply_marker
 from reviewbot.modeltext import inline, prose
@@ -31,8 +32,9 @@ AUTHOR_ONLY = ("You wrote this change, so `{kind}` has to come from another proj
                "the author cannot switch off the review of their own change.")
 LIMIT = ("I have answered here {n} times, which is as far as I go in one thread; a maintainer "
          "can resolve it, or reply `ignore` after mentioning me to withdraw the finding.")
-VERDICT = {"keep": "", "withdraw": "Withdrawn: I am resolving this thread.",
-           "fixed": "Fixed in the current code: I am resolving this thread."}
+VERDICT = {ReplyVerdict.KEEP: "",
+           ReplyVerdict.WITHDRAW: "Withdrawn: I am resolving this thread.",
+           ReplyVerdict.FIXED: "Fixed in the current code: I am resolving this thread."}
 
 
 def _nothing(thread: Thread, note: Note, text: str, category: str) -> None:
@@ -180,20 +182,21 @@ def _answer(threads: Threads, note: Note, thread: Thread, settings: Settings, pa
     answer = passes.reply(_anchor(threads, thread), history, deadline)
     if answer is None:  # retried by the job queue: the note stays unanswered until then
         raise IncompleteReview(f"no usable answer to note {note.id}")
-    if disputed and answer.verdict != "keep":
+    withdrawn = answer.verdict is ReplyVerdict.WITHDRAW
+    if disputed and answer.verdict is not ReplyVerdict.KEEP:
         threads.reply(thread, prose(answer.body) + f"\n\n{DISPUTED}\n\n"
                       + ReplyMarker(note.id).render())
         return Response(Action.ANSWERED, "disputed")
-    if answer.verdict == "withdraw":  # a rebuttal the model accepted: remembered
+    if withdrawn:  # a rebuttal the model accepted: remembered
         text, category = dismissed(thread)
         learn(thread, note, answer.learning or text, category)
-    if answer.verdict != "keep":
-        tally(thread, FindingOutcome.DISMISSED if answer.verdict == "withdraw" else FindingOutcome.ACCEPTED)
+    if answer.verdict is not ReplyVerdict.KEEP:
+        tally(thread, FindingOutcome.DISMISSED if withdrawn else FindingOutcome.ACCEPTED)
         threads.resolve(thread)
     verdict = VERDICT[answer.verdict]  # the reply last, as above
-    mark = "\n\n" + ReplyMarker(note.id, dismissed=answer.verdict == "withdraw").render()
+    mark = "\n\n" + ReplyMarker(note.id, dismissed=withdrawn).render()
     threads.reply(thread, prose(answer.body) + (f"\n\n{verdict}" if verdict else "") + mark)
-    return Response(Action.ANSWERED, answer.verdict)
+    return Response(Action.ANSWERED, answer.verdict.value)
 
 
 def _history(threads: Threads, thread: Thread, note: Note, me_id: int,

@@ -26,6 +26,7 @@ from reviewbot.engine.tools import (
     TOOL_NAME,
     VERDICTS,
     VERIFY_TOOL,
+    ReplyVerdict,
 )
 from reviewbot.findings import CATEGORIES, Finding, Severity, capped_severity
 from reviewbot.modeltext import clean, one_line, suggestion_ok
@@ -226,7 +227,7 @@ def _verdict(item: Any) -> Verdict | None:
 @dataclass(frozen=True)
 class ThreadReply:
     body: str  # cleaned model text: still to be escaped for its sink
-    verdict: str  # keep | withdraw | fixed
+    verdict: ReplyVerdict
     learning: str = ""  # with withdraw: what not to flag again, in one sentence
 
 
@@ -238,7 +239,8 @@ def parse_reply(calls: list[tuple[str, str]]) -> ThreadReply | None:
             continue
         body = clean(args.get("body"), REPLY_CHARS)
         if body.strip():  # a blank answer would post an empty comment
-            return ThreadReply(body, str(args["verdict"]), clean(args.get("learning"), 300))
+            return ThreadReply(body, ReplyVerdict(args["verdict"]),
+                               clean(args.get("learning"), 300))
     return None
 
 

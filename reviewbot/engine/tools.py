@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from enum import StrEnum
 from typing import Any, Literal
 
 from reviewbot.engine.chunking import Chunk
@@ -101,7 +102,17 @@ VERDICT = (
     Prop("confidence", "number", bounds=(0, 1)),
 )
 JUDGE = (Prop("reason", "string", max_chars=300), Prop("same", "boolean"))
-VERDICTS = ("keep", "withdraw", "fixed")
+
+
+class ReplyVerdict(StrEnum):
+    """What the model's answer in a thread does with the bot's finding."""
+
+    KEEP = "keep"
+    WITHDRAW = "withdraw"  # the member's rebuttal holds: resolved, and remembered
+    FIXED = "fixed"  # the current code no longer has the problem: resolved
+
+
+VERDICTS = tuple(v.value for v in ReplyVerdict)
 REPLY = (Prop("body", "string", max_chars=1500), Prop("verdict", "string", enum=VERDICTS),
          Prop("learning", "string", required=False, max_chars=300))
 LIMITS = {p.name: p.max_chars for p in FINDING + REPORT + VERDICT if p.max_chars}
