@@ -25,7 +25,7 @@ from reviewbot_server.supervise import preflight
 from reviewbot_server.supervise.canary import WARM_UP_BURST, WARM_UP_TOKENS
 from reviewbot_server.supervise.specs import Nginx, gpu_specs, nginx_for
 from reviewbot_server.supervise.status_app import Metrics, StatusServer, build_app
-from reviewbot_server.supervise.supervisor import Supervisor, SupervisorSettings
+from reviewbot_server.supervise.supervisor import InstanceState, Supervisor, SupervisorSettings
 
 DEFAULT_STATUS_PORT = 8089
 STATE_FILE = "supervisor.json"  # while it runs: its pid and status URL
@@ -241,6 +241,6 @@ def status(url: str | None, state_dir: Path, output: str) -> None:
                 f"{_fmt(None if kv is None else kv * 100, '%'):>6} "
                 f"{_fmt(i['requests_running']):>4} {_fmt(i['requests_waiting']):>4}  "
                 f"{i['url']}" + (f"  ({i['last_error']})" if i["last_error"] else ""))
-    ready = all(i["state"] == "ready" for i in instances)
+    ready = all(i["state"] == InstanceState.READY for i in instances)  # JSON: the value
     sys.exit(0 if ready and instances else 1)
 

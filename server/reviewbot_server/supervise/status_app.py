@@ -20,7 +20,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from reviewbot_server.errors import UsageError
-from reviewbot_server.supervise.supervisor import STATES, Events
+from reviewbot_server.supervise.supervisor import STATES, Events, InstanceState
 
 StatusFn = Callable[[], dict[str, object]]
 
@@ -51,10 +51,10 @@ class Metrics(Events):
                              "vLLM requests waiting", ["instance"], registry=r)
 
     # Events
-    def state(self, name: str, state: str) -> None:
+    def state(self, name: str, state: InstanceState) -> None:
         for s in STATES:
-            self.states.labels(name, s).set(1 if s == state else 0)
-        self.up.labels(name).set(1 if state == "ready" else 0)
+            self.states.labels(name, s).set(1 if s is state else 0)
+        self.up.labels(name).set(1 if state is InstanceState.READY else 0)
 
     def restart(self, name: str, reason: str) -> None:
         self.restarts.labels(name, reason).inc()
@@ -81,7 +81,8 @@ def build_app(status: StatusFn, metrics: Metrics) -> Starlette:
         return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
     async def healthz(request: Request) -> JSONResponse:
-        ready = [i for i in status()["instances"] if i["state"] == "ready"]  # type: ignore[attr-defined]
+        ready = [i for i in status()["instances"]  # type: ignore[attr-defined]
+                 if i["state"] == InstanceState.READY]
         return JSONResponse({"ready": len(ready)}, status_code=200 if ready else 503)
 
     return Starlette(routes=[

@@ -20,6 +20,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 
 import httpx
@@ -38,8 +39,20 @@ from reviewbot_server.supervise.canary import (
 
 log = logging.getLogger("reviewbot.supervisor")
 
-STATES = ("starting", "ready", "unhealthy", "restarting", "crashloop", "draining", "stopping",
-          "stopped")
+class InstanceState(StrEnum):
+    """An instance's state, as `status` shows it."""
+
+    STARTING = "starting"
+    READY = "ready"
+    UNHEALTHY = "unhealthy"
+    RESTARTING = "restarting"
+    CRASHLOOP = "crashloop"  # given up: it never stayed up
+    DRAINING = "draining"
+    STOPPING = "stopping"
+    STOPPED = "stopped"
+
+
+STATES = tuple(InstanceState)
 
 
 @dataclass(frozen=True)
@@ -74,7 +87,7 @@ class InstanceStatus:
 
     name: str
     url: str
-    state: str = "stopped"
+    state: InstanceState = InstanceState.STOPPED
     pid: int | None = None
     vllm_pid: int | None = None
     restarts: int = 0
@@ -115,7 +128,7 @@ class InstanceStatus:
 class Events:
     """Hooks for metrics; the default does nothing."""
 
-    def state(self, name: str, state: str) -> None: ...
+    def state(self, name: str, state: InstanceState) -> None: ...
     def restart(self, name: str, reason: str) -> None: ...
     def canary(self, name: str, ok: bool, latency_s: float) -> None: ...
 
@@ -163,7 +176,7 @@ class Instance:
         if "state" in changes and after != before:
             log.info("%s: %s%s", self.name, changes["state"],
                      f" ({changes['last_error']})" if changes.get("last_error") else "")
-            self.events.state(self.name, str(changes["state"]))
+            self.events.state(self.name, after[0])
 
     # -- the loop --------------------------------------------------------------------------
     def run(self) -> None:
@@ -176,7 +189,7 @@ class Instance:
                 self._after_failure(reason)
         finally:
             client.close()
-            self._set(state="stopped", pid=None, vllm_pid=None, ready_since=None)
+            self._set(state=InstanceState.STOPPED, pid=None, vllm_pid=None, ready_since=None)
 
     def _one_life(self, client: httpx.Client) -> str:
         """Start, become ready, serve until something fails; returns why it ended."""
@@ -184,7 +197,7 @@ class Instance:
             self.spec, log_path=self.settings.state_dir / "logs" / f"{self.name}.log",
             python=self.settings.vllm_python, stop_grace=self.settings.stop_grace_s,
         )
-        self._set(state="starting", next_start_at=None)
+        self._set(state=InstanceState.STARTING, next_start_at=None)
         self.life_started = time.monotonic()
         try:
             self.process.start()
@@ -221,7 +234,7 @@ class Instance:
                                  self.settings.warm_up_tokens, self.spec.max_model_len,
                                  self.settings.warm_up_timeout_s, self.settings.warm_up_burst)
                 self.ever_ready = True
-                self._set(state="ready", ready_since=time.time(), last_error="", warm_up_s=warmed,
+                self._set(state=InstanceState.READY, ready_since=time.time(), last_error="", warm_up_s=warmed,
                           canary_latency_s=round(result.latency_s, 3),
                           canary_tool_call_parsed=result.tool_call_parsed)
                 self.events.canary(self.name, True, result.latency_s)
@@ -249,15 +262,15 @@ class Instance:
             if result.ok:
                 failures = 0
                 load = fetch_load(client, self.spec.root_url, self.settings.canary_timeout_s)
-                self._set(state="ready", canary_latency_s=round(result.latency_s, 3),
+                self._set(state=InstanceState.READY, canary_latency_s=round(result.latency_s, 3),
                           canary_tool_call_parsed=result.tool_call_parsed, load=load)
                 continue
             load = fetch_load(client, self.spec.root_url, min(5.0, self.settings.canary_timeout_s))
             if _made_progress(self.status.load, load):  # saturated, not hung: wait
-                self._set(state="ready", load=load, last_error=f"busy: {result.error}")
+                self._set(state=InstanceState.READY, load=load, last_error=f"busy: {result.error}")
                 continue
             failures += 1
-            self._set(state="unhealthy", last_error=f"canary failed: {result.error}")
+            self._set(state=InstanceState.UNHEALTHY, last_error=f"canary failed: {result.error}")
             if failures >= self.settings.canary_failures:
                 self._set(last_error=f"hung: {failures} canaries failed, last: {result.error}",
                           last_log_lines=self.process.tail())
@@ -275,7 +288,7 @@ class Instance:
         delay = backoff_delay(max(failed, 1), self.settings, self.rng)
         if crashloop:
             delay = self.settings.backoff_max_s
-        self._set(state="crashloop" if crashloop else "restarting", ready_since=None,
+        self._set(state=InstanceState.CRASHLOOP if crashloop else InstanceState.RESTARTING, ready_since=None,
                   next_start_at=time.time() + delay, pid=None, vllm_pid=None)
         log.warning("%s: %s; next start in %.1f s", self.name, self.status.last_error or reason,
                     delay)
@@ -288,10 +301,10 @@ class Instance:
         process = self.process
         if process is None:
             return
-        if self.shutdown.is_set() and process.poll() is None and self.status.state == "ready":
-            self._set(state="draining")
+        if self.shutdown.is_set() and process.poll() is None and self.status.state is InstanceState.READY:
+            self._set(state=InstanceState.DRAINING)
             self._drain(client)
-        self._set(state="stopping")
+        self._set(state=InstanceState.STOPPING)
         process.stop(self.settings.stop_grace_s)
         with self.lock:
             self.status.last_log_lines = process.tail()
@@ -370,4 +383,4 @@ class Supervisor:
 
     def given_up(self) -> bool:
         """Every instance crash-looped without ever being ready: a config that never worked."""
-        return all(i.status.state == "crashloop" and not i.ever_ready for i in self.instances)
+        return all(i.status.state is InstanceState.CRASHLOOP and not i.ever_ready for i in self.instances)

@@ -12,6 +12,7 @@ import pytest
 from reviewbot_server.errors import UsageError
 from reviewbot_server.process.launcher import free_port
 from reviewbot_server.supervise.status_app import Metrics, StatusServer, build_app
+from reviewbot_server.supervise.supervisor import InstanceState
 
 
 def _instance(name: str, state: str, kv: float | None = None) -> dict[str, object]:
@@ -27,7 +28,7 @@ def test_status_health_and_metrics_follow_the_instances() -> None:
     try:
         assert httpx.get(server.url + "/status").json() == shown
         assert httpx.get(server.url + "/healthz").status_code == 503
-        metrics.state("i0", "ready")
+        metrics.state("i0", InstanceState.READY)
         metrics.restart("i0", "hung")
         metrics.canary("i0", ok=False, latency_s=0.3)
         shown["instances"] = [_instance("i0", "ready", kv=0.25)]
