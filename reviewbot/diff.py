@@ -188,6 +188,10 @@ _VERSION = re.compile(r"\d+(\.\w+)+")  # the signature's git version, after "-- 
 _CR_ONLY = re.compile(r"\r(?!\n)(diff --git |--- |\+\+\+ |@@ -)")
 
 
+class _Reading(Enum):  # where _check_accounted is: a binary patch's payload, a mail's signature
+    DIFF, BINARY, SIGNATURE, MAIL = range(4)
+
+
 def _check_accounted(text: str, patch: PatchSet) -> None:
     """Every line is a file header, a hunk header or a line of a parsed hunk (or format-patch
     mail between patches): anything else would be dropped, so the input is refused instead."""
@@ -196,24 +200,24 @@ def _check_accounted(text: str, patch: PatchSet) -> None:
         raise DiffError(f"the diff uses CR-only line ends (line {text.count(chr(10), 0, cr.start()) + 1}); "
                         "convert them to LF")
     parsed = {line.diff_line_no for pf in patch for hunk in pf for line in hunk}
-    state = "diff"  # diff | binary (GIT binary patch payload) | signature | mail
+    state = _Reading.DIFF
     for number, line in enumerate(text.split("\n"), 1):
         if number in parsed:
             continue
         if line.startswith("diff --git "):
-            state = "diff"
-        elif state == "binary" or state == "mail":
+            state = _Reading.DIFF
+        elif state in (_Reading.BINARY, _Reading.MAIL):
             continue
-        elif state == "signature":
+        elif state is _Reading.SIGNATURE:
             if _MAIL_START.match(line):
-                state = "mail"
+                state = _Reading.MAIL
             elif line.strip() and not _VERSION.fullmatch(line.strip()):
                 break
             continue
         if line == "GIT binary patch":
-            state = "binary"
+            state = _Reading.BINARY
         elif line == "-- ":  # format-patch's signature: the git version, maybe the next mail
-            state = "signature"
+            state = _Reading.SIGNATURE
         elif line.strip() and not _HEADER.match(line):
             break
     else:
