@@ -19,14 +19,14 @@ def _plan(*args: str) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
-@pytest.mark.parametrize("output, says", [
-    ("text", "--max-model-len"), ("json", '"max_model_len"'), ("systemd", "ExecStart="),
-    ("nginx", "upstream"), ("haproxy", "backend"), ("helm", "vllm"),
-])
-def test_every_output_renders_the_same_plan(output: str, says: str) -> None:
+SAYS = {"text": "--max-model-len", "json": '"max_model_len"', "systemd": "ExecStart=",
+        "nginx": "upstream", "haproxy": "backend", "helm": "vllm"}
+
+
+@pytest.mark.parametrize("output", OUTPUTS)
+def test_every_output_renders_the_plan(output: str) -> None:
     code, out, err = _plan(*FITS, "--output", output)
-    assert code == 0 and says in out and err == ""
-    assert set(OUTPUTS) == {"text", "json", "systemd", "nginx", "haproxy", "helm"}
+    assert code == 0 and SAYS[output] in out and err == ""
 
 
 def test_the_balancers_take_the_listen_address_and_rate() -> None:
