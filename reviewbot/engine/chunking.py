@@ -30,7 +30,8 @@ class Piece:
     hunk: Hunk
     lines: tuple[DiffLine, ...]  # what is shown: `lead` lines of lead-in context, then owned lines
     lead: int
-    part: tuple[int, int] | None  # (k, n) when a hunk was split
+    # (k, n) when a hunk was split; (k, n, j, m) when its part k was cut again into m pieces
+    part: tuple[int, ...] | None
     text: str
     tokens: int = 0  # of `text`; an upper bound once the chunk renumbers it (fewer digits)
     first_row: int = 1  # the row number of the first labelled line
@@ -147,9 +148,18 @@ def file_header(file: FileDiff) -> str:
     return f"=== {label(file.path)} ({status})"
 
 
-def _piece_text(hunk: Hunk, lines: Sequence[DiffLine], part: tuple[int, int] | None,
+def _part_label(part: tuple[int, ...] | None) -> str:
+    """" (part 1 of 2)", or " (part 1 of 2, piece 3 of 6)" for a part cut again: every label
+    stays true when an earlier part has already gone out."""
+    if not part:
+        return ""
+    pieces = "".join(f", piece {j} of {m}" for j, m in zip(part[2::2], part[3::2]))
+    return f" (part {part[0]} of {part[1]}{pieces})"
+
+
+def _piece_text(hunk: Hunk, lines: Sequence[DiffLine], part: tuple[int, ...] | None,
                 first_row: int) -> str:
-    header = label(hunk.header) + (f" (part {part[0]} of {part[1]})" if part else "")
+    header = label(hunk.header) + _part_label(part)
     return header + "\n" + "\n".join(
         render_line(line, row) for line, row in zip(lines, _rows(lines, first_row)))
 
@@ -192,12 +202,14 @@ def split(piece: Piece, counter: TokenCounter, limit: int, context_lines: int,
     context; a changed line that alone needs more than `limit` is a slice of its own, whole when
     it fits `alone` tokens, else cut to them (to `limit` when `alone` is no larger)."""
     first = piece.first_row
-    header_tokens = counter.count_texts([piece.hunk.header + " (part 99 of 99)\n"])[0]
+    widest = _part_label((*(piece.part or ()), 99, 99))
+    header_tokens = counter.count_texts([piece.hunk.header + widest + "\n"])[0]
     whole = alone - header_tokens if alone > limit else 0
     lines, line_tokens, cut = _cut_long_lines(piece, counter, (limit - header_tokens) // 2, whole)
     slices = _slices(piece, lines, line_tokens, (header_tokens, limit, whole > 0), context_lines)
-    texts = [_piece_text(piece.hunk, lines[a:c], (k, len(slices)), first + a)
-             for k, (a, _, c) in enumerate(slices, 1)]
+    parts = [(*(piece.part or ()), k, len(slices)) for k in range(1, len(slices) + 1)]
+    texts = [_piece_text(piece.hunk, lines[a:c], part, first + a)
+             for part, (a, _, c) in zip(parts, slices)]
     counts = counter.count_texts(texts)
     lone = [c - a == 1 and header_tokens + line_tokens[a] > limit for a, _, c in slices]
     # tokens merged across line boundaries: the sum of lines undercounted a little
@@ -212,9 +224,9 @@ def split(piece: Piece, counter: TokenCounter, limit: int, context_lines: int,
         return len(here), sum(here)
 
     return [
-        Piece(piece.file, piece.hunk, lines[a:c], b - a, (k, len(slices)), text, tokens, first + a,
+        Piece(piece.file, piece.hunk, lines[a:c], b - a, part, text, tokens, first + a,
               *owned_cut(b, c), alone=solo)
-        for k, ((a, b, c), text, tokens, solo) in enumerate(zip(slices, texts, counts, lone), 1)
+        for part, (a, b, c), text, tokens, solo in zip(parts, slices, texts, counts, lone)
     ]
 
 

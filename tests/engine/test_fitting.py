@@ -60,11 +60,11 @@ def large() -> ChangeSet:
     return diff.parse("".join(files))
 
 
-def make(tokenizer_json: Path, **settings: int) -> Engine:
+def make(tokenizer_json: Path, **settings: object) -> Engine:
     counter = Recording(str(tokenizer_json))
     # sized for the forced call's requests (its tools are part of every one)
-    return Engine(settings=Settings(max_context=CONTEXT, max_output_tokens=1024,
-                                    findings_format=FindingsFormat.TOOL, **settings),
+    return Engine(settings=Settings(**{"max_context": CONTEXT, "max_output_tokens": 1024,
+                                       "findings_format": FindingsFormat.TOOL, **settings}),
                   client=None,  # type: ignore[arg-type]
                   counter=counter, model="test-model", context=CONTEXT)
 
@@ -162,3 +162,20 @@ def test_the_code_around_each_chunk_is_sized_without_counting_its_request_again(
     sizes = [counter.count_request(*units.requests.request(c, context))
              + units.requests.extra_output(c.changed_lines) for c in chunks]
     assert max(sizes) <= 3072
+
+
+def test_a_part_cut_again_says_which_piece_of_that_part_it_is(tokenizer_json: Path,
+                                                              large: ChangeSet) -> None:
+    """With the free JSON answer (no tools: more room) fitting cuts the large hunk's parts
+    again; each piece's header stays true ("part 1 of 2, piece 3 of 6"), none is repeated."""
+    chunks = make(tokenizer_json, findings_format=FindingsFormat.JSON).fitting.chunks(large, INTENT)
+    pieces = [p for c in chunks for p in c.pieces]
+    placed = [(p.file.path, p.hunk.header, p.part) for p in pieces]
+    assert len(placed) == len(set(placed))
+    assert sum(c.changed_lines for c in chunks) == large.changed_lines
+    cut_again = [p for p in pieces if p.part is not None and len(p.part) == 4]
+    assert cut_again, "no part was cut again: the case no longer tests it"
+    for p in cut_again:
+        k, n, j, m = p.part  # type: ignore[misc]
+        assert p.text.split("\n", 1)[0].endswith(f" (part {k} of {n}, piece {j} of {m})")
+        assert 1 <= j <= m and 1 <= k <= n
