@@ -149,8 +149,8 @@ def file_header(file: FileDiff) -> str:
 
 
 def _part_label(part: tuple[int, ...] | None) -> str:
-    """" (part 1 of 2)", or " (part 1 of 2, piece 3 of 6)" for a part cut again: every label
-    stays true when an earlier part has already gone out."""
+    """The hunk header's suffix: ` (part 1 of 2)`, or ` (part 1 of 2, piece 3 of 6)` for a part
+    cut again; each stays true when an earlier part has already gone out."""
     if not part:
         return ""
     pieces = "".join(f", piece {j} of {m}" for j, m in zip(part[2::2], part[3::2]))
