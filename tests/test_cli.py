@@ -4,6 +4,8 @@ tests/server/test_package.py."""
 
 from __future__ import annotations
 
+import secrets
+
 import click
 import pytest
 
@@ -11,7 +13,7 @@ from reviewbot import cli
 from reviewbot.errors import BackendError, UsageError
 from reviewbot.redact import register_secret
 
-SECRET = "sk-cli-canary-7f3a9b2c4d5e6f70"
+SECRET = "sk-" + secrets.token_hex(16)  # random: redaction masks its pieces in this process
 
 
 def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:

@@ -4,6 +4,7 @@ which failures are tried again, and one-line errors without the token."""
 from __future__ import annotations
 
 import io
+import secrets
 import time
 from types import SimpleNamespace
 from typing import Any
@@ -50,7 +51,7 @@ def test_archive_links_are_followed_only_on_the_forges_own_hosts(link: str, url:
 
 
 def _settings(url: str) -> ForgeSettings:
-    return ForgeSettings.github(Settings(github_url=url, github_token="ghp_" + "k" * 36))
+    return ForgeSettings.github(Settings(github_url=url, github_token="ghp_" + secrets.token_hex(18)))
 
 
 def test_an_archive_is_read_within_its_bound_and_without_the_api_token(local_server: Start) -> None:

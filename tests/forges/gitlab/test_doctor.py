@@ -4,6 +4,8 @@ command as a process, with both forges and the model server: tests/flow/test_doc
 
 from __future__ import annotations
 
+import secrets
+
 from reviewbot.checks import Status
 from reviewbot.config import Settings
 from reviewbot.forges.base import ForgeSettings
@@ -36,7 +38,7 @@ def test_without_a_project_or_a_listener_those_checks_are_skipped(env: Env) -> N
 
 
 def test_a_wrong_token_an_unknown_project_and_an_unreachable_url_name_their_fix(env: Env) -> None:
-    status, detail, fix = _checks(env, token="glpat-wrong-" + "x" * 20)["GitLab token"]
+    status, detail, fix = _checks(env, token="glpat-" + secrets.token_hex(10))["GitLab token"]
     assert status is Status.FAILED and "401" in detail and "REVIEWBOT_GITLAB_TOKEN" in fix
     status, detail, fix = _checks(env, project="grp/none")["GitLab project"]
     assert status is Status.FAILED and detail.startswith("grp/none: 404") and "--project" in fix
