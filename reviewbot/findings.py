@@ -38,8 +38,12 @@ _TEST_FILE = re.compile(r"^(test_.+|.+_test|.+[._-](test|spec|mock|fixture)s?|co
 # a secret in a test is still a secret (a real token committed in a fixture)
 _SECRET = re.compile(r"secret|token|password|passwd|credential|private key|api[ _-]?key",
                      re.IGNORECASE)
-# what a finding in test code may carry above minor: the test's own correctness
+# what a finding in test code may carry above minor: the test's own correctness, when it
+# speaks of the test ("the assertion never runs"); one that speaks of the product's behaviour
+# ("this will panic") restates the test's data, or belongs where that code lives
 _TEST_CORRECTNESS = ("bug", "concurrency")
+_ABOUT_TEST = re.compile(r"\b(tests?|testing|tested|assert\w*|expect(ation)?s?|flaky|"
+                         r"vacuous\w*|fixtures?|mocks?|stubs?)\b", re.IGNORECASE)
 
 
 def is_test_path(path: str) -> bool:
@@ -51,11 +55,12 @@ def capped_severity(category: str, severity: Severity, path: str = "",
                     text: str = "") -> Severity:
     """The highest severity a finding may carry, whoever set it (the finding pass or the
     verifier): maintainability is worth a note, never a blocker; in a test, mock or fixture
-    file, only the test's own correctness (bug, concurrency) or a secret goes above minor (a
-    mock server without authentication is no vulnerability)."""
+    file, only the test's own correctness (a bug or race that speaks of the test) or a secret
+    goes above minor (a mock server without authentication is no vulnerability)."""
     if category == "maintainability":
         return min(severity, Severity.MINOR)
-    if path and is_test_path(path) and category not in _TEST_CORRECTNESS \
+    about_test = category in _TEST_CORRECTNESS and _ABOUT_TEST.search(text)
+    if path and is_test_path(path) and not about_test \
             and not (category == "security" and _SECRET.search(text)):
         return min(severity, Severity.MINOR)
     return severity

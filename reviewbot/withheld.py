@@ -34,6 +34,7 @@ def unreviewed_error(skipped: Sequence[SkippedFile]) -> list[str]:
 class DropStage(StrEnum):
     AGREEMENT = "agreement"  # too few samples found it
     VERIFY = "verify"  # the verifier dropped it
+    RESTATED = "restated"  # it repeats the change's own prose (engine.restatement)
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from reviewbot.engine.messages import (
     Tools,
 )
 from reviewbot.engine.replies import Reply
+from reviewbot.engine.restatement import drop_restated
 from reviewbot.engine.routing import NO_ROUTE, Route
 from reviewbot.errors import BadAnswer, ContextTooLong, RequestFailed
 from reviewbot.result import Usage
@@ -133,7 +134,9 @@ class Passes:
         answer.invalid = sum(p.invalid for p in usable)
         answer.reanchored = sum(p.reanchored for p in usable)
         answer.candidates = sum(len(p.findings) for p in usable)
-        answer.findings, answer.dropped = agree([p.findings for p in usable])
+        found, answer.dropped = agree([p.findings for p in usable])
+        answer.findings, restated = drop_restated(found, chunk)
+        answer.dropped += restated
         if not answer.findings and summaries.names_a_problem(answer.summary):
             self.named(chunk, messages, tool_list, answer, deadline, route)
         if settings.verify and answer.findings:

@@ -167,6 +167,11 @@ def _why(s: SummaryInput) -> str:
     return f" ({', '.join(f'{n} {why}' for why, n in reasons.items())})" if reasons else ""
 
 
+_DROPPED = {DropStage.VERIFY: "dropped by verification",
+            DropStage.AGREEMENT: "too few samples agreed on",
+            DropStage.RESTATED: "that restated the change's own comments or notes"}
+
+
 def _held_back(result: ReviewResult) -> list[str]:
     """What the floor and the verifier kept out of the note, counted (the CLI's JSON output
     lists each one with its reason)."""
@@ -177,10 +182,8 @@ def _held_back(result: ReviewResult) -> list[str]:
     if dismissed:
         parts.append(f"{dismissed} a project member dismissed earlier on this change (matched "
                      "by file, category and title)")
-    if by_stage[DropStage.VERIFY]:
-        parts.append(f"{by_stage[DropStage.VERIFY]} candidate(s) dropped by verification")
-    if by_stage[DropStage.AGREEMENT]:
-        parts.append(f"{by_stage[DropStage.AGREEMENT]} candidate(s) too few samples agreed on")
+    parts += [f"{by_stage[stage]} candidate(s) {what}" for stage, what in _DROPPED.items()
+              if by_stage[stage]]
     return [f"- Held back: {'; '.join(parts)}"] if parts else []
 
 
