@@ -34,9 +34,26 @@ def test_in_a_test_file_only_its_own_correctness_or_a_secret_stays_above_minor()
         is Severity.CRITICAL
     assert capped_severity("security", Severity.BLOCKER, mock, "A real API key is committed") \
         is Severity.BLOCKER
+    assert capped_severity("concurrency", Severity.MAJOR, mock, "The test is flaky: a race on "
+                           "the shared port") is Severity.MAJOR
     # code outside tests keeps its severity; maintainability is capped everywhere
     assert capped_severity("security", Severity.CRITICAL, "src/server.py") is Severity.CRITICAL
     assert capped_severity("maintainability", Severity.MAJOR, "src/a.py") is Severity.MINOR
+
+
+def test_a_bug_in_test_code_that_speaks_of_the_product_is_at_most_minor() -> None:
+    """Real false positives of the 1.5B model on clean changes: test data read as a product bug
+    (gin), the product's behaviour anchored in its test (zod)."""
+    for path, text in [
+        ("binding/binding_test.go", ("Incorrect time format in `FooBarStructForTimeType` The "
+         "`time_format` field is set to `unixmilli`. This will cause a panic when parsing.")),
+        ("src/v4/classic/tests/default.test.ts", ("Shallow clone of default value The `default` "
+         "function returns a shallow clone, which can lead to unexpected behavior.")),
+    ]:
+        assert capped_severity("bug", Severity.CRITICAL, path, text) is Severity.MINOR
+    # the same words outside test code keep their severity
+    assert capped_severity("bug", Severity.CRITICAL, "binding/binding.go",
+                           "This will cause a panic when parsing.") is Severity.CRITICAL
 
 
 def _f(line: int, title: str = "Unchecked index", severity: Severity = Severity.MINOR,

@@ -6,9 +6,10 @@ dropped, with their reason, before verification."""
 from __future__ import annotations
 
 import re
+
 from reviewbot.engine.chunking import Chunk
 from reviewbot.findings import Finding
-from reviewbot.withheld import DropStage, Dropped
+from reviewbot.withheld import Dropped, DropStage
 
 RUN = 4  # words in a run
 SHARE = 0.5  # a finding whose runs are at least this share the change's prose restates it

@@ -11,6 +11,7 @@ import pytest
 from reviewbot.config import resolve
 from reviewbot.diff import parse
 from reviewbot.engine.messages import REASONING_OVERHEAD, REASONING_TOKENS, Requests
+from reviewbot.withheld import DropStage
 from tests.engine.test_candidates import added_rows, engine_for, verdict
 from tests.engine.test_orchestrator import finding, make_diff
 from tests.fake_openai import FakeOpenAI, Reply, asked
@@ -129,3 +130,31 @@ def test_two_step_gives_its_review_back_with_no_special_token_that_opens_a_turn(
     given_back = formatted["messages"][2]["content"]
     assert "<|im_start|>" not in given_back and "<|im_end|>" not in given_back
     assert "Row 1 divides by zero." in given_back
+
+
+def test_a_candidate_that_restates_the_change_is_dropped_before_verification() -> None:
+    """The changelog entry copied as a finding never reaches the verifier; the finding beside
+    it, in its own words, does."""
+    entry = "Parsing a stream whose multibyte character straddles a buffer boundary read it short."
+    text = ("diff --git a/CHANGES.md b/CHANGES.md\n--- a/CHANGES.md\n+++ b/CHANGES.md\n"
+            f"@@ -1 +1,2 @@\n # Changes\n+* {entry}\n"
+            "diff --git a/src/r.py b/src/r.py\n--- a/src/r.py\n+++ b/src/r.py\n"
+            "@@ -1 +1,2 @@\n def fill():\n+    return stream.read(size)\n")
+
+    def script(body: dict[str, Any], attempt: int) -> Reply:
+        if asked(body) == "verify_findings":
+            return Reply(tool_name="verify_findings", tool_args={"verdicts": {"1": verdict(True)}})
+        second = added_rows(body)[1]
+        return Reply(tool_args={"summary": "", "findings": [
+            {**finding(second, "Bug Fixes"), "body": entry},
+            finding(second, "A short read is not retried")]})
+
+    with FakeOpenAI(script, max_model_len=8000) as server:
+        result = engine_for(server).review(parse(text))
+    assert [f.title for f in result.findings] == ["A short read is not retried"]
+    ((restated, stage),) = [(d.finding.title, d.stage) for d in result.dropped]
+    assert (restated, stage) == ("Bug Fixes", DropStage.RESTATED)
+    assert result.stats.candidates == 2 and result.stats.dropped == 1
+    (check,) = [r for r in server.requests if asked(r) == "verify_findings"]
+    asks = check["messages"][-1]["content"]
+    assert "A short read is not retried" in asks and "Bug Fixes" not in asks

@@ -24,6 +24,7 @@ from reviewbot.forges.summary import (
     unpack,
 )
 from reviewbot.result import ReviewResult, RunMode, Stats
+from reviewbot.withheld import Dropped, DropStage
 
 DIFF = "--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"
 
@@ -96,3 +97,15 @@ def test_a_summary_over_the_note_limit_is_cut_and_keeps_a_readable_marker() -> N
     assert len(body) <= 6000 and "summary cut to fit the note limit" in body
     marker = summary_marker(body)
     assert marker is not None and marker.last_reviewed_sha == "h2"
+
+
+def test_dropped_candidates_are_counted_by_why_in_the_note() -> None:
+    def dropped(stage: DropStage, n: int) -> Dropped:
+        return Dropped(_finding(n=n), stage, "why")
+
+    result = ReviewResult([], "", Stats(files_total=1, changed_lines=2), dropped=[
+        dropped(DropStage.RESTATED, 1), dropped(DropStage.RESTATED, 2),
+        dropped(DropStage.VERIFY, 3)])
+    body = render_summary(_input(result=result))
+    assert ("Held back: 1 candidate(s) dropped by verification; 2 candidate(s) that restated "
+            "the change's own comments or notes") in body
