@@ -22,12 +22,18 @@ def haproxy_str(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+def printable(text: str) -> str:
+    """`text` with every control character (a newline, a terminal escape) written as a C
+    escape: one visible line."""
+    return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" if ord(c) < 256
+                   else f"\\u{ord(c):04x}" for c in text)
+
+
 def unit_word(arg: str) -> str:
     """Quote one ExecStart word for systemd: `%` and `$` are specifiers there, and a newline
     (or any control character) is written as a C escape, never as a line of its own."""
-    escaped = arg.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%").replace("$", "$$")
-    escaped = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" if ord(c) < 256
-                      else f"\\u{ord(c):04x}" for c in escaped)
+    escaped = printable(
+        arg.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%").replace("$", "$$"))
     quote = not arg.isprintable() or any(c in arg for c in ' "{}\'\\;')
     return f'"{escaped}"' if quote else escaped
 

@@ -21,6 +21,7 @@ from reviewbot_server.process.launcher import (
     cpu_dtype,
     find_vllm_python,
 )
+from reviewbot_server.render.configs import printable
 from reviewbot_server.supervise import preflight
 from reviewbot_server.supervise.canary import WARM_UP_BURST, WARM_UP_TOKENS
 from reviewbot_server.supervise.specs import Nginx, gpu_specs, nginx_for
@@ -203,6 +204,15 @@ def _status_url(url: str | None, state_dir: Path) -> str:
     return f"http://127.0.0.1:{DEFAULT_STATUS_PORT}"
 
 
+ERROR_CHARS = 300  # of an instance's last error on its status row
+
+
+def _shown(value: object) -> str:
+    """A status answer's text on a terminal: the supervisor's error quotes vLLM's output, which
+    may hold terminal escapes or many lines; one visible line, bounded."""
+    return printable(str(value)[:ERROR_CHARS])
+
+
 def _fmt(value: object, unit: str = "") -> str:
     if value is None:
         return "-"
@@ -240,7 +250,8 @@ def status(url: str | None, state_dir: Path, output: str) -> None:
                 f"{i['restarts']:>8} {_fmt(i['uptime_s'], 's'):>9} "
                 f"{_fmt(None if kv is None else kv * 100, '%'):>6} "
                 f"{_fmt(i['requests_running']):>4} {_fmt(i['requests_waiting']):>4}  "
-                f"{i['url']}" + (f"  ({i['last_error']})" if i["last_error"] else ""))
+                f"{_shown(i['url'])}"
+                + (f"  ({_shown(i['last_error'])})" if i["last_error"] else ""))
     ready = all(i["state"] == InstanceState.READY for i in instances)  # JSON: the value
     sys.exit(0 if ready and instances else 1)
 

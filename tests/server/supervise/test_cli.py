@@ -49,6 +49,20 @@ def test_a_row_per_instance_and_exit_1_while_one_is_not_ready(
     assert CliRunner().invoke(status, ["--url", url]).exit_code == 0
 
 
+def test_an_error_quoting_vllm_is_one_visible_bounded_line(
+        shown: tuple[dict[str, object], str]) -> None:
+    """The supervisor's last error quotes vLLM's output: a terminal escape or a second line in
+    it is written as an escape, and a long one is cut."""
+    answer, url = shown
+    answer["instances"] = [_instance("i0", "backoff", "\x1b[2J\x1b]0;owned\x07exited\nNext: "
+                                     + "x" * 5000)]
+    result = CliRunner().invoke(status, ["--url", url])
+    (row,) = result.stdout.splitlines()[1:]
+    assert "\x1b" not in result.stdout and "\x07" not in result.stdout
+    assert "(\\x1b[2J\\x1b]0;owned\\x07exited\\x0aNext: xxx" in row
+    assert len(row) < 500
+
+
 def test_json_output_and_the_url_from_the_state_file(shown: tuple[dict[str, object], str],
                                                      tmp_path: Path) -> None:
     answer, url = shown
