@@ -3,10 +3,11 @@ docs/precision.md's real-model row and docs/real-model.md (issue 33).
 
     python benchmarks/real_model.py --url http://127.0.0.1:PORT [--variant tool --variant json]
         [--golden tests/eval/planted] [--out benchmarks/results/real_model] [--max-lines N]
-        [--parallel] [--repeat N] [--resume]
+        [--parallel] [--repeat N] [--resume] [--skip CASE]…
 
 `--max-lines N` reviews only the cases whose diff changes at most N lines (a CPU cannot review
 the whole real set in a session: the choice is the smallest cases, named in the output);
+`--skip CASE` (repeatable) leaves a case out (one that ran into the review timeout before);
 `--parallel` runs the variants at once against the one server (vLLM batches their decodes);
 `--resume` keeps the complete results of an earlier cut run.
 
@@ -57,14 +58,15 @@ def named_problems(results: Path) -> dict[str, int]:
     return out
 
 
-def subset(golden: Path, max_lines: int | None, scratch: Path) -> Path:
-    """The golden set, or its cases of at most `max_lines` changed lines (linked, not copied)."""
-    if max_lines is None:
+def subset(golden: Path, max_lines: int | None, skip: list[str], scratch: Path) -> Path:
+    """The golden set, or its cases of at most `max_lines` changed lines and not in `skip`
+    (linked, not copied)."""
+    if max_lines is None and not skip:
         return golden
     folder = scratch / "subset"
     folder.mkdir()
     for case in evaluation.load_golden(golden):
-        if case.size <= max_lines:
+        if (max_lines is None or case.size <= max_lines) and case.id not in skip:
             (folder / case.id).symlink_to(case.diff.parent.resolve())
     return folder
 
@@ -99,6 +101,7 @@ def main() -> int:
     parser.add_argument("--variant", action="append", default=None,
                         help="a findings_format, +verify or not (repeatable)")
     parser.add_argument("--max-lines", type=int)
+    parser.add_argument("--skip", action="append", default=[], metavar="CASE")
     parser.add_argument("--parallel", action="store_true")
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--resume", action="store_true")
@@ -107,7 +110,7 @@ def main() -> int:
     extra = ["--repeat", str(args.repeat)] + (["--resume"] if args.resume else [])
     with tempfile.TemporaryDirectory() as scratch:
         config = config_file(Path(scratch))
-        golden = subset(args.golden, args.max_lines, Path(scratch))
+        golden = subset(args.golden, args.max_lines, args.skip, Path(scratch))
         print(f"cases: {', '.join(sorted(p.name for p in golden.iterdir() if p.is_dir()))}", flush=True)
 
         def one(variant: str) -> None:
