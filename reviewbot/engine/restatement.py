@@ -19,7 +19,9 @@ _WORD = re.compile(r"[a-z0-9_]+")
 # a line comment or a line inside a block comment, in the languages the field reviews
 _COMMENT = re.compile(r"^\s*(#|//|/\*|\*|--|;|\"\"\"|'''|<!--)")
 _DOC_SUFFIXES = (".md", ".mdx", ".markdown", ".rst", ".txt", ".adoc", ".asciidoc")
-_DOC_NAME = re.compile(r"^(change|news|history|release)", re.IGNORECASE)
+# documents without a suffix (a file named release.go is code)
+_DOC_NAME = re.compile(r"^(changes|changelog|news|history|releases?|authors|readme)$",
+                       re.IGNORECASE)
 
 
 def runs(text: str) -> set[tuple[str, ...]]:
@@ -27,7 +29,7 @@ def runs(text: str) -> set[tuple[str, ...]]:
     return {tuple(words[i:i + RUN]) for i in range(len(words) - RUN + 1)}
 
 
-def _is_doc(path: str) -> bool:
+def is_document(path: str) -> bool:
     name = path.rsplit("/", 1)[-1]
     return name.lower().endswith(_DOC_SUFFIXES) or bool(_DOC_NAME.match(name))
 
@@ -37,7 +39,7 @@ def prose(chunk: Chunk) -> set[tuple[str, ...]]:
     (a removed comment copied as a finding restates the change as much as an added one)."""
     out: set[tuple[str, ...]] = set()
     for piece in chunk.pieces:
-        doc = _is_doc(piece.file.path)
+        doc = is_document(piece.file.path)
         out |= runs("\n".join(line.text for line in piece.lines
                               if line.changed and (doc or _COMMENT.match(line.text))))
     return out

@@ -6,7 +6,7 @@ from __future__ import annotations
 from reviewbot import diff
 from reviewbot.diff import Side
 from reviewbot.engine.chunking import Chunk
-from reviewbot.engine.restatement import drop_restated, prose
+from reviewbot.engine.restatement import drop_restated, is_document, prose
 from reviewbot.engine.tokens import EstimateTokenCounter
 from reviewbot.findings import Finding, Severity
 from reviewbot.withheld import DropStage
@@ -87,6 +87,11 @@ def test_removed_prose_counts_and_mdx_is_a_document() -> None:
     assert prose(chunk)
     copied = _finding("RFC 4122 UUID variant bits must be 10", sentence)
     assert drop_restated([copied], chunk)[0] == []
+
+
+def test_documents_are_known_by_suffix_or_by_a_bare_name() -> None:
+    assert is_document("CHANGES") and is_document("docs/NEWS") and is_document("CHANGES.rst")
+    assert not is_document("release.go") and not is_document("src/changes.py")
 
 
 def test_a_change_without_prose_drops_nothing() -> None:
