@@ -352,7 +352,10 @@ def test_real_vllm_sigterm_leaves_no_process(real_up: Up) -> None:
     keeper = int(inst["pid"])  # type: ignore[call-overload]
     code, err = real_up.terminate(timeout=120)
     assert code == 0, err
-    assert _gone(keeper, timeout=5), f"left behind: {group_members(keeper)}"
+    # a SIGKILLed engine with gigabytes mapped takes seconds to be torn down on a loaded
+    # 2-core machine (one CI run still saw a member 5 s after the supervisor exited); a
+    # member that lives on fails
+    assert _gone(keeper, timeout=30), f"left behind: {group_members(keeper)}"
     leftovers = subprocess.run(["pgrep", "-f", f"--port {real_up.port}"], check=False,
                                capture_output=True, text=True).stdout.split()
     assert leftovers == []
