@@ -3,6 +3,8 @@ dropped with its reason; one that quotes a little of them, or the code, is kept.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from reviewbot import diff
 from reviewbot.diff import Side
 from reviewbot.engine.chunking import Chunk
@@ -87,6 +89,19 @@ def test_removed_prose_counts_and_mdx_is_a_document() -> None:
     assert prose(chunk)
     copied = _finding("RFC 4122 UUID variant bits must be 10", sentence)
     assert drop_restated([copied], chunk)[0] == []
+
+
+def test_a_comment_planted_by_the_author_cannot_drop_a_security_finding() -> None:
+    """Hostile: the author names the hole in a comment first, so the model's finding copies
+    it; the finding stays (the gate is the team's), while the same words as a bug are dropped."""
+    said = "the user id is passed to cursor execute unescaped so any caller can inject SQL"
+    text = ("diff --git a/db.py b/db.py\n--- a/db.py\n+++ b/db.py\n"
+            f"@@ -1 +1,3 @@\n def find(uid):\n+    # {said}\n"
+            "+    return cur.execute(f'SELECT * FROM u WHERE id={uid}')\n")
+    hole = Finding("db.py", 3, Side.NEW, Severity.CRITICAL, "SQL injection", said,
+                   category="security")
+    assert drop_restated([hole], _chunk(text)) == ([hole], [])
+    assert drop_restated([replace(hole, category="bug")], _chunk(text))[0] == []
 
 
 def test_documents_are_known_by_suffix_or_by_a_bare_name() -> None:
