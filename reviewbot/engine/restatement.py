@@ -56,7 +56,7 @@ def restates(finding: Finding, own: set[tuple[str, ...]]) -> bool:
 
 def drop_restated(findings: list[Finding], chunk: Chunk) -> tuple[list[Finding], list[Dropped]]:
     """(the findings that say something of their own, the restatements as dropped)."""
-    own = prose(chunk)
+    own = prose(chunk) if findings else set()  # most chunks of a review find nothing
     kept, dropped = [], []
     for f in findings:
         if own and restates(f, own):
